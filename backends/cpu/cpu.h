@@ -1,0 +1,41 @@
+/* The CPU backend's private pieces: its state, host buffers, the thread pool
+ * and the two attention paths (tiled and naive). */
+#ifndef FATTN_CPU_H
+#define FATTN_CPU_H
+
+#include "backend.h"
+
+typedef struct cpu_state {
+    int threads;
+} cpu_state;
+
+typedef struct cpu_buffer {
+    void *ptr;
+    int owned;
+} cpu_buffer;
+
+/* Runs fn(arg, item, scratch) for item in [0, n) on up to `threads` threads;
+ * each thread gets `scratch_bytes` of its own scratch. Returns
+ * FATTN_ERR_OUT_OF_MEMORY (with a message) if scratch or threads cannot be had. */
+typedef void (*cpu_item_fn)(void *arg, int64_t item, float *scratch);
+fattn_status cpu_parallel_for(int threads, int64_t n, size_t scratch_bytes, cpu_item_fn fn,
+                              void *arg, fattn_msg *msg);
+
+/* Element pointer of operand `op` at (b, h, s), as bytes. */
+static inline const unsigned char *cpu_elem(const fattn_operand *op, fattn_dtype t, int64_t b,
+                                            int64_t h, int64_t s) {
+    const int64_t es = t == FATTN_F32 ? 4 : 2;
+    const int64_t off = op->offset + b * op->stride_batch + h * op->stride_head + s * op->stride_seq;
+    return (const unsigned char *)((cpu_buffer *)op->mem)->ptr + off * es;
+}
+
+/* Converts n elements of type t at src to float, multiplied by mul. */
+void cpu_load_row(float *dst, const void *src, fattn_dtype t, int64_t n, float mul);
+/* Converts n floats to type t at dst. */
+void cpu_store_row(void *dst, const float *src, fattn_dtype t, int64_t n);
+
+fattn_status cpu_forward_tiled(const cpu_state *s, const fattn_problem *p, const fattn_plan *plan,
+                               fattn_msg *msg);
+fattn_status cpu_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg);
+
+#endif /* FATTN_CPU_H */

@@ -1,0 +1,160 @@
+/* The CPU backend's vtable: one "device" (the host), buffers in host memory,
+ * and the planner that picks tile sizes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu.h"
+#include "env.h"
+#include "registry.h"
+
+/* Default tiles: a 16 x 256 float query tile and two 64 x 256 key/value tiles
+ * stay within a 256 KiB L2 at the largest head dimension. */
+enum { CPU_TILE_Q = 16, CPU_TILE_KV = 64, CPU_TILE_MAX = 1024 };
+
+static int cpu_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)(n > 1024 ? 1024 : n) : 1;
+}
+
+static void cpu_probe(fattn_probe *out) {
+    out->device_count = 1;
+    out->gpu_count = 0;
+    out->reason[0] = '\0';
+}
+
+/* "model name" from /proc/cpuinfo where there is one. */
+static fattn_status cpu_device_name(int device, char *buf, size_t len, fattn_msg *msg) {
+    (void)device;
+    (void)msg;
+    char line[512], model[256] = "CPU";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        while (fgets(line, sizeof line, f)) {
+            char *colon = strchr(line, ':');
+            if (strncmp(line, "model name", 10) == 0 && colon) {
+                colon += 1 + (colon[1] == ' ');
+                colon[strcspn(colon, "\n")] = '\0';
+                snprintf(model, sizeof model, "%s", colon);
+                break;
+            }
+        }
+        fclose(f);
+    }
+    snprintf(buf, len, "%s (%d threads)", model, cpu_cores());
+    return FATTN_OK;
+}
+
+static fattn_status cpu_open(int device, void **state, fattn_msg *msg) {
+    (void)device;
+    int threads;
+    fattn_status st = fattn_env_cpu_threads(&threads, msg);
+    if (st != FATTN_OK) return st;
+    cpu_state *s = calloc(1, sizeof *s);
+    if (!s) return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate the CPU backend state");
+    s->threads = threads ? threads : cpu_cores();
+    *state = s;
+    return FATTN_OK;
+}
+
+static void cpu_close(void *state) { free(state); }
+
+static fattn_status cpu_buffer_new(void *ptr, int owned, void **mem, fattn_msg *msg) {
+    cpu_buffer *b = malloc(sizeof *b);
+    if (!b) {
+        if (owned) free(ptr);
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate a buffer record");
+    }
+    b->ptr = ptr;
+    b->owned = owned;
+    *mem = b;
+    return FATTN_OK;
+}
+
+static fattn_status cpu_buffer_alloc(void *state, size_t bytes, void **mem, fattn_msg *msg) {
+    (void)state;
+    /* 64-byte alignment for vector loads; aligned_alloc wants a multiple. */
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    void *p = rounded >= bytes ? aligned_alloc(64, rounded) : NULL;
+    if (!p) return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", bytes);
+    return cpu_buffer_new(p, 1, mem, msg);
+}
+
+static fattn_status cpu_buffer_wrap(void *state, void *native, size_t bytes, void **mem,
+                                    fattn_msg *msg) {
+    (void)state;
+    (void)bytes;
+    return cpu_buffer_new(native, 0, mem, msg);
+}
+
+static void cpu_buffer_free(void *state, void *mem) {
+    (void)state;
+    cpu_buffer *b = mem;
+    if (b->owned) free(b->ptr);
+    free(b);
+}
+
+static fattn_status cpu_buffer_write(void *state, void *mem, size_t offset, const void *src,
+                                     size_t bytes, fattn_msg *msg) {
+    (void)state;
+    (void)msg;
+    memcpy((char *)((cpu_buffer *)mem)->ptr + offset, src, bytes);
+    return FATTN_OK;
+}
+
+static fattn_status cpu_buffer_read(void *state, void *mem, size_t offset, void *dst, size_t bytes,
+                                    fattn_msg *msg) {
+    (void)state;
+    (void)msg;
+    memcpy(dst, (const char *)((cpu_buffer *)mem)->ptr + offset, bytes);
+    return FATTN_OK;
+}
+
+static void *cpu_buffer_native(void *state, void *mem) {
+    (void)state;
+    return ((cpu_buffer *)mem)->ptr;
+}
+
+static fattn_status cpu_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+    const cpu_state *s = state;
+    if (p->tile_q > CPU_TILE_MAX || p->tile_kv > CPU_TILE_MAX)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "tile_q = %d, tile_kv = %d: the CPU backend takes tiles up to %d",
+                          p->tile_q, p->tile_kv, CPU_TILE_MAX);
+    plan->variant = 0;
+    plan->tiling.tile_q = p->tile_q ? p->tile_q : CPU_TILE_Q;
+    plan->tiling.tile_kv = p->tile_kv ? p->tile_kv : CPU_TILE_KV;
+    plan->tiling.concurrent_groups = s->threads;   /* one tile set per thread */
+    plan->tiling.workspace_bytes = 0;
+    return FATTN_OK;
+}
+
+static fattn_status cpu_forward(void *state, const fattn_problem *p, const fattn_plan *plan,
+                                fattn_msg *msg) {
+    return cpu_forward_tiled(state, p, plan, msg);
+}
+
+static const fattn_backend_vtable cpu_vtable = {
+    .abi = FATTN_BACKEND_ABI,
+    .kind = FATTN_BACKEND_CPU,
+    .name = "cpu",
+    .native_is_host = 1,
+    .probe = cpu_probe,
+    .device_name = cpu_device_name,
+    .open = cpu_open,
+    .close = cpu_close,
+    .set_stream = NULL,    /* no queues: only a NULL stream is accepted */
+    .synchronize = NULL,   /* every call completes before it returns */
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_wrap = cpu_buffer_wrap,
+    .buffer_free = cpu_buffer_free,
+    .buffer_write = cpu_buffer_write,
+    .buffer_read = cpu_buffer_read,
+    .buffer_native = cpu_buffer_native,
+    .plan = cpu_plan,
+    .forward = cpu_forward,
+    .forward_naive = cpu_forward_naive,
+};
+
+const fattn_backend_vtable *fattn_cpu_backend(void) { return &cpu_vtable; }

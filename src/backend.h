@@ -1,0 +1,123 @@
+/* The private contract between the core and a backend: the vtable a backend
+ * fills, and the resolved problem it receives. GPU backends are separate
+ * modules (dlopen) that include only this header and fattn.h, so everything
+ * here is plain data or static inline. */
+#ifndef FATTN_BACKEND_H
+#define FATTN_BACKEND_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "fattn.h"
+
+/* Bumped whenever this header changes incompatibly; the core refuses a
+ * module built against another value. */
+#define FATTN_BACKEND_ABI 1
+/* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
+#define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
+
+/* Where a backend writes the detail of a failure. The core shows it through
+ * fattn_error_message(). */
+typedef struct fattn_msg {
+    char text[4096];
+} fattn_msg;
+
+/* Formats the message and returns `status`, so a backend can write
+ * `return fattn_fail(msg, FATTN_ERR_DEVICE, "clEnqueue...: %d", err);`. */
+static inline fattn_status fattn_fail(fattn_msg *msg, fattn_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static inline fattn_status fattn_fail(fattn_msg *msg, fattn_status status, const char *fmt, ...) {
+    if (msg) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg->text, sizeof msg->text, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+/* One operand after validation: the backend's own buffer handle plus element
+ * offsets. Strides are in elements; stride_dim is always 1. */
+typedef struct fattn_operand {
+    void *mem;
+    int64_t offset;
+    int64_t stride_batch, stride_head, stride_seq;
+} fattn_operand;
+
+/* A validated attention problem (FlashAttention-2's Flash_fwd_params idea):
+ * sizes, resolved scale, and operands. has_lse says whether lse is wanted. */
+typedef struct fattn_problem {
+    int64_t batch, heads_q, heads_kv, seq_q, seq_kv, head_dim;
+    fattn_dtype dtype;
+    float scale;        /* resolved: never 0 unless the caller asked for it */
+    int causal;
+    int tile_q, tile_kv;   /* caller's overrides, 0 = backend default */
+    unsigned flags;
+    fattn_operand q, k, v, o, lse;
+    int has_lse;
+} fattn_problem;
+
+/* What a backend found on this machine. */
+typedef struct fattn_probe {
+    int device_count;
+    int gpu_count;
+    char reason[256];   /* why device_count is 0 */
+} fattn_probe;
+
+/* The backend's decision for one problem: the kernel variant and its tiling.
+ * plan() is the only place that decides, so "is it supported" and "what
+ * runs" cannot disagree. */
+typedef struct fattn_plan {
+    int variant;          /* backend-defined kernel choice */
+    fattn_tiling tiling;  /* tile sizes, resident groups, workspace */
+} fattn_plan;
+
+typedef struct fattn_backend_vtable {
+    int abi;                       /* FATTN_BACKEND_ABI */
+    fattn_backend_kind kind;
+    const char *name;
+    /* 1 when the backend's buffers are host memory (the CPU backend): the
+     * host convenience call then wraps the caller's arrays instead of copying. */
+    int native_is_host;
+
+    /* Counts devices; a missing driver is device_count 0 plus a reason. */
+    void (*probe)(fattn_probe *out);
+    fattn_status (*device_name)(int device, char *buf, size_t len, fattn_msg *msg);
+
+    /* A per-context state for one device. */
+    fattn_status (*open)(int device, void **state, fattn_msg *msg);
+    void (*close)(void *state);
+
+    /* Optional: NULL means the backend has no queues, and the core accepts
+     * only a NULL stream. */
+    fattn_status (*set_stream)(void *state, void *native_stream, fattn_msg *msg);
+    /* Optional: NULL means the backend's calls are synchronous. */
+    fattn_status (*synchronize)(void *state, fattn_msg *msg);
+
+    /* Buffers. The core checks ranges before calling read/write. */
+    fattn_status (*buffer_alloc)(void *state, size_t bytes, void **mem, fattn_msg *msg);
+    /* Optional: NULL makes fattn_buffer_wrap return FATTN_ERR_UNSUPPORTED. */
+    fattn_status (*buffer_wrap)(void *state, void *native, size_t bytes, void **mem, fattn_msg *msg);
+    /* Frees what alloc made, or only the wrapper of what wrap made. */
+    void (*buffer_free)(void *state, void *mem);
+    fattn_status (*buffer_write)(void *state, void *mem, size_t offset, const void *src,
+                                 size_t bytes, fattn_msg *msg);
+    fattn_status (*buffer_read)(void *state, void *mem, size_t offset, void *dst, size_t bytes,
+                                fattn_msg *msg);
+    void *(*buffer_native)(void *state, void *mem);
+
+    /* Can this problem run, and how: FATTN_ERR_UNSUPPORTED with a reason if
+     * not. forward() receives the plan that this returned. */
+    fattn_status (*plan)(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg);
+    fattn_status (*forward)(void *state, const fattn_problem *p, const fattn_plan *plan,
+                            fattn_msg *msg);
+    /* Optional: NULL makes fattn_forward_naive return FATTN_ERR_UNSUPPORTED. */
+    fattn_status (*forward_naive)(void *state, const fattn_problem *p, fattn_msg *msg);
+} fattn_backend_vtable;
+
+typedef const fattn_backend_vtable *(*fattn_backend_module_fn)(void);
+
+#endif /* FATTN_BACKEND_H */

@@ -1,0 +1,272 @@
+/* Contexts, run-time backend choice, error messages and buffers. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "internal.h"
+#include "registry.h"
+
+static _Thread_local fattn_msg thread_msg;
+
+fattn_msg *fattn_thread_msg(void) { return &thread_msg; }
+
+fattn_status fattn_ctx_fail(fattn_context *ctx, fattn_status status, const char *fmt, ...) {
+    fattn_msg *m = ctx ? &ctx->msg : &thread_msg;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->text, sizeof m->text, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void fattn_ctx_clear(fattn_context *ctx) { (ctx ? &ctx->msg : &thread_msg)->text[0] = '\0'; }
+
+const char *fattn_error_message(const fattn_context *ctx) {
+    return ctx ? ctx->msg.text : thread_msg.text;
+}
+
+/* ---- Backends and devices ------------------------------------------------ */
+
+fattn_status fattn_backend_get_info(fattn_backend_kind kind, fattn_backend_info *info) {
+    fattn_ctx_clear(NULL);
+    if (!info) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "info is NULL");
+    if ((int)kind <= FATTN_BACKEND_AUTO || kind >= FATTN_BACKEND_COUNT)
+        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT,
+                              "backend kind %d is not cpu (1), cuda (2) or opencl (3)", (int)kind);
+    memset(info, 0, sizeof *info);
+    info->kind = kind;
+    info->name = fattn_backend_name(kind);
+    const fattn_backend_vtable *vt = fattn_registry_get(kind, info->reason, sizeof info->reason);
+    if (!vt) return FATTN_OK;
+    fattn_probe probe = {0};
+    vt->probe(&probe);
+    info->device_count = probe.device_count > 0 ? probe.device_count : 0;
+    info->gpu_count = probe.gpu_count > 0 ? probe.gpu_count : 0;
+    info->available = info->device_count > 0;
+    if (!info->available)
+        snprintf(info->reason, sizeof info->reason, "%s",
+                 probe.reason[0] ? probe.reason : "no devices found");
+    return FATTN_OK;
+}
+
+/* The backend's vtable and device count, or a failure naming why. */
+static fattn_status usable_backend(fattn_backend_kind kind, const fattn_backend_vtable **vt,
+                                   int *count) {
+    fattn_backend_info info;
+    fattn_status st = fattn_backend_get_info(kind, &info);
+    if (st != FATTN_OK) return st;
+    if (!info.available)
+        return fattn_ctx_fail(NULL, FATTN_ERR_BACKEND_UNAVAILABLE,
+                              "backend '%s' is not available: %s", info.name, info.reason);
+    *vt = fattn_registry_get(kind, NULL, 0);
+    *count = info.device_count;
+    return FATTN_OK;
+}
+
+fattn_status fattn_device_get_name(fattn_backend_kind kind, int device, char *buf, size_t len) {
+    const fattn_backend_vtable *vt;
+    int count;
+    if (!buf || len == 0) {
+        fattn_ctx_clear(NULL);
+        return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "buf is NULL or len is 0");
+    }
+    buf[0] = '\0';
+    fattn_status st = usable_backend(kind, &vt, &count);
+    if (st != FATTN_OK) return st;
+    if (device < 0 || device >= count)
+        return fattn_ctx_fail(NULL, FATTN_ERR_NO_DEVICE,
+                              "device %d of backend '%s' requested; it has %d (0..%d)", device,
+                              fattn_backend_name(kind), count, count - 1);
+    return vt->device_name(device, buf, len, fattn_thread_msg());
+}
+
+/* AUTO: CUDA if it has a device, else OpenCL if it has a GPU, else CPU. */
+static fattn_backend_kind auto_choice(void) {
+    fattn_backend_info info;
+    if (fattn_backend_get_info(FATTN_BACKEND_CUDA, &info) == FATTN_OK && info.available)
+        return FATTN_BACKEND_CUDA;
+    if (fattn_backend_get_info(FATTN_BACKEND_OPENCL, &info) == FATTN_OK && info.gpu_count > 0)
+        return FATTN_BACKEND_OPENCL;
+    return FATTN_BACKEND_CPU;
+}
+
+/* ---- Contexts -------------------------------------------------------------- */
+
+fattn_status fattn_context_create(fattn_context **out, fattn_backend_kind backend, int device) {
+    fattn_msg *tm = fattn_thread_msg();
+    fattn_status st;
+    int is_set = 0;
+    fattn_ctx_clear(NULL);
+    if (!out) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "out (the context pointer) is NULL");
+    *out = NULL;
+    if ((int)backend < 0 || backend >= FATTN_BACKEND_COUNT)
+        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT,
+                              "backend kind %d is not auto (0), cpu (1), cuda (2) or opencl (3)",
+                              (int)backend);
+    if (device < -1)
+        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT,
+                              "device %d is negative (use -1 for the default)", device);
+    if (backend == FATTN_BACKEND_AUTO) {
+        fattn_backend_kind env_kind = FATTN_BACKEND_AUTO;
+        if ((st = fattn_env_backend(&env_kind, &is_set, tm)) != FATTN_OK) return st;
+        backend = is_set ? env_kind : FATTN_BACKEND_AUTO;
+    }
+    if (device == -1) {
+        int env_dev = 0;
+        if ((st = fattn_env_device(&env_dev, &is_set, tm)) != FATTN_OK) return st;
+        device = is_set ? env_dev : 0;
+    }
+    if (backend == FATTN_BACKEND_AUTO) backend = auto_choice();
+
+    const fattn_backend_vtable *vt;
+    int count;
+    if ((st = usable_backend(backend, &vt, &count)) != FATTN_OK) return st;
+    if (device >= count)
+        return fattn_ctx_fail(NULL, FATTN_ERR_NO_DEVICE,
+                              "device %d of backend '%s' requested; it has %d (0..%d)", device,
+                              vt->name, count, count - 1);
+
+    fattn_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate a context");
+    ctx->vt = vt;
+    ctx->device = device;
+    ctx->refs = 1;
+    if ((st = vt->open(device, &ctx->state, tm)) != FATTN_OK) {
+        free(ctx);
+        return st;
+    }
+    if (vt->device_name(device, ctx->device_name, sizeof ctx->device_name, tm) != FATTN_OK)
+        snprintf(ctx->device_name, sizeof ctx->device_name, "%s device %d", vt->name, device);
+    tm->text[0] = '\0';
+    *out = ctx;
+    return FATTN_OK;
+}
+
+/* Drops one reference; the backend state goes with the last one. */
+static void context_release(fattn_context *ctx) {
+    if (--ctx->refs > 0) return;
+    ctx->vt->close(ctx->state);
+    free(ctx);
+}
+
+void fattn_context_free(fattn_context *ctx) {
+    if (!ctx || ctx->released) return;
+    ctx->released = 1;
+    context_release(ctx);
+}
+
+fattn_backend_kind fattn_context_backend(const fattn_context *ctx) {
+    return ctx ? ctx->vt->kind : FATTN_BACKEND_AUTO;
+}
+const char *fattn_context_backend_name(const fattn_context *ctx) {
+    return ctx ? ctx->vt->name : "";
+}
+const char *fattn_context_device_name(const fattn_context *ctx) {
+    return ctx ? ctx->device_name : "";
+}
+int fattn_context_device(const fattn_context *ctx) { return ctx ? ctx->device : -1; }
+
+fattn_status fattn_context_set_stream(fattn_context *ctx, void *native_stream) {
+    if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "ctx is NULL");
+    fattn_ctx_clear(ctx);
+    if (!ctx->vt->set_stream) {
+        if (!native_stream) return FATTN_OK;
+        return fattn_ctx_fail(ctx, FATTN_ERR_UNSUPPORTED,
+                              "backend '%s' has no streams or queues; only NULL is accepted",
+                              ctx->vt->name);
+    }
+    return ctx->vt->set_stream(ctx->state, native_stream, &ctx->msg);
+}
+
+fattn_status fattn_context_synchronize(fattn_context *ctx) {
+    if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "ctx is NULL");
+    fattn_ctx_clear(ctx);
+    return ctx->vt->synchronize ? ctx->vt->synchronize(ctx->state, &ctx->msg) : FATTN_OK;
+}
+
+/* ---- Buffers ---------------------------------------------------------------- */
+
+static fattn_status buffer_new(fattn_context *ctx, void *native, size_t bytes, fattn_buffer **out) {
+    if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "ctx is NULL");
+    fattn_ctx_clear(ctx);
+    if (!out) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "out (the buffer pointer) is NULL");
+    *out = NULL;
+    if (bytes == 0)
+        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_SIZE, "buffer size is 0 bytes");
+    fattn_buffer *b = calloc(1, sizeof *b);
+    if (!b) return fattn_ctx_fail(ctx, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate a buffer object");
+    fattn_status st;
+    if (native) {
+        st = ctx->vt->buffer_wrap
+                 ? ctx->vt->buffer_wrap(ctx->state, native, bytes, &b->mem, &ctx->msg)
+                 : fattn_ctx_fail(ctx, FATTN_ERR_UNSUPPORTED, "backend '%s' cannot wrap buffers",
+                                  ctx->vt->name);
+    } else {
+        st = ctx->vt->buffer_alloc(ctx->state, bytes, &b->mem, &ctx->msg);
+    }
+    if (st != FATTN_OK) {
+        free(b);
+        return st;
+    }
+    b->ctx = ctx;
+    b->bytes = bytes;
+    ctx->refs++;
+    *out = b;
+    return FATTN_OK;
+}
+
+fattn_status fattn_buffer_alloc(fattn_context *ctx, size_t bytes, fattn_buffer **out) {
+    return buffer_new(ctx, NULL, bytes, out);
+}
+
+fattn_status fattn_buffer_wrap(fattn_context *ctx, void *native, size_t bytes, fattn_buffer **out) {
+    if (ctx && !native) {
+        fattn_ctx_clear(ctx);
+        return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "native (the memory to wrap) is NULL");
+    }
+    return buffer_new(ctx, native, bytes, out);
+}
+
+void fattn_buffer_free(fattn_buffer *buf) {
+    if (!buf) return;
+    fattn_context *ctx = buf->ctx;
+    ctx->vt->buffer_free(ctx->state, buf->mem);
+    free(buf);
+    context_release(ctx);
+}
+
+/* Checks [offset, offset + bytes) against the buffer. */
+static fattn_status check_range(fattn_buffer *buf, size_t offset, const void *host, size_t bytes,
+                                const char *what) {
+    if (!host && bytes)
+        return fattn_ctx_fail(buf->ctx, FATTN_ERR_NULL_POINTER, "%s host pointer is NULL", what);
+    if (offset > buf->bytes || bytes > buf->bytes - offset)
+        return fattn_ctx_fail(buf->ctx, FATTN_ERR_OUT_OF_BOUNDS,
+                              "%s of %zu bytes at offset %zu reaches past the buffer's %zu bytes",
+                              what, bytes, offset, buf->bytes);
+    return FATTN_OK;
+}
+
+fattn_status fattn_buffer_write(fattn_buffer *buf, size_t offset, const void *src, size_t bytes) {
+    if (!buf) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "buf is NULL");
+    fattn_ctx_clear(buf->ctx);
+    fattn_status st = check_range(buf, offset, src, bytes, "write");
+    if (st != FATTN_OK || bytes == 0) return st;
+    return buf->ctx->vt->buffer_write(buf->ctx->state, buf->mem, offset, src, bytes, &buf->ctx->msg);
+}
+
+fattn_status fattn_buffer_read(fattn_buffer *buf, size_t offset, void *dst, size_t bytes) {
+    if (!buf) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "buf is NULL");
+    fattn_ctx_clear(buf->ctx);
+    fattn_status st = check_range(buf, offset, dst, bytes, "read");
+    if (st != FATTN_OK || bytes == 0) return st;
+    return buf->ctx->vt->buffer_read(buf->ctx->state, buf->mem, offset, dst, bytes, &buf->ctx->msg);
+}
+
+size_t fattn_buffer_size(const fattn_buffer *buf) { return buf ? buf->bytes : 0; }
+
+void *fattn_buffer_native(const fattn_buffer *buf) {
+    return buf ? buf->ctx->vt->buffer_native(buf->ctx->state, buf->mem) : NULL;
+}

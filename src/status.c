@@ -1,0 +1,54 @@
+/* Version, status strings and the small name tables of the public API. */
+#include <string.h>
+#include <strings.h>
+
+#include "fattn.h"
+
+#define FATTN_STR2_(x) #x
+#define FATTN_STR_(x) FATTN_STR2_(x)
+
+unsigned fattn_version_number(void) { return FATTN_VERSION_NUMBER; }
+
+const char *fattn_version_string(void) {
+    return FATTN_STR_(FATTN_VERSION_MAJOR) "." FATTN_STR_(FATTN_VERSION_MINOR) "." FATTN_STR_(
+        FATTN_VERSION_PATCH);
+}
+
+const char *fattn_status_string(fattn_status status) {
+    switch (status) {
+#define FATTN_STATUS_CASE_(name, value, text) \
+    case FATTN_##name:                        \
+        return text;
+        FATTN_STATUS_MAP(FATTN_STATUS_CASE_)
+#undef FATTN_STATUS_CASE_
+    default:
+        return "unknown status";
+    }
+}
+
+size_t fattn_dtype_size(fattn_dtype dtype) {
+    switch (dtype) {
+    case FATTN_F32: return 4;
+    case FATTN_F16: return 2;
+    case FATTN_BF16: return 2;
+    default: return 0;
+    }
+}
+
+static const char *const backend_names[FATTN_BACKEND_COUNT] = {"auto", "cpu", "cuda", "opencl"};
+
+const char *fattn_backend_name(fattn_backend_kind kind) {
+    if ((int)kind < 0 || kind >= FATTN_BACKEND_COUNT) return "unknown";
+    return backend_names[kind];
+}
+
+fattn_status fattn_backend_from_name(const char *name, fattn_backend_kind *out) {
+    if (!name || !out) return FATTN_ERR_NULL_POINTER;
+    for (int i = 0; i < FATTN_BACKEND_COUNT; i++) {
+        if (strcasecmp(name, backend_names[i]) == 0) {
+            *out = (fattn_backend_kind)i;
+            return FATTN_OK;
+        }
+    }
+    return FATTN_ERR_UNKNOWN_BACKEND;
+}

@@ -1,0 +1,53 @@
+/* Double-precision naive attention; see reference.h. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "half.h"
+#include "reference.h"
+
+double ref_get(const ref_view *v, int64_t b, int64_t h, int64_t s, int64_t d) {
+    const int64_t i = v->offset + b * v->stride_batch + h * v->stride_head + s * v->stride_seq + d;
+    switch (v->dtype) {
+    case FATTN_F32: return ((const float *)v->base)[i];
+    case FATTN_F16: return fattn_f16_to_f32(((const uint16_t *)v->base)[i]);
+    default: return fattn_bf16_to_f32(((const uint16_t *)v->base)[i]);
+    }
+}
+
+void ref_attention(const fattn_attention_desc *d, const ref_view *q, const ref_view *k,
+                   const ref_view *v, double *out, double *lse) {
+    const int64_t D = d->head_dim, Sq = d->seq_q, Sk = d->seq_kv;
+    const double scale = d->scale != 0.0f ? (double)d->scale : 1.0 / sqrt((double)D);
+    double *s = malloc((size_t)(Sk > 0 ? Sk : 1) * sizeof(double));
+    if (!s) abort();   /* test support: no way to go on */
+    for (int64_t b = 0; b < d->batch; b++)
+        for (int64_t h = 0; h < d->heads_q; h++) {
+            const int64_t hk = h / (d->heads_q / d->heads_kv);
+            for (int64_t i = 0; i < Sq; i++) {
+                int64_t lim = Sk;
+                if (d->causal) {
+                    lim = i + Sk - Sq + 1;
+                    lim = lim < 0 ? 0 : (lim > Sk ? Sk : lim);
+                }
+                double mx = -INFINITY, sum = 0.0;
+                for (int64_t j = 0; j < lim; j++) {
+                    double dot = 0.0;
+                    for (int64_t x = 0; x < D; x++) dot += ref_get(q, b, h, i, x) * ref_get(k, b, hk, j, x);
+                    s[j] = dot * scale;
+                    if (s[j] > mx) mx = s[j];
+                }
+                for (int64_t j = 0; j < lim; j++) {
+                    s[j] = exp(s[j] - mx);
+                    sum += s[j];
+                }
+                double *o = out + ((b * d->heads_q + h) * Sq + i) * D;
+                for (int64_t x = 0; x < D; x++) {
+                    double acc = 0.0;
+                    for (int64_t j = 0; j < lim; j++) acc += s[j] * ref_get(v, b, hk, j, x);
+                    o[x] = lim > 0 ? acc / sum : 0.0;
+                }
+                lse[(b * d->heads_q + h) * Sq + i] = lim > 0 ? mx + log(sum) : -INFINITY;
+            }
+        }
+    free(s);
+}

@@ -1,0 +1,75 @@
+/* Backend conformance: every backend that has a device here runs the whole
+ * shared case table in every dtype against the double reference. A backend
+ * without a device is a visible cmocka skip with its reason. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+typedef struct conf_state {
+    fattn_backend_kind kind;
+    fattn_dtype dtype;
+    harness_path path;
+} conf_state;
+
+static void run_table(void **state) {
+    const conf_state *cs = *state;
+    fattn_backend_info info;
+    assert_int_equal(fattn_backend_get_info(cs->kind, &info), FATTN_OK);
+    if (!info.available) {
+        print_message("[  SKIPPED ] backend %s: %s\n", info.name, info.reason);
+        skip();
+    }
+    int failures = 0;
+    for (int dev = 0; dev < info.device_count; dev++) {
+        fattn_context *ctx = NULL;
+        fattn_status st = fattn_context_create(&ctx, cs->kind, dev);
+        if (st != FATTN_OK) fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
+        print_message("%s device %d (%s), %s%s\n", info.name, dev, fattn_context_device_name(ctx),
+                      harness_dtype_name(cs->dtype), cs->path == HARNESS_NAIVE ? ", naive" : "");
+        for (size_t i = 0; i < fattn_case_count; i++) {
+            const fattn_case *c = &fattn_cases[i];
+            const uint64_t seed = 0x5eed0000u + 131u * i + 7u * (unsigned)cs->dtype + (unsigned)dev;
+            case_result r;
+            st = harness_run(ctx, c, cs->dtype, seed, cs->path, &r);
+            if (st != FATTN_OK) {
+                print_error("case '%s': %s: %s\n", c->name, fattn_status_string(st), fattn_error_message(ctx));
+                failures++;
+            } else if (!harness_passed(&r)) {
+                print_error("case '%s' seed 0x%llx: max err %.3g (tol %.3g), lse err %.3g (tol %.3g), "
+                            "%lld NaN, %lld lse -inf mismatches, %lld guard bytes changed\n",
+                            c->name, (unsigned long long)r.seed, r.max_err, r.tol, r.lse_err,
+                            r.lse_tol, (long long)r.nan_count, (long long)r.lse_mismatch,
+                            (long long)r.guard_broken);
+                failures++;
+            }
+        }
+        fattn_context_free(ctx);
+    }
+    assert_int_equal(failures, 0);
+}
+
+#define CONF(kind, dt, path, label)                                                      \
+    {label, run_table, NULL, NULL, &(conf_state){kind, dt, path}}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        CONF(FATTN_BACKEND_CPU, FATTN_F32, HARNESS_TILED, "cpu f32"),
+        CONF(FATTN_BACKEND_CPU, FATTN_F16, HARNESS_TILED, "cpu f16"),
+        CONF(FATTN_BACKEND_CPU, FATTN_BF16, HARNESS_TILED, "cpu bf16"),
+        CONF(FATTN_BACKEND_CPU, FATTN_F32, HARNESS_NAIVE, "cpu naive f32"),
+        CONF(FATTN_BACKEND_CUDA, FATTN_F32, HARNESS_TILED, "cuda f32"),
+        CONF(FATTN_BACKEND_CUDA, FATTN_F16, HARNESS_TILED, "cuda f16"),
+        CONF(FATTN_BACKEND_CUDA, FATTN_BF16, HARNESS_TILED, "cuda bf16"),
+        CONF(FATTN_BACKEND_OPENCL, FATTN_F32, HARNESS_TILED, "opencl f32"),
+        CONF(FATTN_BACKEND_OPENCL, FATTN_F16, HARNESS_TILED, "opencl f16"),
+        CONF(FATTN_BACKEND_OPENCL, FATTN_BF16, HARNESS_TILED, "opencl bf16"),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
