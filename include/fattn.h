@@ -98,7 +98,7 @@ typedef struct fattn_backend_info {
     const char *name;       /* "cpu", "cuda", "opencl"; static */
     int available;          /* 1 when a context can be created on it */
     int device_count;       /* devices usable here, 0 when unavailable */
-    int gpu_count;          /* how many of those are GPUs */
+    int gpu_count;          /* how many of those are GPUs (listed first) */
     char reason[256];       /* why it is unavailable; "" when available */
 } fattn_backend_info;
 
@@ -183,7 +183,8 @@ FATTN_API void *fattn_buffer_native(const fattn_buffer *buf);
 
 /* What to compute: O = softmax(scale * Q K^T [+ causal mask]) V per (batch,
  * query head). Query head h reads key/value head h / (heads_q / heads_kv).
- * Zero-initialise and fill in; every zero field means "default". */
+ * Zero-initialise, then set the sizes and dtype; scale, causal, tile_q,
+ * tile_kv and flags left at zero mean the defaults. */
 typedef struct fattn_attention_desc {
     int64_t batch;
     int64_t heads_q;

@@ -48,7 +48,9 @@ static fattn_status estimate(const fattn_attention_desc *d, const fattn_tiling *
 
     memset(out, 0, sizeof *out);
     uint64_t naive = 0, tile = 0, stats = 0, flash = 0;
-    int ok = mul_add(&naive, rows * (uint64_t)d->seq_q, (uint64_t)d->seq_kv * 2 * 4) &&
+    uint64_t row_bytes = 0;   /* S and P of one query row */
+    int ok = mul_add(&row_bytes, (uint64_t)d->seq_kv, 2 * 4) &&
+             mul_add(&naive, rows * (uint64_t)d->seq_q, row_bytes) &&
              mul_add(&tile, (tq + 2 * tkv) * D, es) &&   /* Q, K, V tiles in storage type */
              mul_add(&tile, tq * tkv, 4) &&              /* scores of one tile, float32 */
              mul_add(&tile, tq * D, 4) &&                /* output accumulator, float32 */

@@ -44,6 +44,7 @@ fattn_status fattn_backend_get_info(fattn_backend_kind kind, fattn_backend_info 
     vt->probe(&probe);
     info->device_count = probe.device_count > 0 ? probe.device_count : 0;
     info->gpu_count = probe.gpu_count > 0 ? probe.gpu_count : 0;
+    if (info->gpu_count > info->device_count) info->gpu_count = info->device_count;
     info->available = info->device_count > 0;
     if (!info->available)
         snprintf(info->reason, sizeof info->reason, "%s",
@@ -87,7 +88,8 @@ static fattn_backend_kind auto_choice(void) {
     fattn_backend_info info;
     if (fattn_backend_get_info(FATTN_BACKEND_CUDA, &info) == FATTN_OK && info.available)
         return FATTN_BACKEND_CUDA;
-    if (fattn_backend_get_info(FATTN_BACKEND_OPENCL, &info) == FATTN_OK && info.gpu_count > 0)
+    if (fattn_backend_get_info(FATTN_BACKEND_OPENCL, &info) == FATTN_OK && info.available &&
+        info.gpu_count > 0)
         return FATTN_BACKEND_OPENCL;
     return FATTN_BACKEND_CPU;
 }
