@@ -15,6 +15,9 @@ fattn_status fattn_tensor_init(fattn_tensor *t, fattn_buffer *buf, fattn_dtype d
                               "heads = %" PRId64 ", seq = %" PRId64 ", dim = %" PRId64
                               ": need heads >= 1, seq >= 0, dim >= 1",
                               heads, seq, dim);
+    if (layout != FATTN_LAYOUT_BSHD && layout != FATTN_LAYOUT_BHSD)
+        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT,
+                              "layout %d is not FATTN_LAYOUT_BSHD or FATTN_LAYOUT_BHSD", (int)layout);
     if (__builtin_mul_overflow(heads, dim, &hd) || __builtin_mul_overflow(seq, dim, &sd) ||
         __builtin_mul_overflow(hd, seq, &shd))
         return fattn_ctx_fail(NULL, FATTN_ERR_OVERFLOW, "heads * seq * dim overflows 64 bits");
@@ -28,13 +31,11 @@ fattn_status fattn_tensor_init(fattn_tensor *t, fattn_buffer *buf, fattn_dtype d
         t->stride_seq = hd;
         t->stride_head = dim;
         return FATTN_OK;
-    case FATTN_LAYOUT_BHSD:
+    default:
         t->stride_head = sd;
         t->stride_seq = dim;
         return FATTN_OK;
     }
-    return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT,
-                          "layout %d is not FATTN_LAYOUT_BSHD or FATTN_LAYOUT_BHSD", (int)layout);
 }
 
 fattn_status fattn_tensor_init_lse(fattn_tensor *t, fattn_buffer *buf, int64_t heads, int64_t seq) {
@@ -88,6 +89,9 @@ fattn_status fattn_attention_host(fattn_context *ctx, const fattn_attention_desc
     fattn_ctx_clear(ctx);
     fattn_status st = fattn_validate_desc(desc, &ctx->msg);
     if (st != FATTN_OK) return st;
+    if (layout != FATTN_LAYOUT_BSHD && layout != FATTN_LAYOUT_BHSD)
+        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                              "layout %d is not FATTN_LAYOUT_BSHD or FATTN_LAYOUT_BHSD", (int)layout);
     const void *host[HCOUNT] = {q, k, v, o, lse};
     static const char *const names[HCOUNT] = {"q", "k", "v", "o", "lse"};
     const size_t es = fattn_dtype_size(desc->dtype);

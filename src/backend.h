@@ -72,6 +72,7 @@ typedef struct fattn_probe {
  * runs" cannot disagree. */
 typedef struct fattn_plan {
     int variant;          /* backend-defined kernel choice */
+    int detail[4];        /* backend-defined launch parameters */
     fattn_tiling tiling;  /* tile sizes, resident groups, workspace */
 } fattn_plan;
 
@@ -82,6 +83,9 @@ typedef struct fattn_backend_vtable {
     /* 1 when the backend's buffers are host memory (the CPU backend): the
      * host convenience call then wraps the caller's arrays instead of copying. */
     int native_is_host;
+    /* 1 when buffer_native returns an address (host or device pointer), so
+     * overlapping operands can be found across buffer wrappers. */
+    int native_is_address;
 
     /* Counts devices; a missing driver is device_count 0 plus a reason. */
     void (*probe)(fattn_probe *out);

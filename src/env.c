@@ -57,3 +57,10 @@ fattn_status fattn_env_cpu_threads(int *out, fattn_msg *msg) {
 }
 
 const char *fattn_env_module_dir(void) { return env_value("FATTN_MODULE_DIR"); }
+
+const char *fattn_env_opencl_platform(void) { return env_value("FATTN_OPENCL_PLATFORM"); }
+const char *fattn_env_opencl_device(void) { return env_value("FATTN_OPENCL_DEVICE"); }
+const char *fattn_env_cache_dir(void) { return env_value("FATTN_CACHE_DIR"); }
+const char *fattn_env_kernel_dir(void) { return env_value("FATTN_KERNEL_DIR"); }
+const char *fattn_env_home(void) { return env_value("HOME"); }
+const char *fattn_env_xdg_cache(void) { return env_value("XDG_CACHE_HOME"); }

@@ -15,4 +15,18 @@ fattn_status fattn_env_cpu_threads(int *out, fattn_msg *msg);
 /* FATTN_MODULE_DIR: where GPU backend modules are looked for first; NULL if unset. */
 const char *fattn_env_module_dir(void);
 
+/* OpenCL backend (the module compiles this file too):
+ * FATTN_OPENCL_PLATFORM and FATTN_OPENCL_DEVICE: an index or a case-insensitive
+ * name substring that filters platforms and devices; NULL if unset. */
+const char *fattn_env_opencl_platform(void);
+const char *fattn_env_opencl_device(void);
+/* FATTN_CACHE_DIR: where compiled kernels are cached on disk; "off" disables. */
+const char *fattn_env_cache_dir(void);
+/* FATTN_KERNEL_DIR: load kernel sources from this directory instead of the
+ * copies embedded at build time (for kernel development). */
+const char *fattn_env_kernel_dir(void);
+/* HOME and XDG_CACHE_HOME, for the default cache directory. */
+const char *fattn_env_home(void);
+const char *fattn_env_xdg_cache(void);
+
 #endif /* FATTN_ENV_H */

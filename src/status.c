@@ -2,7 +2,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fattn.h"
+#include "internal.h"
 
 #define FATTN_STR2_(x) #x
 #define FATTN_STR_(x) FATTN_STR2_(x)
@@ -43,12 +43,14 @@ const char *fattn_backend_name(fattn_backend_kind kind) {
 }
 
 fattn_status fattn_backend_from_name(const char *name, fattn_backend_kind *out) {
-    if (!name || !out) return FATTN_ERR_NULL_POINTER;
+    fattn_ctx_clear(NULL);
+    if (!name || !out) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "name or out is NULL");
     for (int i = 0; i < FATTN_BACKEND_COUNT; i++) {
         if (strcasecmp(name, backend_names[i]) == 0) {
             *out = (fattn_backend_kind)i;
             return FATTN_OK;
         }
     }
-    return FATTN_ERR_UNKNOWN_BACKEND;
+    return fattn_ctx_fail(NULL, FATTN_ERR_UNKNOWN_BACKEND,
+                          "'%s' is not a backend; valid names: auto, cpu, cuda, opencl", name);
 }

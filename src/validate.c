@@ -79,8 +79,9 @@ static int cmp_stride(const void *a, const void *b) {
     return (x->stride > y->stride) - (x->stride < y->stride);
 }
 
-/* Output elements are distinct iff, with dims of extent > 1 sorted by
- * stride, each stride exceeds the span of all smaller ones. */
+/* A sufficient test for distinct output elements: with dims of extent > 1
+ * sorted by stride, each stride exceeds the span of all smaller ones. Some
+ * exotic interleavings with distinct elements are rejected too. */
 static int elements_overlap(const dim_ *dims, int n) {
     dim_ s[4];
     int m = 0;
@@ -95,9 +96,11 @@ static int elements_overlap(const dim_ *dims, int n) {
     return 0;
 }
 
-/* Byte range [first, last] a tensor touches; empty when some extent is 0. */
+/* Byte range [first, last] a tensor touches; empty when some extent is 0.
+ * Where native handles are addresses (host or device pointers), ranges are
+ * absolute, so two wrappers of the same memory are seen to overlap. */
 typedef struct range_ {
-    fattn_buffer *buf;
+    const void *base;
     int64_t first, last;
     int empty;
 } range_;
@@ -106,7 +109,7 @@ static fattn_status check_tensor(fattn_context *ctx, const char *name, const fat
                                  fattn_dtype want, int64_t B, int64_t H, int64_t S, int64_t D,
                                  int is_output, int is_lse, range_ *r) {
     if (!t) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s (the tensor) is NULL", name);
-    r->buf = t->buffer;
+    r->base = t->buffer;
     r->empty = (S == 0);
     if (t->dtype != want)
         return fattn_ctx_fail(ctx, FATTN_ERR_DTYPE, "%s->dtype is %s but must be %s%s", name,
@@ -152,11 +155,17 @@ static fattn_status check_tensor(fattn_context *ctx, const char *name, const fat
                               "%s strides make different output elements share memory", name);
     r->first = t->offset * esize;
     r->last = bytes - 1;
+    if (ctx->vt->native_is_address) {
+        const uintptr_t at = (uintptr_t)ctx->vt->buffer_native(ctx->state, t->buffer->mem);
+        r->base = NULL;
+        r->first += (int64_t)at;   /* user-space addresses stay below 2^63 */
+        r->last += (int64_t)at;
+    }
     return FATTN_OK;
 }
 
 static int ranges_meet(const range_ *a, const range_ *b) {
-    return !a->empty && !b->empty && a->buf == b->buf && a->first <= b->last &&
+    return !a->empty && !b->empty && a->base == b->base && a->first <= b->last &&
            b->first <= a->last;
 }
 

@@ -140,6 +140,7 @@ static const fattn_backend_vtable cpu_vtable = {
     .kind = FATTN_BACKEND_CPU,
     .name = "cpu",
     .native_is_host = 1,
+    .native_is_address = 1,
     .probe = cpu_probe,
     .device_name = cpu_device_name,
     .open = cpu_open,

@@ -1,0 +1,107 @@
+/* The OpenCL backend's shared declarations: its state, the device list, the
+ * program cache and the tuning table. Split by concern into cl_device.c,
+ * cl_program.c, cl_tuning.c and cl_backend.c. */
+#ifndef FATTN_CL_COMMON_H
+#define FATTN_CL_COMMON_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "backend.h"
+
+/* A name for an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
+const char *cl_error_name(cl_int err);
+
+/* Fails with FATTN_ERR_DEVICE naming the call and the code, if err != CL_SUCCESS. */
+#define CL_TRY(msg, call)                                                                  \
+    do {                                                                                   \
+        cl_int err_ = (call);                                                              \
+        if (err_ != CL_SUCCESS)                                                            \
+            return fattn_fail((msg), err_ == CL_OUT_OF_RESOURCES || err_ == CL_MEM_OBJECT_ALLOCATION_FAILURE || err_ == CL_OUT_OF_HOST_MEMORY ? FATTN_ERR_OUT_OF_MEMORY : FATTN_ERR_DEVICE, \
+                              "%s failed: %s (%d)", #call, cl_error_name(err_), (int)err_); \
+    } while (0)
+
+/* ---- Devices (cl_device.c) ---------------------------------------------------- */
+
+typedef struct cl_device_entry {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_device_type type;
+} cl_device_entry;
+
+/* The devices fattn offers, GPUs first, after FATTN_OPENCL_PLATFORM and
+ * FATTN_OPENCL_DEVICE filtering. Returns the count (0 with reason on none). */
+int cl_list_devices(cl_device_entry *out, int max, char *reason, size_t reason_len);
+/* "vendor name (OpenCL x.y, driver z)". */
+void cl_describe(cl_device_id dev, char *buf, size_t len);
+
+/* ---- Tuning (cl_tuning.c) ------------------------------------------------------ */
+
+typedef struct cl_tiles {
+    int dpad;   /* head dim bucket: 32, 64, 128 or 256 */
+    int bq, bkv, tpr;
+} cl_tiles;
+
+typedef struct cl_limits {
+    size_t local_mem;      /* bytes */
+    size_t max_wg;         /* work-items per group */
+    int vendor_class;      /* CL_CLASS_* */
+    int compute_units;
+} cl_limits;
+
+enum { CL_CLASS_OTHER, CL_CLASS_NVIDIA, CL_CLASS_AMD, CL_CLASS_INTEL, CL_CLASS_CPU };
+
+void cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *out);
+/* Tiles for head dim D with the caller's overrides (0 = table default); fails
+ * with FATTN_ERR_UNSUPPORTED when overrides cannot fit the device. */
+fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_kv, cl_tiles *out,
+                             fattn_msg *msg);
+/* Local memory the kernel uses for these tiles. */
+size_t cl_local_bytes(const cl_tiles *t);
+
+/* ---- Programs (cl_program.c) --------------------------------------------------- */
+
+#define CL_MAX_PROGRAMS 32
+
+typedef struct cl_cached_program {
+    char options[256];
+    cl_program program;
+    cl_kernel kernel;
+} cl_cached_program;
+
+typedef struct cl_program_cache {
+    cl_cached_program entries[CL_MAX_PROGRAMS];
+    int count;
+    int disk_hits, builds;   /* for tests and the benchmark */
+} cl_program_cache;
+
+/* The kernel `name` from kernel file `file` built with `options`: from the
+ * context's cache, else from the disk cache, else compiled (and then written
+ * to the disk cache). A build failure returns FATTN_ERR_BUILD with the log. */
+fattn_status cl_get_kernel(cl_program_cache *cache, cl_context ctx, cl_device_id dev,
+                           const char *file, const char *name, const char *options,
+                           cl_kernel *out, fattn_msg *msg);
+void cl_cache_release(cl_program_cache *cache);
+
+/* Embedded kernel sources (generated at build time by embed_kernels.cmake). */
+typedef struct cl_embedded_source {
+    const char *name;
+    const unsigned char *data;
+    size_t size;
+} cl_embedded_source;
+extern const cl_embedded_source cl_embedded_sources[];
+extern const size_t cl_embedded_source_count;
+
+/* ---- The backend state (cl_backend.c) ------------------------------------------ */
+
+typedef struct cl_state {
+    cl_device_entry dev;
+    cl_context context;
+    cl_command_queue own_queue;
+    cl_command_queue queue;   /* own_queue, or the caller's */
+    cl_limits limits;
+    cl_program_cache cache;
+    int live_buffers;         /* allocated (not wrapped) by fattn in context */
+} cl_state;
+
+#endif /* FATTN_CL_COMMON_H */

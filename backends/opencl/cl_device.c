@@ -1,0 +1,102 @@
+/* OpenCL platform and device discovery: every device of every platform, GPUs
+ * first (so device 0 is a GPU when there is one), filtered by
+ * FATTN_OPENCL_PLATFORM and FATTN_OPENCL_DEVICE (an index or a
+ * case-insensitive name substring). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_common.h"
+#include "env.h"
+
+const char *cl_error_name(cl_int err) {
+    switch (err) {
+#define E(x) case x: return #x;
+    E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE) E(CL_COMPILER_NOT_AVAILABLE)
+    E(CL_MEM_OBJECT_ALLOCATION_FAILURE) E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY)
+    E(CL_BUILD_PROGRAM_FAILURE) E(CL_INVALID_VALUE) E(CL_INVALID_DEVICE) E(CL_INVALID_CONTEXT)
+    E(CL_INVALID_COMMAND_QUEUE) E(CL_INVALID_MEM_OBJECT) E(CL_INVALID_BINARY)
+    E(CL_INVALID_BUILD_OPTIONS) E(CL_INVALID_PROGRAM) E(CL_INVALID_PROGRAM_EXECUTABLE)
+    E(CL_INVALID_KERNEL_NAME) E(CL_INVALID_KERNEL) E(CL_INVALID_ARG_INDEX) E(CL_INVALID_ARG_VALUE)
+    E(CL_INVALID_ARG_SIZE) E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION)
+    E(CL_INVALID_WORK_GROUP_SIZE) E(CL_INVALID_WORK_ITEM_SIZE) E(CL_INVALID_GLOBAL_OFFSET)
+    E(CL_INVALID_EVENT) E(CL_INVALID_OPERATION) E(CL_INVALID_BUFFER_SIZE)
+    E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_PLATFORM)
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+#undef E
+    default: return "unknown OpenCL error";
+    }
+}
+
+/* 1 when `name` matches the filter: the index as a number, or a substring. */
+static int matches(const char *filter, int index, const char *name) {
+    if (!filter) return 1;
+    char *end;
+    long n = strtol(filter, &end, 10);
+    if (*filter && *end == '\0') return n == index;
+    return strcasestr(name, filter) != NULL;
+}
+
+static int type_rank(cl_device_type t) {
+    if (t & CL_DEVICE_TYPE_GPU) return 0;
+    if (t & CL_DEVICE_TYPE_ACCELERATOR) return 1;
+    return 2;   /* CPUs and anything else last */
+}
+
+int cl_list_devices(cl_device_entry *out, int max, char *reason, size_t reason_len) {
+    cl_platform_id plats[16];
+    cl_uint np = 0;
+    cl_int err = clGetPlatformIDs(16, plats, &np);
+    reason[0] = '\0';
+    if (err != CL_SUCCESS || np == 0) {
+        snprintf(reason, reason_len, "no OpenCL platform (clGetPlatformIDs: %s, %d)",
+                 cl_error_name(err), (int)err);
+        return 0;
+    }
+    const char *pf = fattn_env_opencl_platform(), *df = fattn_env_opencl_device();
+    cl_device_entry all[64];
+    char names[64][256];
+    int n = 0;
+    for (cl_uint p = 0; p < np && p < 16; p++) {
+        char pname[256] = "";
+        clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
+        if (!matches(pf, (int)p, pname)) continue;
+        cl_device_id devs[16];
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, devs, &nd) != CL_SUCCESS) continue;
+        for (cl_uint d = 0; d < nd && d < 16 && n < 64; d++) {
+            all[n].platform = plats[p];
+            all[n].device = devs[d];
+            clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof all[n].type, &all[n].type, NULL);
+            names[n][0] = '\0';
+            clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof names[n], names[n], NULL);
+            n++;
+        }
+    }
+    /* Stable order: GPUs, accelerators, then CPUs; the device filter then
+     * applies to that order's indices and names. */
+    int count = 0, listed = 0;
+    for (int rank = 0; rank < 3; rank++)
+        for (int i = 0; i < n; i++) {
+            if (type_rank(all[i].type) != rank) continue;
+            if (matches(df, listed++, names[i]) && count < max) out[count++] = all[i];
+        }
+    if (count == 0)
+        snprintf(reason, reason_len, "no OpenCL device%s%s%s%s%s", pf || df ? " matches" : " found",
+                 pf ? " FATTN_OPENCL_PLATFORM=" : "", pf ? pf : "", df ? " FATTN_OPENCL_DEVICE=" : "",
+                 df ? df : "");
+    return count;
+}
+
+void cl_describe(cl_device_id dev, char *buf, size_t len) {
+    char name[256] = "", version[128] = "", driver[128] = "";
+    clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof version, version, NULL);
+    clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof driver, driver, NULL);
+    /* Trim the "OpenCL 3.0 PoCL HSTR: ..." style tails to the version number. */
+    char *sp = strchr(version + (strncmp(version, "OpenCL ", 7) == 0 ? 7 : 0), ' ');
+    if (sp) *sp = '\0';
+    snprintf(buf, len, "%s (%s, driver %s)", name, version, driver);
+}
