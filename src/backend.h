@@ -16,6 +16,22 @@
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
+/* Backend names, indexed by fattn_backend_kind; inline so that modules,
+ * which link none of the core, can parse them too. */
+static const char *const fattn_backend_names[FATTN_BACKEND_COUNT] = {"auto", "cpu", "cuda", "opencl"};
+
+static inline int fattn_parse_backend(const char *name, fattn_backend_kind *out) {
+    for (int i = 0; i < FATTN_BACKEND_COUNT; i++) {
+        const char *a = name, *b = fattn_backend_names[i];
+        while (*a && *b && (*a | 0x20) == *b) a++, b++;   /* names are lower-case letters */
+        if (!*a && !*b) {
+            *out = (fattn_backend_kind)i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Where a backend writes the detail of a failure. The core shows it through
  * fattn_error_message(). */
 typedef struct fattn_msg {

@@ -13,7 +13,7 @@ fattn_status fattn_env_backend(fattn_backend_kind *out, int *is_set, fattn_msg *
     const char *v = env_value("FATTN_BACKEND");
     *is_set = 0;
     if (!v) return FATTN_OK;
-    if (fattn_backend_from_name(v, out) != FATTN_OK)
+    if (!fattn_parse_backend(v, out))
         return fattn_fail(msg, FATTN_ERR_UNKNOWN_BACKEND,
                           "FATTN_BACKEND='%s' is not a backend; valid values: auto, cpu, cuda, opencl",
                           v);

@@ -1,6 +1,4 @@
 /* Version, status strings and the small name tables of the public API. */
-#include <string.h>
-#include <strings.h>
 
 #include "internal.h"
 
@@ -35,22 +33,15 @@ size_t fattn_dtype_size(fattn_dtype dtype) {
     }
 }
 
-static const char *const backend_names[FATTN_BACKEND_COUNT] = {"auto", "cpu", "cuda", "opencl"};
-
 const char *fattn_backend_name(fattn_backend_kind kind) {
     if ((int)kind < 0 || kind >= FATTN_BACKEND_COUNT) return "unknown";
-    return backend_names[kind];
+    return fattn_backend_names[kind];
 }
 
 fattn_status fattn_backend_from_name(const char *name, fattn_backend_kind *out) {
     fattn_ctx_clear(NULL);
     if (!name || !out) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "name or out is NULL");
-    for (int i = 0; i < FATTN_BACKEND_COUNT; i++) {
-        if (strcasecmp(name, backend_names[i]) == 0) {
-            *out = (fattn_backend_kind)i;
-            return FATTN_OK;
-        }
-    }
+    if (fattn_parse_backend(name, out)) return FATTN_OK;
     return fattn_ctx_fail(NULL, FATTN_ERR_UNKNOWN_BACKEND,
                           "'%s' is not a backend; valid names: auto, cpu, cuda, opencl", name);
 }
