@@ -7,4 +7,4 @@ source scripts/setup.sh
 build=${1:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j "$fattn_jobs" --target fattn_demo
-"$build"/examples/fattn_demo
+"$build"/fattn_demo

@@ -1,0 +1,145 @@
+/* Throughput of fattn_forward on one backend and device, over the
+ * FlashAttention papers' shapes (batch*seq = 16384, heads*dim = 2048) or one
+ * shape from the command line. Median of repeated forward+synchronize calls
+ * after warm-up, timed on the host around a synchronised call, so launch
+ * overhead is included (device-event timing comes with the full benchmark).
+ * Inputs are random (never zeros). Prints one CSV row per shape. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fattn.h"
+#include "half.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A buffer of n random elements in [-1, 1]. */
+static fattn_status random_buffer(fattn_context *ctx, fattn_dtype t, size_t n, uint64_t seed,
+                                  fattn_buffer **out) {
+    const size_t es = fattn_dtype_size(t);
+    unsigned char *h = malloc(n * es);
+    if (!h) return FATTN_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        float x = (float)((double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        if (t == FATTN_F32) memcpy(h + i * 4, &x, 4);
+        else {
+            uint16_t b = t == FATTN_F16 ? fattn_f32_to_f16(x) : fattn_f32_to_bf16(x);
+            memcpy(h + i * 2, &b, 2);
+        }
+    }
+    fattn_status st = fattn_buffer_alloc(ctx, n * es, out);
+    if (st == FATTN_OK) st = fattn_buffer_write(*out, 0, h, n * es);
+    free(h);
+    return st;
+}
+
+typedef struct shape {
+    int64_t b, h, s, d;
+    int causal;
+} shape;
+
+static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape sh, int iters) {
+    fattn_attention_desc d = {.batch = sh.b, .heads_q = sh.h, .heads_kv = sh.h, .seq_q = sh.s,
+                              .seq_kv = sh.s, .head_dim = sh.d, .dtype = t, .causal = sh.causal};
+    const size_t n = (size_t)(sh.b * sh.h * sh.s * sh.d);
+    fattn_buffer *buf[4] = {0};
+    fattn_tensor x[4];
+    fattn_status st = FATTN_OK;
+    for (int i = 0; i < 4 && st == FATTN_OK; i++) {
+        st = random_buffer(ctx, t, n, 1234 + (uint64_t)i, &buf[i]);
+        if (st == FATTN_OK) st = fattn_tensor_init(&x[i], buf[i], t, FATTN_LAYOUT_BSHD, sh.h, sh.s, sh.d);
+    }
+    double *ms = calloc((size_t)iters, sizeof *ms);
+    for (int i = -2; i < iters && st == FATTN_OK && ms; i++) {   /* two warm-up calls */
+        double t0 = now();
+        st = fattn_forward(ctx, &d, &x[0], &x[1], &x[2], &x[3], NULL);
+        if (st == FATTN_OK) st = fattn_context_synchronize(ctx);
+        if (i >= 0) ms[i] = (now() - t0) * 1e3;
+    }
+    const char *dt = t == FATTN_F32 ? "f32" : t == FATTN_F16 ? "f16" : "bf16";
+    if (st == FATTN_OK && ms) {
+        qsort(ms, (size_t)iters, sizeof *ms, cmp_double);
+        const double med = ms[iters / 2];
+        printf("%s,%s,%s,%lld,%lld,%lld,%lld,%d,%.4f,%.2f\n", label, fattn_context_device_name(ctx), dt,
+               (long long)sh.b, (long long)sh.h, (long long)sh.s, (long long)sh.d, sh.causal, med,
+               fattn_flops(&d) / (med * 1e-3) / 1e12);
+    } else {
+        printf("%s,%s,%s,%lld,%lld,%lld,%lld,%d,error,%s\n", label, fattn_context_device_name(ctx), dt,
+               (long long)sh.b, (long long)sh.h, (long long)sh.s, (long long)sh.d, sh.causal,
+               fattn_error_message(ctx));
+    }
+    fflush(stdout);
+    free(ms);
+    for (int i = 0; i < 4; i++) fattn_buffer_free(buf[i]);
+    return st != FATTN_OK;
+}
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: fattn_bench [--backend cpu|cuda|opencl] [--device N] [--dtype f32|f16|bf16|all]\n"
+            "                   [--seq S --dim D [--batch B --heads H] [--causal]] [--iters N]\n"
+            "Without --seq: seq 4096 and 8192, dim 64 and 128, causal and not, batch*seq = 16384,\n"
+            "heads*dim = 2048.\n");
+}
+
+int main(int argc, char **argv) {
+    fattn_backend_kind kind = FATTN_BACKEND_AUTO;
+    int device = -1, iters = 10, causal = 0;
+    int64_t seq = 0, dim = 128, batch = 0, heads = 0;
+    const char *dts = "all";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--causal")) { causal = 1; continue; }
+        if (!v) { usage(); return 2; }
+        i++;
+        if (!strcmp(a, "--backend")) {
+            if (fattn_backend_from_name(v, &kind) != FATTN_OK) { usage(); return 2; }
+        } else if (!strcmp(a, "--device")) device = atoi(v);
+        else if (!strcmp(a, "--dtype")) dts = v;
+        else if (!strcmp(a, "--seq")) seq = atoll(v);
+        else if (!strcmp(a, "--dim")) dim = atoll(v);
+        else if (!strcmp(a, "--batch")) batch = atoll(v);
+        else if (!strcmp(a, "--heads")) heads = atoll(v);
+        else if (!strcmp(a, "--iters")) iters = atoi(v);
+        else { usage(); return 2; }
+    }
+    if (iters < 1) iters = 1;
+    fattn_context *ctx;
+    if (fattn_context_create(&ctx, kind, device) != FATTN_OK) {
+        fprintf(stderr, "fattn_bench: %s\n", fattn_error_message(NULL));
+        return 1;
+    }
+    shape shapes[16];
+    int ns = 0;
+    if (seq > 0) {
+        shapes[ns++] = (shape){batch ? batch : (16384 / seq > 0 ? 16384 / seq : 1),
+                               heads ? heads : (2048 / dim > 0 ? 2048 / dim : 1), seq, dim, causal};
+    } else {
+        for (int64_t d = 64; d <= 128; d *= 2)
+            for (int64_t s = 4096; s <= 8192; s *= 2)
+                for (int c = 0; c < 2; c++) shapes[ns++] = (shape){16384 / s, 2048 / d, s, d, c};
+    }
+    const fattn_dtype all[3] = {FATTN_F32, FATTN_F16, FATTN_BF16};
+    int failures = 0;
+    printf("backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops\n");
+    for (int t = 0; t < 3; t++) {
+        const char *names[3] = {"f32", "f16", "bf16"};
+        if (strcmp(dts, "all") && strcmp(dts, names[t])) continue;
+        for (int i = 0; i < ns; i++)
+            failures += bench_one(ctx, fattn_context_backend_name(ctx), all[t], shapes[i], iters);
+    }
+    fattn_context_free(ctx);
+    return failures != 0;
+}
