@@ -72,11 +72,11 @@ static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape
     if (st == FATTN_OK && ms) {
         qsort(ms, (size_t)iters, sizeof *ms, cmp_double);
         const double med = ms[iters / 2];
-        printf("%s,%s,%s,%lld,%lld,%lld,%lld,%d,%.4f,%.2f\n", label, fattn_context_device_name(ctx), dt,
+        printf("%s,\"%s\",%s,%lld,%lld,%lld,%lld,%d,%.4f,%.2f\n", label, fattn_context_device_name(ctx), dt,
                (long long)sh.b, (long long)sh.h, (long long)sh.s, (long long)sh.d, sh.causal, med,
                fattn_flops(&d) / (med * 1e-3) / 1e12);
     } else {
-        printf("%s,%s,%s,%lld,%lld,%lld,%lld,%d,error,%s\n", label, fattn_context_device_name(ctx), dt,
+        printf("%s,\"%s\",%s,%lld,%lld,%lld,%lld,%d,error,\"%s\"\n", label, fattn_context_device_name(ctx), dt,
                (long long)sh.b, (long long)sh.h, (long long)sh.s, (long long)sh.d, sh.causal,
                fattn_error_message(ctx));
     }
