@@ -23,7 +23,7 @@ static const tuning_row table[] = {
 };
 
 /* Most rows or keys per work-item before registers run out. */
-#define CL_MAX_PER_ITEM 8
+#define CL_MAX_PER_ITEM 16
 
 void cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *out) {
     cl_ulong local = 0;
@@ -66,9 +66,12 @@ static void shape(cl_tiles *t, int tq, int tk) {
     t->tk = pow2_divisor(t->bkv, tk < t->dpad / 4 ? tk : t->dpad / 4);
 }
 
+static int fits_device(const cl_limits *lim, const cl_tiles *t) {
+    return cl_local_bytes(t) <= lim->local_mem && (size_t)(t->tq * t->tk) <= lim->max_wg;
+}
+
 static int fits(const cl_limits *lim, const cl_tiles *t) {
-    return cl_local_bytes(t) <= lim->local_mem && (size_t)(t->tq * t->tk) <= lim->max_wg &&
-           t->bq / t->tq <= CL_MAX_PER_ITEM && t->bkv / t->tk <= CL_MAX_PER_ITEM;
+    return fits_device(lim, t) && t->bq / t->tq <= CL_MAX_PER_ITEM && t->bkv / t->tk <= CL_MAX_PER_ITEM;
 }
 
 fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_kv, cl_tiles *out,
@@ -96,11 +99,11 @@ fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_k
            2 * t.tk <= dpad / 4)
         tk = t.tk *= 2;
     /* Shrink what the caller left to us until the tiles fit the device. */
-    while (!fits(lim, &t) && !tile_kv && t.bkv > 4) {
+    while (!fits_device(lim, &t) && !tile_kv && t.bkv > 4) {
         t.bkv /= 2;
         shape(&t, tq, tk);
     }
-    while (!fits(lim, &t) && !tile_q && t.bq > 1) {
+    while (!fits_device(lim, &t) && !tile_q && t.bq > 1) {
         t.bq /= 2;
         shape(&t, tq, tk);
     }
