@@ -1,11 +1,18 @@
-/* Tiled FlashAttention forward, OpenCL C 1.2 (FlashAttention-2 work split).
+/* Tiled FlashAttention forward, OpenCL C 1.2 (FlashAttention-2 work split),
+ * register-blocked the SGEMM way.
  * One work-group owns BQ query rows of one (batch, head) and streams BKV-key
  * tiles of K and V through local memory, keeping each row's running max and
- * sum and rescaling its accumulator (online softmax). TPR work-items share a
- * row: each scores BKV/TPR keys and owns DPAD/TPR output dims (strided, so
- * neighbouring work-items read neighbouring words of V).
+ * sum and rescaling its accumulator (online softmax). The group is a TQ x TK
+ * grid of work-items. For S = Q K^T a work-item computes RPT rows x KPT keys,
+ * reading one float4 of d per row and per key and doing 4*RPT*KPT FMAs with
+ * them; for O += P V it owns RPT rows x CPT float4 chunks of output dims and
+ * per key reads RPT probabilities and CPT chunks of V. Local-memory traffic
+ * is thus a small fraction of an operand per FMA instead of one or two.
+ * Rows are owned strided (ty + i*TQ) and keys and dim chunks too (tx + k*TK),
+ * so neighbouring work-items touch neighbouring words of local memory.
  * f16 is read with vload_half and bf16 with shifts: no cl_khr_fp16 needed.
- * Every tunable has a default so this file compiles on its own. */
+ * Every tunable has a default so this file compiles on its own; the host's
+ * cl_local_bytes mirrors the layout below, pads included. */
 
 #ifndef DTYPE
 #define DTYPE 0          /* storage: 0 = f32, 1 = f16, 2 = bf16 */
@@ -14,34 +21,51 @@
 #define DPAD 64          /* head dim rounded up; the run-time D is <= DPAD */
 #endif
 #ifndef BQ
-#define BQ 16            /* query rows per work-group */
+#define BQ 64            /* query rows per work-group */
 #endif
 #ifndef BKV
 #define BKV 32           /* keys per streamed tile */
 #endif
-#ifndef TPR
-#define TPR 8            /* work-items per query row */
+#ifndef TQ
+#define TQ 16            /* work-items along rows; RPT = BQ / TQ rows each */
+#endif
+#ifndef TK
+#define TK 8             /* work-items along keys and dims; KPT = BKV / TK keys each */
+#endif
+#ifndef QPAD
+#define QPAD (TK < 8 ? 1 : 0)  /* float4s after each Q row: rows read together land in other banks */
+#endif
+#ifndef KPAD
+#define KPAD 1           /* float4s after each K/V row: TK work-items read TK different keys */
+#endif
+#ifndef PPAD
+#define PPAD 4           /* floats after each P row (multiple of 4, keeps rows float4-aligned) */
 #endif
 
-#define NT (BQ * TPR)
-#define DPT (DPAD / TPR)   /* output dims per work-item */
-#define KPT (BKV / TPR)    /* keys scored per work-item per tile */
+#define NT (TQ * TK)
+#define RPT (BQ / TQ)
+#define KPT (BKV / TK)
+#define D4 (DPAD / 4)
+#define CPT (D4 / TK)     /* float4 chunks of output dims per work-item */
 
-#if DPAD % TPR != 0 || BKV % TPR != 0
-#error "DPAD and BKV must be multiples of TPR"
+#if BQ % TQ != 0 || BKV % TK != 0 || BKV % 4 != 0 || DPAD % (4 * TK) != 0 || PPAD % 4 != 0
+#error "need BQ % TQ == 0, BKV % TK == 0, BKV % 4 == 0, DPAD % (4 * TK) == 0, PPAD % 4 == 0"
 #endif
 
 #if DTYPE == 0
 typedef float elem_t;
 #define LOAD(p, i) ((p)[i])
+#define LOAD4(p) vload4(0, (p))
 #define STORE(p, i, x) ((p)[i] = (x))
 #elif DTYPE == 1
 typedef half elem_t;
 #define LOAD(p, i) vload_half((i), (p))
+#define LOAD4(p) vload_half4(0, (p))
 #define STORE(p, i, x) vstore_half_rte((x), (i), (p))
 #else
 typedef ushort elem_t;
 #define LOAD(p, i) as_float((uint)(p)[i] << 16)
+#define LOAD4(p) as_float4(convert_uint4(vload4(0, (p))) << 16)
 #define STORE(p, i, x) ((p)[i] = bf16_round(x))
 /* Round to nearest even; NaN stays a (quiet) NaN. */
 inline ushort bf16_round(float x) {
@@ -51,6 +75,16 @@ inline ushort bf16_round(float x) {
     return (ushort)(u >> 16);
 }
 #endif
+
+/* Elements d .. d+3 of a row, zero past the run-time head dim D. */
+inline float4 load_row4(__global const elem_t *p, long base, int d, int D) {
+    if (d + 4 <= D) return LOAD4(p + base + d);
+    float4 x = (float4)(0.0f);
+    if (d < D) x.x = LOAD(p, base + d);
+    if (d + 1 < D) x.y = LOAD(p, base + d + 1);
+    if (d + 2 < D) x.z = LOAD(p, base + d + 2);
+    return x;
+}
 
 /* Keys j < key_limit(i) are visible to query row i (bottom-right causal). */
 inline int key_limit(int i, int Sq, int Sk, int causal) {
@@ -65,15 +99,15 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
                __global elem_t *o, long o_off, long o_sb, long o_sh, long o_ss,
                __global float *lse, long l_off, long l_sb, long l_sh, long l_ss, int has_lse,
                int Hq, int group, int Sq, int Sk, int D, float scale_log2e, int causal) {
-    __local float Qs[BQ][DPAD];
-    __local float Ks[BKV][DPAD + 1];   /* +1: work-items of a row read different keys */
-    __local float Vs[BKV][DPAD];
-    __local float Ps[BQ][BKV];
-    __local float red_max[BQ][TPR];
-    __local float red_sum[BQ][TPR];
+    __local float4 Qs[BQ][D4 + QPAD];
+    /* K for the scores, then V for the accumulation: one buffer, because the
+     * scores are finished (a barrier) before V is written. */
+    __local float4 KVs[BKV][D4 + KPAD];
+    __local float4 Ps[BQ][(BKV + PPAD) / 4];
+    __local float red[BQ][TK];
 
     const int tid = get_local_id(0);
-    const int r = tid / TPR, c = tid % TPR;
+    const int ty = tid / TK, tx = tid % TK;
     const int q0 = get_group_id(0) * BQ;
     const int bh = get_group_id(1);
     const int b = bh / Hq, h = bh % Hq, hk = h / group;
@@ -82,71 +116,125 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
     const long vb = v_off + b * v_sb + hk * v_sh;
 
     /* Q scaled by scale * log2(e), so the softmax runs on exp2. */
-    for (int idx = tid; idx < BQ * DPAD; idx += NT) {
-        const int rr = idx / DPAD, d = idx % DPAD, row = q0 + rr;
-        Qs[rr][d] = (row < Sq && d < D) ? LOAD(q, qb + row * q_ss + d) * scale_log2e : 0.0f;
+    for (int idx = tid; idx < BQ * D4; idx += NT) {
+        const int rr = idx / D4, c = idx % D4, row = q0 + rr;
+        Qs[rr][c] = row < Sq ? load_row4(q, qb + row * q_ss, 4 * c, D) * scale_log2e : (float4)(0.0f);
     }
 
-    const int row = q0 + r;
-    const int row_lim = row < Sq ? key_limit(row, Sq, Sk, causal) : 0;
+    int lim[RPT];
+    float m_i[RPT], l_i[RPT];   /* l_i: this work-item's keys only; summed over the row at the end */
+    float4 acc[RPT][CPT];
+    for (int i = 0; i < RPT; i++) {
+        const int row = q0 + ty + i * TQ;
+        lim[i] = row < Sq ? key_limit(row, Sq, Sk, causal) : 0;
+        m_i[i] = -INFINITY;
+        l_i[i] = 0.0f;
+        for (int c = 0; c < CPT; c++) acc[i][c] = (float4)(0.0f);
+    }
     /* Tiles past what the last row sees are skipped, not masked. */
     const int kv_end = key_limit(min(q0 + BQ, Sq) - 1, Sq, Sk, causal);
-    float m_i = -INFINITY, l_i = 0.0f;
-    float acc[DPT];
-    for (int i = 0; i < DPT; i++) acc[i] = 0.0f;
 
     for (int j0 = 0; j0 < kv_end; j0 += BKV) {
-        barrier(CLK_LOCAL_MEM_FENCE);   /* the previous tile's readers are done */
-        for (int idx = tid; idx < BKV * DPAD; idx += NT) {
-            const int j = idx / DPAD, d = idx % DPAD, key = j0 + j;
-            const int in = key < Sk && d < D;
-            Ks[j][d] = in ? LOAD(k, kb + key * k_ss + d) : 0.0f;
-            Vs[j][d] = in ? LOAD(v, vb + key * v_ss + d) : 0.0f;
+        barrier(CLK_LOCAL_MEM_FENCE);   /* the previous tile's readers of V and P are done */
+        for (int idx = tid; idx < BKV * D4; idx += NT) {
+            const int j = idx / D4, c = idx % D4, key = j0 + j;
+            KVs[j][c] = key < Sk ? load_row4(k, kb + key * k_ss, 4 * c, D) : (float4)(0.0f);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
-        float s[KPT];
-        float mx = -INFINITY;
-        for (int kk = 0; kk < KPT; kk++) {
-            const int j = c + kk * TPR;
-            float dot = 0.0f;
-            for (int d = 0; d < DPAD; d++) dot = mad(Qs[r][d], Ks[j][d], dot);
-            s[kk] = j0 + j < row_lim ? dot : -INFINITY;
-            mx = fmax(mx, s[kk]);
+        float s[RPT][KPT];
+        for (int i = 0; i < RPT; i++)
+            for (int kk = 0; kk < KPT; kk++) s[i][kk] = 0.0f;
+        for (int c = 0; c < D4; c++) {
+            float4 qv[RPT], kv[KPT];
+            for (int i = 0; i < RPT; i++) qv[i] = Qs[ty + i * TQ][c];
+            for (int kk = 0; kk < KPT; kk++) kv[kk] = KVs[tx + kk * TK][c];
+            for (int i = 0; i < RPT; i++)
+                for (int kk = 0; kk < KPT; kk++) {
+                    float a = s[i][kk];
+                    a = mad(qv[i].x, kv[kk].x, a);
+                    a = mad(qv[i].y, kv[kk].y, a);
+                    a = mad(qv[i].z, kv[kk].z, a);
+                    a = mad(qv[i].w, kv[kk].w, a);
+                    s[i][kk] = a;
+                }
         }
-        red_max[r][c] = mx;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int t = 0; t < TPR; t++) mx = fmax(mx, red_max[r][t]);
-        const float m_new = fmax(m_i, mx);
-        /* A row that has seen no key yet keeps m = -inf: nothing to rescale. */
-        const float alpha = m_new == -INFINITY ? 1.0f : exp2(m_i - m_new);
-        float psum = 0.0f;
-        for (int kk = 0; kk < KPT; kk++) {
-            const float p = s[kk] == -INFINITY ? 0.0f : exp2(s[kk] - m_new);
-            Ps[r][c + kk * TPR] = p;
-            psum += p;
+
+        for (int i = 0; i < RPT; i++) {
+            float mx = -INFINITY;
+            for (int kk = 0; kk < KPT; kk++) {
+                if (j0 + tx + kk * TK >= lim[i]) s[i][kk] = -INFINITY;
+                mx = fmax(mx, s[i][kk]);
+            }
+            red[ty + i * TQ][tx] = mx;
         }
-        red_sum[r][c] = psum;
+        barrier(CLK_LOCAL_MEM_FENCE);   /* also: every work-item is done reading K */
+
+        for (int idx = tid; idx < BKV * D4; idx += NT) {
+            const int j = idx / D4, c = idx % D4, key = j0 + j;
+            KVs[j][c] = key < Sk ? load_row4(v, vb + key * v_ss, 4 * c, D) : (float4)(0.0f);
+        }
+        for (int i = 0; i < RPT; i++) {
+            const int r = ty + i * TQ;
+            float mx = -INFINITY;
+            for (int t = 0; t < TK; t++) mx = fmax(mx, red[r][t]);
+            const float m_new = fmax(m_i[i], mx);
+            /* A row that has seen no key yet keeps m = -inf: nothing to rescale. */
+            const float alpha = m_new == -INFINITY ? 1.0f : exp2(m_i[i] - m_new);
+            __local float *prow = (__local float *)Ps[r];
+            float psum = 0.0f;
+            for (int kk = 0; kk < KPT; kk++) {
+                const float p = s[i][kk] == -INFINITY ? 0.0f : exp2(s[i][kk] - m_new);
+                prow[tx + kk * TK] = p;
+                psum += p;
+            }
+            l_i[i] = l_i[i] * alpha + psum;
+            m_i[i] = m_new;
+            for (int c = 0; c < CPT; c++) acc[i][c] *= alpha;
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
-        psum = 0.0f;
-        for (int t = 0; t < TPR; t++) psum += red_sum[r][t];
-        l_i = l_i * alpha + psum;
-        m_i = m_new;
-        for (int i = 0; i < DPT; i++) acc[i] *= alpha;
-        for (int j = 0; j < BKV; j++) {
-            const float p = Ps[r][j];
-            for (int i = 0; i < DPT; i++) acc[i] = mad(p, Vs[j][c + i * TPR], acc[i]);
+
+        for (int j4 = 0; j4 < BKV / 4; j4++) {
+            float4 pv[RPT];
+            for (int i = 0; i < RPT; i++) pv[i] = Ps[ty + i * TQ][j4];
+            for (int c = 0; c < CPT; c++) {
+                const float4 v0 = KVs[4 * j4 + 0][tx + c * TK];
+                const float4 v1 = KVs[4 * j4 + 1][tx + c * TK];
+                const float4 v2 = KVs[4 * j4 + 2][tx + c * TK];
+                const float4 v3 = KVs[4 * j4 + 3][tx + c * TK];
+                for (int i = 0; i < RPT; i++) {
+                    float4 a = acc[i][c];
+                    a = mad((float4)(pv[i].x), v0, a);
+                    a = mad((float4)(pv[i].y), v1, a);
+                    a = mad((float4)(pv[i].z), v2, a);
+                    a = mad((float4)(pv[i].w), v3, a);
+                    acc[i][c] = a;
+                }
+            }
         }
     }
 
-    if (row >= Sq) return;
-    const float inv = l_i > 0.0f ? 1.0f / l_i : 0.0f;
-    const long ob = o_off + b * o_sb + h * o_sh + row * o_ss;
-    for (int i = 0; i < DPT; i++) {
-        const int d = c + i * TPR;
-        if (d < D) STORE(o, ob + d, acc[i] * inv);
+    /* The last readers of red passed the loop's final barrier, so it is free. */
+    for (int i = 0; i < RPT; i++) red[ty + i * TQ][tx] = l_i[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    for (int i = 0; i < RPT; i++) {
+        const int r = ty + i * TQ, row = q0 + r;
+        if (row >= Sq) continue;
+        float l = 0.0f;
+        for (int t = 0; t < TK; t++) l += red[r][t];
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        const long ob = o_off + b * o_sb + h * o_sh + row * o_ss;
+        for (int c = 0; c < CPT; c++) {
+            const int d = 4 * (tx + c * TK);
+            const float4 x = acc[i][c] * inv;
+            if (d < D) STORE(o, ob + d, x.x);
+            if (d + 1 < D) STORE(o, ob + d + 1, x.y);
+            if (d + 2 < D) STORE(o, ob + d + 2, x.z);
+            if (d + 3 < D) STORE(o, ob + d + 3, x.w);
+        }
+        if (has_lse && tx == 0)
+            lse[l_off + b * l_sb + h * l_sh + row * l_ss] =
+                l > 0.0f ? (m_i[i] + log2(l)) * M_LN2_F : -INFINITY;
     }
-    if (has_lse && c == 0)
-        lse[l_off + b * l_sb + h * l_sh + row * l_ss] =
-            l_i > 0.0f ? (m_i + log2(l_i)) * M_LN2_F : -INFINITY;
 }

@@ -190,7 +190,7 @@ static fattn_status cl_plan(void *state, const fattn_problem *p, fattn_plan *pla
     plan->detail[0] = t.dpad;
     plan->detail[1] = t.bq;
     plan->detail[2] = t.bkv;
-    plan->detail[3] = t.tpr;
+    plan->detail[3] = t.tq | t.tk << 16;
     plan->tiling.tile_q = t.bq;
     plan->tiling.tile_kv = t.bkv;
     /* Resident groups: as many as local memory allows on each compute unit. */
@@ -204,11 +204,12 @@ static cl_mem mem_of(const fattn_operand *op) { return op->mem ? ((cl_buf *)op->
 
 static fattn_status cl_forward(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
     cl_state *s = state;
-    const cl_tiles t = {plan->detail[0], plan->detail[1], plan->detail[2], plan->detail[3]};
+    const cl_tiles t = {plan->detail[0], plan->detail[1], plan->detail[2], plan->detail[3] & 0xffff,
+                         plan->detail[3] >> 16};
     fattn_status st;
     char options[200];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBQ=%d -DBKV=%d -DTPR=%d",
-             (int)p->dtype, t.dpad, t.bq, t.bkv, t.tpr);
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBQ=%d -DBKV=%d -DTQ=%d -DTK=%d",
+             (int)p->dtype, t.dpad, t.bq, t.bkv, t.tq, t.tk);
     cl_kernel k;
     if ((st = cl_get_kernel(&s->cache, s->context, s->dev.device, "flash_fwd.cl", "flash_fwd", options,
                             &k, msg)) != FATTN_OK)
@@ -231,7 +232,7 @@ static fattn_status cl_forward(void *state, const fattn_problem *p, const fattn_
     CL_TRY(msg, clSetKernelArg(k, a++, sizeof scale, &scale));
     CL_TRY(msg, clSetKernelArg(k, a++, sizeof causal, &causal));
 
-    const size_t nt = (size_t)(t.bq * t.tpr);
+    const size_t nt = (size_t)(t.tq * t.tk);
     const size_t global[2] = {(size_t)((p->seq_q + t.bq - 1) / t.bq) * nt, (size_t)(p->batch * p->heads_q)};
     const size_t local[2] = {nt, 1};
     CL_TRY(msg, clEnqueueNDRangeKernel(s->queue, k, 2, NULL, global, local, 0, NULL, NULL));

@@ -39,7 +39,8 @@ void cl_describe(cl_device_id dev, char *buf, size_t len);
 
 typedef struct cl_tiles {
     int dpad;   /* head dim bucket: 32, 64, 128 or 256 */
-    int bq, bkv, tpr;
+    int bq, bkv;   /* query rows and keys per tile */
+    int tq, tk;    /* work-item grid: rows x keys (and dims) */
 } cl_tiles;
 
 typedef struct cl_limits {
