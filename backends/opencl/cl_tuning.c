@@ -1,6 +1,6 @@
 /* Tile sizes per device class, fitted to the device's local memory and
  * work-group limits read at run time. Nothing here assumes a warp width: the
- * work-items sharing a row synchronise through local memory and barriers. *
+ * work-items sharing a row synchronise through local memory and barriers. */
 #include <stdio.h>
 #include <string.h>
 
