@@ -8,11 +8,6 @@
 
 #define CL_MAX_DEVICES 32
 
-typedef struct cl_buf {
-    cl_mem mem;
-    int owned;
-} cl_buf;
-
 static void cl_probe(fattn_probe *out) {
     cl_device_entry devs[CL_MAX_DEVICES];
     out->device_count = cl_list_devices(devs, CL_MAX_DEVICES, out->reason, sizeof out->reason);
@@ -200,8 +195,6 @@ static fattn_status cl_plan(void *state, const fattn_problem *p, fattn_plan *pla
     return FATTN_OK;
 }
 
-static cl_mem mem_of(const fattn_operand *op) { return op->mem ? ((cl_buf *)op->mem)->mem : NULL; }
-
 static fattn_status cl_forward(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
     cl_state *s = state;
     const cl_tiles t = {plan->detail[0], plan->detail[1], plan->detail[2], plan->detail[3] & 0xffff,
@@ -218,7 +211,7 @@ static fattn_status cl_forward(void *state, const fattn_problem *p, const fattn_
     const fattn_operand *ops[5] = {&p->q, &p->k, &p->v, &p->o, &p->lse};
     cl_uint a = 0;
     for (int i = 0; i < 5; i++) {
-        cl_mem m = i < 4 || p->has_lse ? mem_of(ops[i]) : NULL;
+        cl_mem m = i < 4 || p->has_lse ? cl_mem_of(ops[i]) : NULL;
         cl_long f[4] = {ops[i]->offset, ops[i]->stride_batch, ops[i]->stride_head, ops[i]->stride_seq};
         CL_TRY(msg, clSetKernelArg(k, a++, sizeof m, &m));
         for (int j = 0; j < 4; j++) CL_TRY(msg, clSetKernelArg(k, a++, sizeof f[j], &f[j]));
@@ -259,7 +252,7 @@ static const fattn_backend_vtable cl_vtable = {
     .buffer_native = cl_buffer_native,
     .plan = cl_plan,
     .forward = cl_forward,
-    .forward_naive = NULL,   /* the CLBlast baseline is not built yet */
+    .forward_naive = cl_forward_naive,
 };
 
 __attribute__((visibility("default"))) const fattn_backend_vtable *fattn_backend_module_v1(void) {

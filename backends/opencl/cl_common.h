@@ -46,8 +46,10 @@ typedef struct cl_tiles {
 typedef struct cl_limits {
     size_t local_mem;      /* bytes */
     size_t max_wg;         /* work-items per group */
+    uint64_t max_alloc;    /* bytes in one buffer */
     int vendor_class;      /* CL_CLASS_* */
     int compute_units;
+    int softmax_wg;        /* the naive softmax's work-group: a power of two <= 256 */
 } cl_limits;
 
 enum { CL_CLASS_OTHER, CL_CLASS_NVIDIA, CL_CLASS_AMD, CL_CLASS_INTEL, CL_CLASS_CPU };
@@ -95,6 +97,14 @@ extern const size_t cl_embedded_source_count;
 
 /* ---- The backend state (cl_backend.c) ------------------------------------------ */
 
+/* A fattn buffer: the cl_mem, and whether fattn allocated it (or wraps the caller's). */
+typedef struct cl_buf {
+    cl_mem mem;
+    int owned;
+} cl_buf;
+
+static inline cl_mem cl_mem_of(const fattn_operand *op) { return op->mem ? ((const cl_buf *)op->mem)->mem : NULL; }
+
 typedef struct cl_state {
     cl_device_entry dev;
     cl_context context;
@@ -104,5 +114,8 @@ typedef struct cl_state {
     cl_program_cache cache;
     int live_buffers;         /* allocated (not wrapped) by fattn in context */
 } cl_state;
+
+/* The naive baseline (cl_naive.c): CLBlast GEMMs around a softmax kernel. */
+fattn_status cl_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg);
 
 #endif /* FATTN_CL_COMMON_H */

@@ -26,17 +26,21 @@ static const tuning_row table[] = {
 #define CL_MAX_PER_ITEM 16
 
 void cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *out) {
-    cl_ulong local = 0;
+    cl_ulong local = 0, alloc = 0;
     size_t wg = 0;
     cl_uint cu = 0;
     char vendor[256] = "";
     clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof alloc, &alloc, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL);
     out->local_mem = (size_t)local;
     out->max_wg = wg;
     out->compute_units = (int)cu;
+    out->max_alloc = (uint64_t)alloc;
+    out->softmax_wg = 1;
+    while (out->softmax_wg < 256 && (size_t)out->softmax_wg * 2 <= wg) out->softmax_wg *= 2;
     if (type & CL_DEVICE_TYPE_CPU) out->vendor_class = CL_CLASS_CPU;
     else if (strstr(vendor, "NVIDIA")) out->vendor_class = CL_CLASS_NVIDIA;
     else if (strstr(vendor, "AMD") || strstr(vendor, "Advanced Micro")) out->vendor_class = CL_CLASS_AMD;

@@ -1,0 +1,90 @@
+/* The naive baseline's own kernels (OpenCL C 1.2); the two GEMMs around them
+ * are CLBlast's. pack_f32 gathers a strided f16/bf16/f32 operand into a dense
+ * float32 [B*H][S][D] array that CLBlast can take; softmax_rows turns one row
+ * of scores (already multiplied by scale * log2(e)) into probabilities, with
+ * the causal mask and the log-sum-exp; unpack_out writes a dense float32
+ * output back into the caller's strided O in its storage type. */
+
+#ifndef DTYPE
+#define DTYPE 0   /* storage: 0 = f32, 1 = f16, 2 = bf16 */
+#endif
+#ifndef WG
+#define WG 256    /* softmax_rows work-group size, a power of two */
+#endif
+
+#if DTYPE == 0
+typedef float elem_t;
+#define LOAD(p, i) ((p)[i])
+#define STORE(p, i, x) ((p)[i] = (x))
+#elif DTYPE == 1
+typedef half elem_t;
+#define LOAD(p, i) vload_half((i), (p))
+#define STORE(p, i, x) vstore_half_rte((x), (i), (p))
+#else
+typedef ushort elem_t;
+#define LOAD(p, i) as_float((uint)(p)[i] << 16)
+#define STORE(p, i, x) ((p)[i] = bf16_round(x))
+inline ushort bf16_round(float x) {
+    uint u = as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (ushort)(u >> 16);
+}
+#endif
+
+/* global: (D, S, B*H). `group` maps a query head to its K/V head (GQA): the
+ * packed array has B*H/group heads when packing K or V. */
+__kernel void pack_f32(__global const elem_t *x, long off, long sb, long sh, long ss, int H,
+                       __global float *out) {
+    const int d = get_global_id(0), s = get_global_id(1), bh = get_global_id(2);
+    const int D = get_global_size(0), S = get_global_size(1);
+    const long src = off + (long)(bh / H) * sb + (long)(bh % H) * sh + (long)s * ss + d;
+    out[((long)bh * S + s) * D + d] = LOAD(x, src);
+}
+
+__kernel void unpack_out(__global const float *in, __global elem_t *o, long off, long sb, long sh,
+                         long ss, int H) {
+    const int d = get_global_id(0), s = get_global_id(1), bh = get_global_id(2);
+    const int D = get_global_size(0), S = get_global_size(1);
+    const long dst = off + (long)(bh / H) * sb + (long)(bh % H) * sh + (long)s * ss + d;
+    STORE(o, dst, in[((long)bh * S + s) * D + d]);
+}
+
+/* One work-group per query row: global (WG * Sq, B*Hq), local (WG, 1).
+ * Keys j >= the row's limit (bottom-right causal) get probability 0; a row
+ * that sees no key gets all zeros and lse = -inf. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void softmax_rows(__global const float *S, __global float *P, __global float *lse, long l_off,
+                  long l_sb, long l_sh, long l_ss, int has_lse, int Hq, int Sq, int Sk, int causal) {
+    __local float red[WG];
+    const int tid = get_local_id(0), i = get_group_id(0), bh = get_group_id(1);
+    const long base = ((long)bh * Sq + i) * Sk;
+    const int lim = causal ? clamp(i + Sk - Sq + 1, 0, Sk) : Sk;
+
+    float mx = -INFINITY;
+    for (int j = tid; j < lim; j += WG) mx = fmax(mx, S[base + j]);
+    red[tid] = mx;
+    for (int w = WG / 2; w > 0; w /= 2) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (tid < w) red[tid] = fmax(red[tid], red[tid + w]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    mx = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    float sum = 0.0f;
+    for (int j = tid; j < lim; j += WG) sum += exp2(S[base + j] - mx);
+    red[tid] = sum;
+    for (int w = WG / 2; w > 0; w /= 2) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (tid < w) red[tid] += red[tid + w];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sum = red[0];
+
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (int j = tid; j < Sk; j += WG) P[base + j] = j < lim ? exp2(S[base + j] - mx) * inv : 0.0f;
+    if (has_lse && tid == 0)
+        lse[l_off + (long)(bh / Hq) * l_sb + (long)(bh % Hq) * l_sh + (long)i * l_ss] =
+            sum > 0.0f ? (mx + log2(sum)) * M_LN2_F : -INFINITY;
+}
