@@ -1,6 +1,7 @@
 /* Throughput of fattn_forward on one backend and device, over the
  * FlashAttention papers' shapes (batch*seq = 16384, heads*dim = 2048) or one
- * shape from the command line. Median of repeated forward+synchronize calls
+ * shape from the command line, and optionally the naive baseline beside it
+ * with the accounting module's bytes for both. Median of repeated forward+synchronize calls
  * after warm-up, timed on the host around a synchronised call, so launch
  * overhead is included (device-event timing comes with the full benchmark).
  * Inputs are random (never zeros). Prints one CSV row per shape. */
@@ -50,7 +51,31 @@ typedef struct shape {
     int causal;
 } shape;
 
-static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape sh, int iters) {
+typedef fattn_status (*forward_fn)(fattn_context *, const fattn_attention_desc *, const fattn_tensor *,
+                                   const fattn_tensor *, const fattn_tensor *, const fattn_tensor *,
+                                   const fattn_tensor *);
+
+/* Median milliseconds of `iters` forward+synchronize calls after two warm-up
+ * calls (the first builds or loads the kernels). */
+static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_attention_desc *d,
+                              const fattn_tensor *x, int iters, double *out) {
+    double *ms = calloc((size_t)iters, sizeof *ms);
+    fattn_status st = ms ? FATTN_OK : FATTN_ERR_OUT_OF_MEMORY;
+    for (int i = -2; i < iters && st == FATTN_OK; i++) {
+        double t0 = now();
+        st = f(ctx, d, &x[0], &x[1], &x[2], &x[3], NULL);
+        if (st == FATTN_OK) st = fattn_context_synchronize(ctx);
+        if (i >= 0) ms[i] = (now() - t0) * 1e3;
+    }
+    if (st == FATTN_OK) {
+        qsort(ms, (size_t)iters, sizeof *ms, cmp_double);
+        *out = ms[iters / 2];
+    }
+    free(ms);
+    return st;
+}
+
+static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape sh, int iters, int naive) {
     fattn_attention_desc d = {.batch = sh.b, .heads_q = sh.h, .heads_kv = sh.h, .seq_q = sh.s,
                               .seq_kv = sh.s, .head_dim = sh.d, .dtype = t, .causal = sh.causal};
     const size_t n = (size_t)(sh.b * sh.h * sh.s * sh.d);
@@ -61,27 +86,24 @@ static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape
         st = random_buffer(ctx, t, n, 1234 + (uint64_t)i, &buf[i]);
         if (st == FATTN_OK) st = fattn_tensor_init(&x[i], buf[i], t, FATTN_LAYOUT_BSHD, sh.h, sh.s, sh.d);
     }
-    double *ms = calloc((size_t)iters, sizeof *ms);
-    for (int i = -2; i < iters && st == FATTN_OK && ms; i++) {   /* two warm-up calls */
-        double t0 = now();
-        st = fattn_forward(ctx, &d, &x[0], &x[1], &x[2], &x[3], NULL);
-        if (st == FATTN_OK) st = fattn_context_synchronize(ctx);
-        if (i >= 0) ms[i] = (now() - t0) * 1e3;
-    }
+    double med = 0.0, naive_ms = 0.0;
+    fattn_memory_report mem = {0};
+    if (st == FATTN_OK) st = median_ms(ctx, fattn_forward, &d, x, iters, &med);
+    if (st == FATTN_OK) st = fattn_context_memory_report(ctx, &d, &mem);
     const char *dt = t == FATTN_F32 ? "f32" : t == FATTN_F16 ? "f16" : "bf16";
-    if (st == FATTN_OK && ms) {
-        qsort(ms, (size_t)iters, sizeof *ms, cmp_double);
-        const double med = ms[iters / 2];
-        printf("%s,\"%s\",%s,%lld,%lld,%lld,%lld,%d,%.4f,%.2f\n", label, fattn_context_device_name(ctx), dt,
-               (long long)sh.b, (long long)sh.h, (long long)sh.s, (long long)sh.d, sh.causal, med,
-               fattn_flops(&d) / (med * 1e-3) / 1e12);
+    printf("%s,\"%s\",%s,%lld,%lld,%lld,%lld,%d,", label, fattn_context_device_name(ctx), dt,
+           (long long)sh.b, (long long)sh.h, (long long)sh.s, (long long)sh.d, sh.causal);
+    if (st != FATTN_OK) {
+        printf("error,,,,,,\"%s\"\n", fattn_error_message(ctx));
     } else {
-        printf("%s,\"%s\",%s,%lld,%lld,%lld,%lld,%d,error,\"%s\"\n", label, fattn_context_device_name(ctx), dt,
-               (long long)sh.b, (long long)sh.h, (long long)sh.s, (long long)sh.d, sh.causal,
-               fattn_error_message(ctx));
+        printf("%.4f,%.2f,%llu,%llu,", med, fattn_flops(&d) / (med * 1e-3) / 1e12,
+               (unsigned long long)mem.flash_bytes, (unsigned long long)mem.naive_bytes);
+        /* The naive baseline is optional and may not fit: its failure is a value, not an error. */
+        fattn_status ns = naive ? median_ms(ctx, fattn_forward_naive, &d, x, iters, &naive_ms) : FATTN_ERR_UNSUPPORTED;
+        if (ns == FATTN_OK) printf("%.4f,%.2f,\n", naive_ms, fattn_flops(&d) / (naive_ms * 1e-3) / 1e12);
+        else printf(",,\"%s\"\n", naive ? fattn_error_message(ctx) : "");
     }
     fflush(stdout);
-    free(ms);
     for (int i = 0; i < 4; i++) fattn_buffer_free(buf[i]);
     return st != FATTN_OK;
 }
@@ -90,18 +112,20 @@ static void usage(void) {
     fprintf(stderr,
             "usage: fattn_bench [--backend cpu|cuda|opencl] [--device N] [--dtype f32|f16|bf16|all]\n"
             "                   [--seq S --dim D [--batch B --heads H] [--causal]] [--iters N]\n"
+            "                   [--naive]   (also time fattn_forward_naive)\n"
             "Without --seq: seq 4096 and 8192, dim 64 and 128, causal and not, batch*seq = 16384,\n"
             "heads*dim = 2048.\n");
 }
 
 int main(int argc, char **argv) {
     fattn_backend_kind kind = FATTN_BACKEND_AUTO;
-    int device = -1, iters = 10, causal = 0;
+    int device = -1, iters = 10, causal = 0, naive = 0;
     int64_t seq = 0, dim = 128, batch = 0, heads = 0;
     const char *dts = "all";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--causal")) { causal = 1; continue; }
+        if (!strcmp(a, "--naive")) { naive = 1; continue; }
         if (!v) { usage(); return 2; }
         i++;
         if (!strcmp(a, "--backend")) {
@@ -133,12 +157,13 @@ int main(int argc, char **argv) {
     }
     const fattn_dtype all[3] = {FATTN_F32, FATTN_F16, FATTN_BF16};
     int failures = 0;
-    printf("backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops\n");
+    printf("backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops,flash_bytes,naive_bytes,"
+           "naive_ms,naive_tflops,note\n");
     for (int t = 0; t < 3; t++) {
         const char *names[3] = {"f32", "f16", "bf16"};
         if (strcmp(dts, "all") && strcmp(dts, names[t])) continue;
         for (int i = 0; i < ns; i++)
-            failures += bench_one(ctx, fattn_context_backend_name(ctx), all[t], shapes[i], iters);
+            failures += bench_one(ctx, fattn_context_backend_name(ctx), all[t], shapes[i], iters, naive);
     }
     fattn_context_free(ctx);
     return failures != 0;
