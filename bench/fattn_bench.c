@@ -55,13 +55,15 @@ typedef fattn_status (*forward_fn)(fattn_context *, const fattn_attention_desc *
                                    const fattn_tensor *, const fattn_tensor *, const fattn_tensor *,
                                    const fattn_tensor *);
 
-/* Median milliseconds of `iters` forward+synchronize calls after two warm-up
- * calls (the first builds or loads the kernels). */
+/* Median milliseconds of `iters` forward+synchronize calls after `warmup`
+ * calls (2 by default; the first builds or loads the kernels). */
+static int warmup = 2;
+
 static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_attention_desc *d,
                               const fattn_tensor *x, int iters, double *out) {
     double *ms = calloc((size_t)iters, sizeof *ms);
     fattn_status st = ms ? FATTN_OK : FATTN_ERR_OUT_OF_MEMORY;
-    for (int i = -2; i < iters && st == FATTN_OK; i++) {
+    for (int i = -warmup; i < iters && st == FATTN_OK; i++) {
         double t0 = now();
         st = f(ctx, d, &x[0], &x[1], &x[2], &x[3], NULL);
         if (st == FATTN_OK) st = fattn_context_synchronize(ctx);
@@ -96,11 +98,11 @@ static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape
     if (st != FATTN_OK) {
         printf("error,,,,,,\"%s\"\n", fattn_error_message(ctx));
     } else {
-        printf("%.4f,%.2f,%llu,%llu,", med, fattn_flops(&d) / (med * 1e-3) / 1e12,
+        printf("%.4f,%.3f,%llu,%llu,", med, fattn_flops(&d) / (med * 1e-3) / 1e12,
                (unsigned long long)mem.flash_bytes, (unsigned long long)mem.naive_bytes);
         /* The naive baseline is optional and may not fit: its failure is a value, not an error. */
         fattn_status ns = naive ? median_ms(ctx, fattn_forward_naive, &d, x, iters, &naive_ms) : FATTN_ERR_UNSUPPORTED;
-        if (ns == FATTN_OK) printf("%.4f,%.2f,\n", naive_ms, fattn_flops(&d) / (naive_ms * 1e-3) / 1e12);
+        if (ns == FATTN_OK) printf("%.4f,%.3f,\n", naive_ms, fattn_flops(&d) / (naive_ms * 1e-3) / 1e12);
         else printf(",,\"%s\"\n", naive ? fattn_error_message(ctx) : "");
     }
     fflush(stdout);
@@ -112,7 +114,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: fattn_bench [--backend cpu|cuda|opencl] [--device N] [--dtype f32|f16|bf16|all]\n"
             "                   [--seq S --dim D [--batch B --heads H] [--causal]] [--iters N]\n"
-            "                   [--naive]   (also time fattn_forward_naive)\n"
+            "                   [--warmup N] [--naive]   (--naive: also time fattn_forward_naive)\n"
             "Without --seq: seq 4096 and 8192, dim 64 and 128, causal and not, batch*seq = 16384,\n"
             "heads*dim = 2048.\n");
 }
@@ -137,6 +139,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--batch")) batch = atoll(v);
         else if (!strcmp(a, "--heads")) heads = atoll(v);
         else if (!strcmp(a, "--iters")) iters = atoi(v);
+        else if (!strcmp(a, "--warmup")) warmup = atoi(v) < 0 ? 0 : atoi(v);
         else { usage(); return 2; }
     }
     if (iters < 1) iters = 1;

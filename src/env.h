@@ -25,6 +25,11 @@ const char *fattn_env_cache_dir(void);
 /* FATTN_KERNEL_DIR: load kernel sources from this directory instead of the
  * copies embedded at build time (for kernel development). */
 const char *fattn_env_kernel_dir(void);
+/* FATTN_OPENCL_TILES: tile overrides per head-dim bucket,
+ * "DPAD:BQxBKV/TQxTK[,...]" (parsed by the OpenCL tuning code). */
+const char *fattn_env_opencl_tiles(void);
+/* FATTN_OPENCL_OPTIONS: extra OpenCL compiler options for every kernel build. */
+const char *fattn_env_opencl_options(void);
 /* HOME and XDG_CACHE_HOME, for the default cache directory. */
 const char *fattn_env_home(void);
 const char *fattn_env_xdg_cache(void);

@@ -48,7 +48,7 @@ static void run_table(void **state) {
             st = harness_run(ctx, c, cs->dtype, seed, cs->path, &r);
             if (st == FATTN_ERR_UNSUPPORTED && cs->path == HARNESS_NAIVE && i == 0) {
                 char what[64], reason[512];
-                snprintf(what, sizeof what, "%s naive baseline", info.name);
+                snprintf(what, sizeof what, "%s-naive", info.name);
                 snprintf(reason, sizeof reason, "%s", fattn_error_message(ctx));
                 fattn_context_free(ctx);
                 skip_unless_required(what, reason);

@@ -67,7 +67,7 @@ size_t cl_local_bytes(const cl_tiles *t);
 #define CL_MAX_PROGRAMS 32
 
 typedef struct cl_cached_program {
-    char options[256];
+    char options[640];   /* file|kernel|options */
     cl_program program;
     cl_kernel kernel;
 } cl_cached_program;

@@ -238,7 +238,14 @@ static fattn_status build_program(cl_program_cache *cache, cl_context ctx, cl_de
 fattn_status cl_get_kernel(cl_program_cache *cache, cl_context ctx, cl_device_id dev,
                            const char *file, const char *name, const char *options,
                            cl_kernel *out, fattn_msg *msg) {
-    char full[256];
+    /* FATTN_OPENCL_OPTIONS joins every build, and so every cache key. */
+    char opts[512];
+    const char *extra = fattn_env_opencl_options();
+    if ((size_t)snprintf(opts, sizeof opts, "%s%s%s", options, extra ? " " : "", extra ? extra : "") >= sizeof opts)
+        return fattn_fail(msg, FATTN_ERR_ENVIRONMENT, "FATTN_OPENCL_OPTIONS is too long (%zu characters)",
+                          strlen(extra));
+    options = opts;
+    char full[sizeof opts + 128];
     snprintf(full, sizeof full, "%s|%s|%s", file, name, options);
     for (int i = 0; i < cache->count; i++)
         if (strcmp(cache->entries[i].options, full) == 0) {

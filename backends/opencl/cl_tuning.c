@@ -5,21 +5,31 @@
 #include <string.h>
 
 #include "cl_common.h"
+#include "env.h"
 
 typedef struct tuning_row {
+    int vendor_class;   /* CL_CLASS_*; CL_CLASS_OTHER rows are the fallback */
     int dpad;
     int bq, bkv, tq, tk;
 } tuning_row;
 
-/* Starting points per head-dim bucket, not yet tuned by measurement on each
- * device class. Each keeps the tile set under 48 KiB of local memory (the
- * NVIDIA limit) with 64 or 128 work-items, micro-tiles of 2-4 rows x 2-8 keys
- * and at most 64 accumulator floats per work-item, so nothing spills. */
+/* Rows per device class and head-dim bucket. Each keeps the tiles under
+ * 48 KiB of local memory (NVIDIA's limit) with micro-tiles of 2-4 rows x 2-8
+ * keys. Measured rows name their device; the others are starting points.
+ * FATTN_OPENCL_TILES overrides any of them (see cl_choose_tiles). */
 static const tuning_row table[] = {
-    {32, 64, 64, 16, 8},    /* 4 rows x 8 keys, 4 dims: 36 KiB */
-    {64, 64, 32, 16, 8},    /* 4 x 4, 8 dims: 35.5 KiB; H200 NVIDIA OpenCL f32: 28.2 TFLOP/s */
-    {128, 64, 16, 16, 8},   /* 4 x 2, 16 dims: 47.25 KiB; H200 NVIDIA OpenCL f32: 23.2 TFLOP/s */
-    {256, 16, 16, 8, 8},    /* 2 x 2, 32 dims: 34 KiB */
+    {CL_CLASS_OTHER, 32, 64, 64, 16, 8},    /* 4 rows x 8 keys, 4 dims: 36 KiB */
+    {CL_CLASS_OTHER, 64, 64, 32, 16, 8},    /* 4 x 4, 8 dims: 35.5 KiB */
+    {CL_CLASS_OTHER, 128, 64, 16, 16, 8},   /* 4 x 2, 16 dims: 47.25 KiB */
+    {CL_CLASS_OTHER, 256, 16, 16, 8, 8},    /* 2 x 2, 32 dims: 34 KiB */
+    /* H200, NVIDIA OpenCL, f32 seq 8192: 28.2 TFLOP/s at d64, 23.2 at d128 (kernel v2). */
+    {CL_CLASS_NVIDIA, 64, 64, 32, 16, 8},
+    {CL_CLASS_NVIDIA, 128, 64, 16, 16, 8},
+    /* PoCL on a 2-core EPYC, f32 seq 1024: 8 x 8 micro-tiles (vectorised across
+     * work-items) run 2x (d64: 154 vs 308 ms) and 1.5x (d128: 145 vs 219 ms)
+     * faster than the GPU rows; local memory is ordinary cache there. */
+    {CL_CLASS_CPU, 64, 64, 64, 8, 8},
+    {CL_CLASS_CPU, 128, 64, 32, 8, 8},
 };
 
 /* Most rows or keys per work-item before registers run out. */
@@ -78,14 +88,55 @@ static int fits(const cl_limits *lim, const cl_tiles *t) {
     return fits_device(lim, t) && t->bq / t->tq <= CL_MAX_PER_ITEM && t->bkv / t->tk <= CL_MAX_PER_ITEM;
 }
 
+/* The FATTN_OPENCL_TILES entry for bucket dpad, if any: "DPAD:BQxBKV/TQxTK"
+ * items separated by commas. Returns -1 on a malformed value, 1 if found. */
+static int env_row(int dpad, tuning_row *out) {
+    const char *v = fattn_env_opencl_tiles();
+    while (v && *v) {
+        tuning_row r = {CL_CLASS_OTHER, 0, 0, 0, 0, 0};
+        int used = 0;
+        if (sscanf(v, "%d:%dx%d/%dx%d%n", &r.dpad, &r.bq, &r.bkv, &r.tq, &r.tk, &used) != 5 ||
+            (v[used] != ',' && v[used] != '\0') || r.bq < 1 || r.bkv < 4 || r.bkv % 4 || r.tq < 1 ||
+            r.tk < 1 || r.bq % r.tq || r.bkv % r.tk || (r.dpad / 4) % r.tk)
+            return -1;
+        if (r.dpad == dpad) {
+            *out = r;
+            return 1;
+        }
+        v += used + (v[used] == ',');
+    }
+    return 0;
+}
+
 fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_kv, cl_tiles *out,
                              fattn_msg *msg) {
     int dpad = 32;
     while (dpad < D) dpad *= 2;   /* 32, 64, 128, 256: few programs to build */
-    const tuning_row *row = &table[0];
+    const tuning_row *row = NULL;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (table[i].dpad == dpad) row = &table[i];
-    (void)lim->vendor_class;   /* one table for every class until measured otherwise */
+        if (table[i].dpad == dpad && (table[i].vendor_class == lim->vendor_class ||
+                                      (!row && table[i].vendor_class == CL_CLASS_OTHER)))
+            row = &table[i];
+    tuning_row forced;
+    const int from_env = env_row(dpad, &forced);
+    if (from_env < 0)
+        return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
+                          "FATTN_OPENCL_TILES='%s' is not a list of DPAD:BQxBKV/TQxTK (e.g. "
+                          "128:32x32/8x8) with BKV a multiple of 4, TQ dividing BQ, TK dividing BKV "
+                          "and DPAD/4",
+                          fattn_env_opencl_tiles());
+    if (from_env) {   /* taken as given: it either fits or fails */
+        cl_tiles t = {dpad, forced.bq, forced.bkv, forced.tq, forced.tk};
+        if (!fits(lim, &t))
+            return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                              "FATTN_OPENCL_TILES: %dx%d/%dx%d at head dim %d needs %zu bytes of local "
+                              "memory (device: %zu), %d work-items (device: %zu) and at most %d rows "
+                              "and keys per work-item",
+                              t.bq, t.bkv, t.tq, t.tk, dpad, cl_local_bytes(&t), lim->local_mem,
+                              t.tq * t.tk, lim->max_wg, CL_MAX_PER_ITEM);
+        *out = t;
+        return FATTN_OK;
+    }
     cl_tiles t = {dpad, row->bq, row->bkv, row->tq, row->tk};
     int tq = row->tq, tk = row->tk;
     if (tile_q) t.bq = tile_q;

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Sweeps OpenCL tile shapes through FATTN_OPENCL_TILES on one device, f32,
+# seq 8192 (batch 2), causal and not, and prints one CSV row per (tiles, shape).
+# The rows of backends/opencl/cl_tuning.c come from runs of this script.
+# Usage: bench/tune_opencl.sh [build dir] [device index] [dims...]
+#   e.g. bench/tune_opencl.sh build 0 64 128
+set -uo pipefail
+build=${1:-build}
+device=${2:-0}
+shift 2 2>/dev/null
+dims=${*:-64 128}
+
+# Candidates per head dim: BQxBKV/TQxTK. Ones that do not fit the device
+# report an error row and are skipped.
+tiles_64="64x32/16x8 64x32/8x8 64x32/16x4 32x64/8x8 64x48/16x8 32x32/8x8 64x16/16x4 128x16/16x8"
+tiles_128="64x16/16x8 64x16/8x8 64x16/16x4 64x16/32x8 64x16/16x16 64x16/32x4 32x32/8x8 32x32/16x8 \
+32x32/8x16 32x32/16x16 32x16/8x8 32x16/8x4 48x16/16x8 16x64/4x8 32x24/8x8 16x32/4x8"
+
+echo "tiles,backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops"
+for d in $dims; do
+  var=tiles_$d
+  for t in ${!var}; do
+    for c in "" --causal; do
+      FATTN_OPENCL_TILES="$d:$t" "$build/fattn_bench" --backend opencl --device "$device" --dtype f32 \
+        --seq 8192 --dim "$d" --iters 3 $c | tail -1 | cut -d, -f1-10 | sed "s|^|$t,|"
+    done
+  done
+done
