@@ -6,6 +6,7 @@
  * overhead is included (device-event timing comes with the full benchmark).
  * Inputs are random (never zeros). Prints one CSV row per shape. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,36 @@ static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_atte
     return st;
 }
 
+static float elem(const unsigned char *h, fattn_dtype t, size_t i) {
+    if (t == FATTN_F32) {
+        float x;
+        memcpy(&x, h + 4 * i, 4);
+        return x;
+    }
+    uint16_t b;
+    memcpy(&b, h + 2 * i, 2);
+    return t == FATTN_F16 ? fattn_f16_to_f32(b) : fattn_bf16_to_f32(b);
+}
+
+/* Times the naive baseline and compares its output with the tiled kernel's,
+ * which `o` holds on entry: a check that both ran on the same data. */
+static fattn_status max_diff_after(fattn_context *ctx, const fattn_attention_desc *d, const fattn_tensor *x,
+                                   fattn_buffer *o, size_t n, int iters, double *ms, double *diff) {
+    const size_t bytes = n * fattn_dtype_size(d->dtype);
+    unsigned char *tiled = malloc(bytes), *naive = malloc(bytes);
+    fattn_status st = tiled && naive ? fattn_buffer_read(o, 0, tiled, bytes) : FATTN_ERR_OUT_OF_MEMORY;
+    if (st == FATTN_OK) st = median_ms(ctx, fattn_forward_naive, d, x, iters, ms);
+    if (st == FATTN_OK) st = fattn_buffer_read(o, 0, naive, bytes);
+    *diff = 0.0;
+    for (size_t i = 0; st == FATTN_OK && i < n; i++) {
+        const double e = fabs((double)elem(tiled, d->dtype, i) - (double)elem(naive, d->dtype, i));
+        if (!(e <= *diff)) *diff = e;   /* NaN wins */
+    }
+    free(tiled);
+    free(naive);
+    return st;
+}
+
 static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape sh, int iters, int naive) {
     fattn_attention_desc d = {.batch = sh.b, .heads_q = sh.h, .heads_kv = sh.h, .seq_q = sh.s,
                               .seq_kv = sh.s, .head_dim = sh.d, .dtype = t, .causal = sh.causal};
@@ -101,8 +132,12 @@ static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape
         printf("%.4f,%.3f,%llu,%llu,", med, fattn_flops(&d) / (med * 1e-3) / 1e12,
                (unsigned long long)mem.flash_bytes, (unsigned long long)mem.naive_bytes);
         /* The naive baseline is optional and may not fit: its failure is a value, not an error. */
-        fattn_status ns = naive ? median_ms(ctx, fattn_forward_naive, &d, x, iters, &naive_ms) : FATTN_ERR_UNSUPPORTED;
-        if (ns == FATTN_OK) printf("%.4f,%.3f,\n", naive_ms, fattn_flops(&d) / (naive_ms * 1e-3) / 1e12);
+        double diff = -1.0;
+        fattn_status ns = naive ? max_diff_after(ctx, &d, x, buf[3], n, iters, &naive_ms, &diff)
+                                : FATTN_ERR_UNSUPPORTED;
+        if (ns == FATTN_OK)
+            printf("%.4f,%.3f,max |O_naive - O_tiled| = %.3g\n", naive_ms,
+                   fattn_flops(&d) / (naive_ms * 1e-3) / 1e12, diff);
         else printf(",,\"%s\"\n", naive ? fattn_error_message(ctx) : "");
     }
     fflush(stdout);

@@ -1,29 +1,40 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: build, run the whole test suite (OpenCL on
-# NVIDIA's driver and on PoCL), then fattn's benchmark and PyTorch's SDPA
-# peers on the same shapes in the same run. Results go to $OUT (or ./out).
-# Usage (on the GPU machine): source .devkit/env.sh && bash bench/run_gpu.sh
+# The GPU machine's call: build, then the phases named on the command line
+# (default: all of them, which may exceed one 10-minute device call):
+#   test   the whole test suite (OpenCL on NVIDIA's driver and on PoCL, the naive baseline)
+#   tune   bench/tune_opencl.sh on the GPU
+#   bench  fattn_bench on NVIDIA OpenCL, every dtype, with the naive baseline
+#   peers  PyTorch SDPA (flash, cuDNN, efficient) on the same shapes, f32/f16/bf16
+#   pocl   fattn_bench on PoCL (the host CPU), every shape and dtype, one timed call each
+# Results go to $OUT (or ./out).
+# Usage (on the GPU machine): source .devkit/env.sh && bash bench/run_gpu.sh [phase...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-out}
+phases=${*:-test tune bench peers pocl}
 mkdir -p "$out"
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u; git rev-parse HEAD 2>/dev/null; } | tee "$out/machine.txt"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u; } | tee "$out/machine.txt"
 clinfo -l 2>&1 | tee -a "$out/machine.txt"
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/build.log" 2>&1 &&
   cmake --build build -j 16 >> "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-FATTN_TEST_REQUIRE=opencl ctest --test-dir build --output-on-failure 2>&1 | tee "$out/ctest.log" | tail -15
-./build/test_conformance > "$out/conformance.log" 2>&1; grep -E "device|SKIPPED|FAILED|PASSED" "$out/conformance.log"
+has() { [[ " $phases " == *" $1 "* ]]; }
 
-# fattn on NVIDIA OpenCL (device 0 is the GPU: GPUs are listed first).
-./build/fattn_bench --backend opencl --device 0 --iters 5 | tee "$out/fattn_opencl_nvidia.csv"
-# PoCL on the host CPU: one small shape, one iteration (it is slow).
-timeout 300 ./build/fattn_bench --backend opencl --device 1 --dtype f32 --seq 4096 --dim 64 --iters 1 |
+if has test; then
+  FATTN_TEST_REQUIRE=opencl,opencl-naive ctest --test-dir build --output-on-failure 2>&1 |
+    tee "$out/ctest.log" | tail -12
+  ./build/test_conformance > "$out/conformance.log" 2>&1
+  grep -E "device|SKIPPED|FAILED|PASSED" "$out/conformance.log"
+fi
+has tune && bench/tune_opencl.sh build 0 64 128 | tee "$out/tune.csv"
+# Device 0 is the GPU: GPUs are listed first.
+has bench && ./build/fattn_bench --backend opencl --device 0 --iters 5 --naive | tee "$out/fattn_opencl_nvidia.csv"
+if has peers; then
+  for dt in f32 f16 bf16; do
+    for d in 64 128; do for s in 4096 8192; do for c in "" --causal; do
+      python3 .devkit/peer_sdpa.py --dtype $dt --batch $((16384 / s)) --heads $((2048 / d)) --seq $s --dim $d $c --json
+    done; done; done
+  done 2>/dev/null | tee "$out/peers.jsonl"
+fi
+has pocl && timeout 400 ./build/fattn_bench --backend opencl --device 1 --iters 1 --warmup 1 |
   tee "$out/fattn_opencl_pocl.csv"
-
-# Peers on the same shapes.
-for dt in f32 bf16; do
-  for d in 64 128; do for s in 4096 8192; do for c in "" --causal; do
-    python3 .devkit/peer_sdpa.py --dtype $dt --batch $((16384 / s)) --heads $((2048 / d)) --seq $s --dim $d $c --json
-  done; done; done
-done 2>/dev/null | tee "$out/peers.jsonl"

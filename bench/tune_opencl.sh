@@ -12,9 +12,13 @@ dims=${*:-64 128}
 
 # Candidates per head dim: BQxBKV/TQxTK. Ones that do not fit the device
 # report an error row and are skipped.
-tiles_64="64x32/16x8 64x32/8x8 64x32/16x4 32x64/8x8 64x48/16x8 32x32/8x8 64x16/16x4 128x16/16x8"
-tiles_128="64x16/16x8 64x16/8x8 64x16/16x4 64x16/32x8 64x16/16x16 64x16/32x4 32x32/8x8 32x32/16x8 \
-32x32/8x16 32x32/16x16 32x16/8x8 32x16/8x4 48x16/16x8 16x64/4x8 32x24/8x8 16x32/4x8"
+# The first round (2026-11-21, H200) also tried, and dropped: d64 64x32/8x8,
+# 32x64/8x8, 32x32/8x8, 64x16/16x4; d128 64x16 with 8x8, 16x4, 32x8, 32x4 grids,
+# 32x32/8x8, 32x32/16x8, 32x32/16x16, 32x16, 48x16, 16x64, 32x24, 16x32.
+tiles_64="64x32/16x8 64x32/16x4 64x48/16x8 64x48/16x16 64x48/8x16 64x48/8x8 64x40/16x8 32x64/8x16 \
+32x80/8x16 48x48/16x8"
+tiles_128="64x16/16x8 32x32/8x16 32x32/8x32 32x32/4x16 32x32/16x32 32x40/8x8 24x32/8x16 16x48/4x16 \
+40x32/8x16"
 
 echo "tiles,backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops"
 for d in $dims; do

@@ -50,15 +50,16 @@ __kernel void unpack_out(__global const float *in, __global elem_t *o, long off,
     STORE(o, dst, in[((long)bh * S + s) * D + d]);
 }
 
-/* One work-group per query row: global (WG * Sq, B*Hq), local (WG, 1).
+/* One work-group per query row of (batch, head) pairs bh0, bh0 + 1, ...:
+ * global (WG * Sq, pairs), local (WG, 1); S and P hold those pairs only.
  * Keys j >= the row's limit (bottom-right causal) get probability 0; a row
  * that sees no key gets all zeros and lse = -inf. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void softmax_rows(__global const float *S, __global float *P, __global float *lse, long l_off,
-                  long l_sb, long l_sh, long l_ss, int has_lse, int Hq, int Sq, int Sk, int causal) {
+                  long l_sb, long l_sh, long l_ss, int has_lse, int Hq, int Sq, int Sk, int causal, int bh0) {
     __local float red[WG];
-    const int tid = get_local_id(0), i = get_group_id(0), bh = get_group_id(1);
-    const long base = ((long)bh * Sq + i) * Sk;
+    const int tid = get_local_id(0), i = get_group_id(0), bh = bh0 + get_group_id(1);
+    const long base = ((long)get_group_id(1) * Sq + i) * Sk;
     const int lim = causal ? clamp(i + Sk - Sq + 1, 0, Sk) : Sk;
 
     float mx = -INFINITY;

@@ -4,7 +4,10 @@
  * into a second array of that size (the S and P that the accounting module's
  * naive_bytes counts), then O = P V with a second batched SGEMM. f16 and bf16
  * operands, and f32 ones whose rows CLBlast cannot address, are first packed
- * into dense float32 copies. Everything is enqueued on the context's queue
+ * into dense float32 copies. CLBlast's kernels index with 32-bit integers,
+ * so S and P are split into buffers of at most 2^31 - 1 floats, one per
+ * chunk of (batch, head) pairs, all held at once; operands whose extent
+ * passes 2^31 elements are packed. Everything is enqueued on the context's queue
  * without waiting; the temporary buffers are released after enqueueing, which
  * OpenCL defers until the commands using them have finished. */
 #include <stdio.h>
@@ -25,27 +28,33 @@ fattn_status cl_forward_naive(void *state, const fattn_problem *p, fattn_msg *ms
 #else
 #include <clblast_c.h>
 
-#define NAIVE_TEMPS 6
-enum { T_Q, T_K, T_V, T_S, T_P, T_O };
+#define INT_LIMIT 0x7fffffffLL   /* CLBlast's kernels index buffers with int */
+
+enum { T_Q, T_K, T_V, T_O, T_FIXED };   /* packed copies; S and P chunks follow */
 
 typedef struct naive_run {
     cl_state *s;
     const fattn_problem *p;
-    cl_mem temp[NAIVE_TEMPS];
+    cl_mem *temp;        /* T_FIXED packed copies, then S and P per chunk */
+    int chunks;          /* S/P buffers: chunk (batch, head) pairs each */
+    int64_t chunk;
     fattn_msg *msg;
+    size_t *off_a, *off_b, *off_c;   /* GEMM offsets, chunk entries each */
+    float *alphas, *betas;
 } naive_run;
 
-static fattn_status temp_buffer(naive_run *r, int which, uint64_t floats) {
-    uint64_t bytes;
-    if (__builtin_mul_overflow(floats, (uint64_t)sizeof(float), &bytes) || bytes > r->s->limits.max_alloc)
+static fattn_status temp_buffer(naive_run *r, int which, int64_t floats) {
+    const uint64_t bytes = (uint64_t)floats * sizeof(float);   /* floats < 2^62: validated sizes */
+    if (bytes > r->s->limits.max_alloc)
         return fattn_fail(r->msg, FATTN_ERR_OUT_OF_MEMORY,
-                          "the naive baseline needs a %llu-float buffer; the device allows %llu bytes "
+                          "the naive baseline needs a %llu-byte buffer; the device allows %llu bytes "
                           "per buffer",
-                          (unsigned long long)floats, (unsigned long long)r->s->limits.max_alloc);
+                          (unsigned long long)bytes, (unsigned long long)r->s->limits.max_alloc);
     cl_int err;
     r->temp[which] = clCreateBuffer(r->s->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
     if (err != CL_SUCCESS)
-        return fattn_fail(r->msg, FATTN_ERR_OUT_OF_MEMORY, "clCreateBuffer(%llu bytes) for the naive baseline: %s (%d)",
+        return fattn_fail(r->msg, FATTN_ERR_OUT_OF_MEMORY,
+                          "clCreateBuffer(%llu bytes) for the naive baseline: %s (%d)",
                           (unsigned long long)bytes, cl_error_name(err), (int)err);
     return FATTN_OK;
 }
@@ -59,7 +68,8 @@ static fattn_status kernel(naive_run *r, const char *name, cl_kernel *k) {
 }
 
 /* Sets the five arguments (mem, offset, three strides) of a strided operand. */
-static fattn_status set_operand(naive_run *r, cl_kernel k, cl_uint first, cl_mem m, const fattn_operand *op) {
+static fattn_status set_operand(naive_run *r, cl_kernel k, cl_uint first, const fattn_operand *op) {
+    const cl_mem m = cl_mem_of(op);
     const cl_long f[4] = {op->offset, op->stride_batch, op->stride_head, op->stride_seq};
     CL_TRY(r->msg, clSetKernelArg(k, first, sizeof m, &m));
     for (int j = 0; j < 4; j++) CL_TRY(r->msg, clSetKernelArg(k, first + 1 + (cl_uint)j, sizeof f[j], &f[j]));
@@ -75,26 +85,67 @@ static fattn_status launch3(naive_run *r, cl_kernel k, int64_t d, int64_t s, int
 /* Dense float32 copy of a [B][H][S][D] operand into temp[which]. */
 static fattn_status pack(naive_run *r, int which, const fattn_operand *op, int64_t heads, int64_t seq) {
     const int64_t B = r->p->batch, D = r->p->head_dim;
-    fattn_status st = temp_buffer(r, which, (uint64_t)(B * heads * seq * D));
+    fattn_status st = temp_buffer(r, which, B * heads * seq * D);
     cl_kernel k;
     const cl_int H = (cl_int)heads;
     if (st == FATTN_OK) st = kernel(r, "pack_f32", &k);
-    if (st == FATTN_OK) st = set_operand(r, k, 0, cl_mem_of(op), op);
+    if (st == FATTN_OK) st = set_operand(r, k, 0, op);
     if (st != FATTN_OK) return st;
     CL_TRY(r->msg, clSetKernelArg(k, 5, sizeof H, &H));
     CL_TRY(r->msg, clSetKernelArg(k, 6, sizeof(cl_mem), &r->temp[which]));
     return launch3(r, k, D, seq, B * heads);
 }
 
-/* Offsets for the batched GEMMs: operand op of (b, h) for every b*Hq+h, where
- * h is divided by `group` for K and V. A packed operand has dense offsets. */
+/* Writes the dense float32 temp[T_O] into the caller's O. */
+static fattn_status unpack(naive_run *r) {
+    const fattn_problem *p = r->p;
+    cl_kernel k;
+    fattn_status st = kernel(r, "unpack_out", &k);
+    if (st == FATTN_OK) st = set_operand(r, k, 1, &p->o);
+    if (st != FATTN_OK) return st;
+    const cl_int H = (cl_int)p->heads_q;
+    CL_TRY(r->msg, clSetKernelArg(k, 0, sizeof(cl_mem), &r->temp[T_O]));
+    CL_TRY(r->msg, clSetKernelArg(k, 6, sizeof H, &H));
+    return launch3(r, k, p->head_dim, p->seq_q, p->batch * p->heads_q);
+}
+
+/* Rows bh0 .. bh0+count of S (in s_mem) to P (in p_mem), with the lse. */
+static fattn_status softmax(naive_run *r, cl_mem s_mem, cl_mem p_mem, int64_t bh0, int64_t count) {
+    const fattn_problem *p = r->p;
+    cl_kernel k;
+    fattn_status st = kernel(r, "softmax_rows", &k);
+    const fattn_operand none = {0};
+    if (st == FATTN_OK) st = set_operand(r, k, 2, p->has_lse ? &p->lse : &none);
+    if (st != FATTN_OK) return st;
+    const cl_int ints[6] = {p->has_lse, (cl_int)p->heads_q, (cl_int)p->seq_q, (cl_int)p->seq_kv,
+                            p->causal, (cl_int)bh0};
+    CL_TRY(r->msg, clSetKernelArg(k, 0, sizeof(cl_mem), &s_mem));
+    CL_TRY(r->msg, clSetKernelArg(k, 1, sizeof(cl_mem), &p_mem));
+    for (cl_uint i = 0; i < 6; i++) CL_TRY(r->msg, clSetKernelArg(k, 7 + i, sizeof(cl_int), &ints[i]));
+    const size_t wg = (size_t)r->s->limits.softmax_wg;
+    const size_t global[2] = {wg * (size_t)p->seq_q, (size_t)count}, local[2] = {wg, 1};
+    CL_TRY(r->msg, clEnqueueNDRangeKernel(r->s->queue, k, 2, NULL, global, local, 0, NULL, NULL));
+    return FATTN_OK;
+}
+
+/* The element offset of (b, h)'s matrix for query-head pairs bh0 .. bh0+count,
+ * where h is divided by `group` for K and V. A packed operand is dense. */
 static void offsets(size_t *out, const fattn_problem *p, const fattn_operand *op, int packed,
-                    int64_t group, int64_t rows_per_head, int64_t row_len) {
-    for (int64_t bh = 0; bh < p->batch * p->heads_q; bh++) {
-        const int64_t b = bh / p->heads_q, h = (bh % p->heads_q) / group;
-        out[bh] = packed ? (size_t)((b * (p->heads_q / group) + h) * rows_per_head * row_len)
-                         : (size_t)(op->offset + b * op->stride_batch + h * op->stride_head);
+                    int64_t group, int64_t seq, int64_t bh0, int64_t count) {
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t b = (bh0 + i) / p->heads_q, h = ((bh0 + i) % p->heads_q) / group;
+        out[i] = packed ? (size_t)((b * (p->heads_q / group) + h) * seq * p->head_dim)
+                        : (size_t)(op->offset + b * op->stride_batch + h * op->stride_head);
     }
+}
+
+/* Can CLBlast address this f32 operand where it lies: a leading dimension of
+ * at least D and every element below 2^31? */
+static int direct(const fattn_problem *p, const fattn_operand *op, int64_t heads, int64_t seq) {
+    const int64_t last = op->offset + (p->batch - 1) * op->stride_batch + (heads - 1) * op->stride_head +
+                         (seq - 1) * op->stride_seq + p->head_dim;
+    return p->dtype == FATTN_F32 && op->stride_seq >= p->head_dim && op->stride_batch >= 0 &&
+           op->stride_head >= 0 && last <= INT_LIMIT;
 }
 
 static fattn_status blast(naive_run *r, CLBlastStatusCode code, const char *what) {
@@ -110,128 +161,106 @@ static fattn_status blast(naive_run *r, CLBlastStatusCode code, const char *what
                       what, (int)code);
 }
 
-static fattn_status run(naive_run *r, size_t *off_a, size_t *off_b, size_t *off_c, float *alphas,
-                        float *betas) {
+static fattn_status run(naive_run *r) {
     const fattn_problem *p = r->p;
     const int64_t BH = p->batch * p->heads_q, Sq = p->seq_q, Sk = p->seq_kv, D = p->head_dim;
     const int64_t group = p->heads_q / p->heads_kv;
-    /* CLBlast takes f32 with a leading dimension of at least D; anything else is packed. */
-    const int direct_qkv = p->dtype == FATTN_F32 && p->q.stride_seq >= D && p->k.stride_seq >= D &&
-                           p->v.stride_seq >= D;
-    const int direct_o = p->dtype == FATTN_F32 && p->o.stride_seq >= D;
+    const int direct_qkv = direct(p, &p->q, p->heads_q, Sq) && direct(p, &p->k, p->heads_kv, Sk) &&
+                           direct(p, &p->v, p->heads_kv, Sk);
+    const int direct_o = direct(p, &p->o, p->heads_q, Sq);
     fattn_status st = FATTN_OK;
     if (!direct_qkv && ((st = pack(r, T_Q, &p->q, p->heads_q, Sq)) || (st = pack(r, T_K, &p->k, p->heads_kv, Sk)) ||
                         (st = pack(r, T_V, &p->v, p->heads_kv, Sk))))
         return st;
-    cl_mem q = direct_qkv ? cl_mem_of(&p->q) : r->temp[T_Q];
-    cl_mem k = direct_qkv ? cl_mem_of(&p->k) : r->temp[T_K];
-    cl_mem v = direct_qkv ? cl_mem_of(&p->v) : r->temp[T_V];
-    if ((st = temp_buffer(r, T_S, (uint64_t)(BH * Sq * Sk))) || (st = temp_buffer(r, T_P, (uint64_t)(BH * Sq * Sk))))
-        return st;
-    if (!direct_o && (st = temp_buffer(r, T_O, (uint64_t)(BH * Sq * D)))) return st;
-
-    /* S = (scale * log2 e) Q K^T: the softmax kernel then runs on exp2. */
-    for (int64_t i = 0; i < BH; i++) {
-        alphas[i] = p->scale * 1.4426950408889634f;
-        betas[i] = 0.0f;
-        off_c[i] = (size_t)(i * Sq * Sk);
+    const cl_mem q = direct_qkv ? cl_mem_of(&p->q) : r->temp[T_Q];
+    const cl_mem k = direct_qkv ? cl_mem_of(&p->k) : r->temp[T_K];
+    const cl_mem v = direct_qkv ? cl_mem_of(&p->v) : r->temp[T_V];
+    const size_t ld_q = direct_qkv ? (size_t)p->q.stride_seq : (size_t)D;
+    const size_t ld_k = direct_qkv ? (size_t)p->k.stride_seq : (size_t)D;
+    const size_t ld_v = direct_qkv ? (size_t)p->v.stride_seq : (size_t)D;
+    if (!direct_o && (st = temp_buffer(r, T_O, BH * Sq * D))) return st;
+    /* Every S and P chunk exists at once: the naive method's whole footprint. */
+    for (int c = 0; c < r->chunks && st == FATTN_OK; c++) {
+        const int64_t n = BH - c * r->chunk < r->chunk ? BH - c * r->chunk : r->chunk;
+        if ((st = temp_buffer(r, T_FIXED + 2 * c, n * Sq * Sk)) == FATTN_OK)
+            st = temp_buffer(r, T_FIXED + 2 * c + 1, n * Sq * Sk);
     }
-    offsets(off_a, p, &p->q, !direct_qkv, 1, Sq, D);
-    offsets(off_b, p, &p->k, !direct_qkv, group, Sk, D);
     cl_command_queue queue = r->s->queue;
-    st = blast(r, CLBlastSgemmBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes,
-                                      (size_t)Sq, (size_t)Sk, (size_t)D, alphas, q, off_a,
-                                      direct_qkv ? (size_t)p->q.stride_seq : (size_t)D, k, off_b,
-                                      direct_qkv ? (size_t)p->k.stride_seq : (size_t)D, betas,
-                                      r->temp[T_S], off_c, (size_t)Sk, (size_t)BH, &queue, NULL),
-               "SgemmBatched (scores)");
-    if (st != FATTN_OK) return st;
-
-    cl_kernel sm;
-    if ((st = kernel(r, "softmax_rows", &sm)) != FATTN_OK) return st;
-    const fattn_operand none = {0};
-    const cl_mem lse = p->has_lse ? cl_mem_of(&p->lse) : NULL;
-    if ((st = set_operand(r, sm, 2, lse, p->has_lse ? &p->lse : &none)) != FATTN_OK) return st;
-    const cl_int ints[5] = {p->has_lse, (cl_int)p->heads_q, (cl_int)Sq, (cl_int)Sk, p->causal};
-    CL_TRY(r->msg, clSetKernelArg(sm, 0, sizeof(cl_mem), &r->temp[T_S]));
-    CL_TRY(r->msg, clSetKernelArg(sm, 1, sizeof(cl_mem), &r->temp[T_P]));
-    for (cl_uint i = 0; i < 5; i++) CL_TRY(r->msg, clSetKernelArg(sm, 7 + i, sizeof(cl_int), &ints[i]));
-    const size_t wg = (size_t)r->s->limits.softmax_wg;
-    const size_t global[2] = {wg * (size_t)Sq, (size_t)BH}, local[2] = {wg, 1};
-    CL_TRY(r->msg, clEnqueueNDRangeKernel(queue, sm, 2, NULL, global, local, 0, NULL, NULL));
-
-    /* O = P V, straight into the caller's O when CLBlast can address it. */
-    for (int64_t i = 0; i < BH; i++) {
-        alphas[i] = 1.0f;
-        off_a[i] = (size_t)(i * Sq * Sk);
+    for (int c = 0; c < r->chunks && st == FATTN_OK; c++) {
+        const int64_t bh0 = c * r->chunk, n = BH - bh0 < r->chunk ? BH - bh0 : r->chunk;
+        const cl_mem S = r->temp[T_FIXED + 2 * c], P = r->temp[T_FIXED + 2 * c + 1];
+        /* S = (scale * log2 e) Q K^T: the softmax kernel then runs on exp2. */
+        for (int64_t i = 0; i < n; i++) {
+            r->alphas[i] = p->scale * 1.4426950408889634f;
+            r->betas[i] = 0.0f;
+            r->off_c[i] = (size_t)(i * Sq * Sk);
+        }
+        offsets(r->off_a, p, &p->q, !direct_qkv, 1, Sq, bh0, n);
+        offsets(r->off_b, p, &p->k, !direct_qkv, group, Sk, bh0, n);
+        st = blast(r, CLBlastSgemmBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes,
+                                          (size_t)Sq, (size_t)Sk, (size_t)D, r->alphas, q, r->off_a, ld_q,
+                                          k, r->off_b, ld_k, r->betas, S, r->off_c, (size_t)Sk, (size_t)n,
+                                          &queue, NULL),
+                   "SgemmBatched (scores)");
+        if (st == FATTN_OK) st = softmax(r, S, P, bh0, n);
+        if (st != FATTN_OK) break;
+        /* O = P V, straight into the caller's O when CLBlast can address it. */
+        for (int64_t i = 0; i < n; i++) {
+            r->alphas[i] = 1.0f;
+            r->off_a[i] = (size_t)(i * Sq * Sk);
+        }
+        offsets(r->off_b, p, &p->v, !direct_qkv, group, Sk, bh0, n);
+        offsets(r->off_c, p, &p->o, !direct_o, 1, Sq, bh0, n);
+        st = blast(r, CLBlastSgemmBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
+                                          (size_t)Sq, (size_t)D, (size_t)Sk, r->alphas, P, r->off_a,
+                                          (size_t)Sk, v, r->off_b, ld_v, r->betas,
+                                          direct_o ? cl_mem_of(&p->o) : r->temp[T_O], r->off_c,
+                                          direct_o ? (size_t)p->o.stride_seq : (size_t)D, (size_t)n,
+                                          &queue, NULL),
+                   "SgemmBatched (output)");
     }
-    offsets(off_b, p, &p->v, !direct_qkv, group, Sk, D);
-    offsets(off_c, p, &p->o, !direct_o, 1, Sq, D);
-    st = blast(r, CLBlastSgemmBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
-                                      (size_t)Sq, (size_t)D, (size_t)Sk, alphas, r->temp[T_P], off_a,
-                                      (size_t)Sk, v, off_b, direct_qkv ? (size_t)p->v.stride_seq : (size_t)D,
-                                      betas, direct_o ? cl_mem_of(&p->o) : r->temp[T_O], off_c,
-                                      direct_o ? (size_t)p->o.stride_seq : (size_t)D, (size_t)BH, &queue, NULL),
-               "SgemmBatched (output)");
-    if (st != FATTN_OK || direct_o) return st;
-
-    cl_kernel un;
-    if ((st = kernel(r, "unpack_out", &un)) != FATTN_OK) return st;
-    const cl_int H = (cl_int)p->heads_q;
-    CL_TRY(r->msg, clSetKernelArg(un, 0, sizeof(cl_mem), &r->temp[T_O]));
-    if ((st = set_operand(r, un, 1, cl_mem_of(&p->o), &p->o)) != FATTN_OK) return st;
-    CL_TRY(r->msg, clSetKernelArg(un, 6, sizeof H, &H));
-    return launch3(r, un, D, Sq, BH);
+    return st == FATTN_OK && !direct_o ? unpack(r) : st;
 }
 
 /* seq_kv = 0: no key to attend to, so O = 0 and lse = -inf, as in the tiled
- * kernel. The softmax and unpack kernels write exactly that from an all-zero
- * row of zero keys. */
+ * kernel: unpack writes zeros, and softmax over zero keys writes the lse. */
 static fattn_status no_keys(naive_run *r) {
     const fattn_problem *p = r->p;
-    const int64_t BH = p->batch * p->heads_q, Sq = p->seq_q, D = p->head_dim;
-    fattn_status st = temp_buffer(r, T_O, (uint64_t)(BH * Sq * D));
+    const int64_t n = p->batch * p->heads_q * p->seq_q * p->head_dim;
+    fattn_status st = temp_buffer(r, T_O, n);
     if (st != FATTN_OK) return st;
     const cl_float zero = 0.0f;
     CL_TRY(r->msg, clEnqueueFillBuffer(r->s->queue, r->temp[T_O], &zero, sizeof zero, 0,
-                                       (size_t)(BH * Sq * D) * sizeof(float), 0, NULL, NULL));
-    cl_kernel un;
-    if ((st = kernel(r, "unpack_out", &un)) != FATTN_OK) return st;
-    const cl_int H = (cl_int)p->heads_q;
-    CL_TRY(r->msg, clSetKernelArg(un, 0, sizeof(cl_mem), &r->temp[T_O]));
-    if ((st = set_operand(r, un, 1, cl_mem_of(&p->o), &p->o)) != FATTN_OK) return st;
-    CL_TRY(r->msg, clSetKernelArg(un, 6, sizeof H, &H));
-    if ((st = launch3(r, un, D, Sq, BH)) != FATTN_OK || !p->has_lse) return st;
-
-    cl_kernel sm;
-    if ((st = kernel(r, "softmax_rows", &sm)) != FATTN_OK) return st;
-    const cl_int ints[5] = {1, (cl_int)p->heads_q, (cl_int)Sq, 0, 0};
-    CL_TRY(r->msg, clSetKernelArg(sm, 0, sizeof(cl_mem), &r->temp[T_O]));   /* read nothing */
-    CL_TRY(r->msg, clSetKernelArg(sm, 1, sizeof(cl_mem), &r->temp[T_O]));   /* write nothing */
-    if ((st = set_operand(r, sm, 2, cl_mem_of(&p->lse), &p->lse)) != FATTN_OK) return st;
-    for (cl_uint i = 0; i < 5; i++) CL_TRY(r->msg, clSetKernelArg(sm, 7 + i, sizeof(cl_int), &ints[i]));
-    const size_t wg = (size_t)r->s->limits.softmax_wg;
-    const size_t global[2] = {wg * (size_t)Sq, (size_t)BH}, local[2] = {wg, 1};
-    CL_TRY(r->msg, clEnqueueNDRangeKernel(r->s->queue, sm, 2, NULL, global, local, 0, NULL, NULL));
-    return FATTN_OK;
+                                       (size_t)n * sizeof(float), 0, NULL, NULL));
+    if ((st = unpack(r)) != FATTN_OK || !p->has_lse) return st;
+    return softmax(r, r->temp[T_O], r->temp[T_O], 0, p->batch * p->heads_q);   /* reads and writes nothing */
 }
 
 fattn_status cl_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg) {
-    naive_run r = {state, p, {NULL}, msg};
-    const int64_t int_max = 0x7fffffff;
-    if (p->seq_q > int_max || p->seq_kv > int_max || p->batch * p->heads_q > int_max ||
-        p->head_dim * p->seq_q > int_max || p->head_dim * p->seq_kv > int_max)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the OpenCL naive baseline indexes rows with 32-bit integers");
     const int64_t BH = p->batch * p->heads_q;
-    size_t *off = malloc(3 * (size_t)BH * sizeof *off);
-    float *scalars = malloc(2 * (size_t)BH * sizeof *scalars);
-    fattn_status st = off && scalars ? FATTN_OK
-                                     : fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate GEMM offsets");
-    if (st == FATTN_OK)
-        st = p->seq_kv == 0 ? no_keys(&r) : run(&r, off, off + BH, off + 2 * BH, scalars, scalars + BH);
-    for (int i = 0; i < NAIVE_TEMPS; i++)
+    if (p->seq_q * p->seq_kv > INT_LIMIT || BH > INT_LIMIT || BH * p->seq_q * p->head_dim > INT_LIMIT ||
+        p->batch * p->heads_kv * p->seq_kv * p->head_dim > INT_LIMIT)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the OpenCL naive baseline needs seq_q * seq_kv, and batch * heads * seq * "
+                          "head_dim of each operand, below 2^31 (CLBlast indexes with 32-bit integers)");
+    naive_run r = {.s = state, .p = p, .msg = msg};
+    r.chunk = p->seq_kv ? INT_LIMIT / (p->seq_q * p->seq_kv) : BH;
+    if (r.chunk > BH) r.chunk = BH;
+    r.chunks = (int)((BH + r.chunk - 1) / r.chunk);
+    r.temp = calloc(T_FIXED + 2 * (size_t)r.chunks, sizeof *r.temp);
+    size_t *off = malloc(3 * (size_t)r.chunk * sizeof *off);
+    float *scalars = malloc(2 * (size_t)r.chunk * sizeof *scalars);
+    fattn_status st = r.temp && off && scalars
+                          ? FATTN_OK
+                          : fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate GEMM offsets");
+    if (st == FATTN_OK) {
+        r.off_a = off, r.off_b = off + r.chunk, r.off_c = off + 2 * r.chunk;
+        r.alphas = scalars, r.betas = scalars + r.chunk;
+        st = p->seq_kv == 0 ? no_keys(&r) : run(&r);
+    }
+    for (int i = 0; r.temp && i < T_FIXED + 2 * r.chunks; i++)
         if (r.temp[i]) clReleaseMemObject(r.temp[i]);
+    free(r.temp);
     free(off);
     free(scalars);
     return st;
