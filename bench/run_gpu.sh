@@ -21,10 +21,11 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "
 has() { [[ " $phases " == *" $1 "* ]]; }
 
 if has test; then
-  FATTN_TEST_REQUIRE=opencl,opencl-naive ctest --test-dir build --output-on-failure 2>&1 |
-    tee "$out/ctest.log" | tail -12
+  export FATTN_TEST_REQUIRE=opencl,opencl-naive
+  ctest --test-dir build --output-on-failure -E conformance 2>&1 | tee "$out/ctest.log" | tail -4
   ./build/test_conformance > "$out/conformance.log" 2>&1
-  grep -E "device|SKIPPED|FAILED|PASSED" "$out/conformance.log"
+  echo "test_conformance exit status: $?" | tee -a "$out/conformance.log"
+  grep -E "device|SKIPPED|FAILED|PASSED|error" "$out/conformance.log"
 fi
 has tune && bench/tune_opencl.sh build 0 64 128 | tee "$out/tune.csv"
 # Device 0 is the GPU: GPUs are listed first.
