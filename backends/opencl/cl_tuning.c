@@ -22,11 +22,12 @@ static const tuning_row table[] = {
     {CL_CLASS_OTHER, 64, 64, 32, 16, 8},    /* 4 x 4, 8 dims: 35.5 KiB */
     {CL_CLASS_OTHER, 128, 64, 16, 16, 8},   /* 4 x 2, 16 dims: 47.25 KiB */
     {CL_CLASS_OTHER, 256, 16, 16, 8, 8},    /* 2 x 2, 32 dims: 34 KiB */
-    /* H200, NVIDIA OpenCL, f32 seq 8192 (bench/tune_opencl.sh): 64x48 tiles beat
-     * 64x32 by 6% at d64 (36.5 vs 38.8 ms); at d128 32x32 tiles on an 8x16 grid
-     * beat 64x16 by 4-8% (45.3 vs 47.1 ms, causal 23.2 vs 25.2). */
+    /* H200, NVIDIA OpenCL, f32 seq 8192, two rounds of bench/tune_opencl.sh:
+     * d64: 64x48 tiles beat 64x32 by 6% (36.5 vs 38.8 ms; causal 19.2 vs 20.2).
+     * d128: 40 rows x 32 keys on an 8x16 grid (5 rows x 2 keys, 8 dims each;
+     * 45.7 KiB) beat 64x16 by 9-17% (43.2 vs 47.1 ms; causal 21.3 vs 25.1). */
     {CL_CLASS_NVIDIA, 64, 64, 48, 16, 8},
-    {CL_CLASS_NVIDIA, 128, 32, 32, 8, 16},
+    {CL_CLASS_NVIDIA, 128, 40, 32, 8, 16},
     /* PoCL on a 2-core EPYC, f32 seq 1024: 8 x 8 micro-tiles (vectorised across
      * work-items) run 2x (d64: 154 vs 308 ms) and 1.5x (d128: 145 vs 219 ms)
      * faster than the GPU rows; local memory is ordinary cache there. */
