@@ -57,12 +57,12 @@ static fattn_status cl_open(int device, void **state, fattn_msg *msg) {
             st = fattn_fail(msg, FATTN_ERR_DEVICE, "creating an OpenCL context and queue: %s (%d)",
                             cl_error_name(err), (int)err);
     }
+    if (st == FATTN_OK) st = cl_read_limits(s->dev.device, s->dev.type, &s->limits, msg);
     if (st != FATTN_OK) {
         cl_close(s);
         return st;
     }
     s->queue = s->own_queue;
-    cl_read_limits(s->dev.device, s->dev.type, &s->limits);
     *state = s;
     return FATTN_OK;
 }
@@ -225,7 +225,16 @@ static fattn_status cl_forward(void *state, const fattn_problem *p, const fattn_
     CL_TRY(msg, clSetKernelArg(k, a++, sizeof scale, &scale));
     CL_TRY(msg, clSetKernelArg(k, a++, sizeof causal, &causal));
 
+    /* The kernel's own limit can be below the device's (registers per work-item). */
     const size_t nt = (size_t)(t.tq * t.tk);
+    size_t kernel_wg = 0;
+    CL_TRY(msg, clGetKernelWorkGroupInfo(k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kernel_wg,
+                                         &kernel_wg, NULL));
+    if (nt > kernel_wg)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "tiles %dx%d need %zu work-items per group; this kernel build allows %zu on "
+                          "this device (try smaller tiles through tile_q / tile_kv or FATTN_OPENCL_TILES)",
+                          t.bq, t.bkv, nt, kernel_wg);
     const size_t global[2] = {(size_t)((p->seq_q + t.bq - 1) / t.bq) * nt, (size_t)(p->batch * p->heads_q)};
     const size_t local[2] = {nt, 1};
     CL_TRY(msg, clEnqueueNDRangeKernel(s->queue, k, 2, NULL, global, local, 0, NULL, NULL));

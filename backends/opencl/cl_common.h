@@ -46,6 +46,7 @@ typedef struct cl_tiles {
 typedef struct cl_limits {
     size_t local_mem;      /* bytes */
     size_t max_wg;         /* work-items per group */
+    size_t preferred_multiple;   /* work-items per warp or wavefront; 1 if the driver does not say */
     uint64_t max_alloc;    /* bytes in one buffer */
     int vendor_class;      /* CL_CLASS_* */
     int compute_units;
@@ -54,7 +55,7 @@ typedef struct cl_limits {
 
 enum { CL_CLASS_OTHER, CL_CLASS_NVIDIA, CL_CLASS_AMD, CL_CLASS_INTEL, CL_CLASS_CPU };
 
-void cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *out);
+fattn_status cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *out, fattn_msg *msg);
 /* Tiles for head dim D with the caller's overrides (0 = table default); fails
  * with FATTN_ERR_UNSUPPORTED when overrides cannot fit the device. */
 fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_kv, cl_tiles *out,

@@ -61,7 +61,7 @@ int cl_list_devices(cl_device_entry *out, int max, char *reason, size_t reason_l
     int n = 0;
     for (cl_uint p = 0; p < np && p < 16; p++) {
         char pname[256] = "";
-        clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
+        if (clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL) != CL_SUCCESS) continue;
         if (!matches(pf, (int)p, pname)) continue;
         cl_device_id devs[16];
         cl_uint nd = 0;
@@ -69,10 +69,11 @@ int cl_list_devices(cl_device_entry *out, int max, char *reason, size_t reason_l
         for (cl_uint d = 0; d < nd && d < 16 && n < 64; d++) {
             all[n].platform = plats[p];
             all[n].device = devs[d];
-            clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof all[n].type, &all[n].type, NULL);
             names[n][0] = '\0';
-            clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof names[n], names[n], NULL);
-            n++;
+            /* A device that cannot say what it is is not offered. */
+            if (clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof all[n].type, &all[n].type, NULL) == CL_SUCCESS &&
+                clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof names[n], names[n], NULL) == CL_SUCCESS)
+                n++;
         }
     }
     /* Stable order: GPUs, accelerators, then CPUs; the device filter then
@@ -92,9 +93,9 @@ int cl_list_devices(cl_device_entry *out, int max, char *reason, size_t reason_l
 
 void cl_describe(cl_device_id dev, char *buf, size_t len) {
     char name[256] = "", version[128] = "", driver[128] = "";
-    clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof version, version, NULL);
-    clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof driver, driver, NULL);
+    if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS) snprintf(name, sizeof name, "?");
+    if (clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof version, version, NULL) != CL_SUCCESS) snprintf(version, sizeof version, "?");
+    if (clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof driver, driver, NULL) != CL_SUCCESS) snprintf(driver, sizeof driver, "?");
     /* Trim the "OpenCL 3.0 PoCL HSTR: ..." style tails to the version number. */
     char *sp = strchr(version + (strncmp(version, "OpenCL ", 7) == 0 ? 7 : 0), ' ');
     if (sp) *sp = '\0';

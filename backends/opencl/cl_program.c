@@ -68,15 +68,17 @@ typedef struct cache_key {
 } cache_key;
 
 /* Everything that changes the binary: the source, the options, the device and
- * its driver. Two differently seeded hashes make a 128-bit key. */
-static cache_key make_key(const char *src, size_t len, const char *options, cl_device_id dev) {
+ * its driver. Two differently seeded hashes make a 128-bit key. Returns 0
+ * when the driver cannot describe the device: then the disk cache is not used. */
+static int make_key(const char *src, size_t len, const char *options, cl_device_id dev, cache_key *out) {
     char name[256] = "", dver[256] = "", drv[256] = "", pver[256] = "";
     cl_platform_id plat = NULL;
-    clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof dver, dver, NULL);
-    clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof drv, drv, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL);
-    if (plat) clGetPlatformInfo(plat, CL_PLATFORM_VERSION, sizeof pver, pver, NULL);
+    if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof dver, dver, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof drv, drv, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL) != CL_SUCCESS ||
+        clGetPlatformInfo(plat, CL_PLATFORM_VERSION, sizeof pver, pver, NULL) != CL_SUCCESS)
+        return 0;
     cache_key k = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
     const char *parts[] = {options, name, dver, drv, pver};
     k.lo = fnv1a(k.lo, src, len);
@@ -85,7 +87,8 @@ static cache_key make_key(const char *src, size_t len, const char *options, cl_d
         k.lo = fnv_str(k.lo, parts[i]);
         k.hi = fnv_str(k.hi, parts[i]);
     }
-    return k;
+    *out = k;
+    return 1;
 }
 
 /* The cache directory, created if needed; 0 when disabled or unusable. */
@@ -167,7 +170,8 @@ static fattn_status build_failed(cl_program prog, cl_device_id dev, const char *
                                  const char *options, cl_int err, fattn_msg *msg) {
     char log[3072] = "";
     size_t n = 0;
-    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &n);
+    if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &n) != CL_SUCCESS)
+        snprintf(log, sizeof log, "(the driver gave no build log)");
     log[sizeof log - 1] = '\0';
     return fattn_fail(msg, FATTN_ERR_BUILD, "building %s with \"%s\" failed: %s (%d); build log:\n%s",
                       file, options, cl_error_name(err), (int)err, log);
@@ -196,8 +200,8 @@ static fattn_status build_program(cl_program_cache *cache, cl_context ctx, cl_de
     fattn_status st = load_source(file, &src, &len, msg);
     if (st != FATTN_OK) return st;
     char dir[4096];
-    const int use_disk = cache_dir(dir, sizeof dir);
-    const cache_key key = make_key(src, len, options, dev);
+    cache_key key = {0, 0};
+    const int use_disk = cache_dir(dir, sizeof dir) && make_key(src, len, options, dev, &key);
     if (use_disk) {
         size_t size;
         unsigned char *bin = cache_read(dir, key, &size);

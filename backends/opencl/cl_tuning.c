@@ -38,18 +38,22 @@ static const tuning_row table[] = {
 /* Most rows or keys per work-item before registers run out. */
 #define CL_MAX_PER_ITEM 16
 
-void cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *out) {
+fattn_status cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *out, fattn_msg *msg) {
     cl_ulong local = 0, alloc = 0;
-    size_t wg = 0;
+    size_t wg = 0, multiple = 0;
     cl_uint cu = 0;
     char vendor[256] = "";
-    clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof alloc, &alloc, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL);
+    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL));
+    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL));
+    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL));
+    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof alloc, &alloc, NULL));
+    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL));
+    /* OpenCL 3.0 only (0x1067, CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE):
+     * older drivers reject the query, and then nothing is preferred. */
+    if (clGetDeviceInfo(dev, 0x1067, sizeof multiple, &multiple, NULL) != CL_SUCCESS || multiple == 0) multiple = 1;
     out->local_mem = (size_t)local;
     out->max_wg = wg;
+    out->preferred_multiple = multiple;
     out->compute_units = (int)cu;
     out->max_alloc = (uint64_t)alloc;
     out->softmax_wg = 1;
@@ -59,6 +63,7 @@ void cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *out) {
     else if (strstr(vendor, "AMD") || strstr(vendor, "Advanced Micro")) out->vendor_class = CL_CLASS_AMD;
     else if (strstr(vendor, "Intel")) out->vendor_class = CL_CLASS_INTEL;
     else out->vendor_class = CL_CLASS_OTHER;
+    return FATTN_OK;
 }
 
 /* Mirrors the kernel's local arrays and its default pads (QPAD, KPAD, PPAD). */
@@ -156,6 +161,11 @@ fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_k
     while (t.bkv / t.tk > CL_MAX_PER_ITEM && t.bkv % (2 * t.tk) == 0 && 2 * t.tq * t.tk <= 256 &&
            2 * t.tk <= dpad / 4)
         tk = t.tk *= 2;
+    /* Whole hardware groups (warps, wavefronts): widen the grid along rows
+     * while the work-item count is not a multiple of what the device prefers. */
+    while ((size_t)(t.tq * t.tk) % lim->preferred_multiple && t.bq % (2 * t.tq) == 0 &&
+           (size_t)(2 * t.tq * t.tk) <= lim->max_wg)
+        tq = t.tq *= 2;
     /* Shrink what the caller left to us until the tiles fit the device. */
     while (!fits_device(lim, &t) && !tile_kv && t.bkv > 4) {
         t.bkv /= 2;
