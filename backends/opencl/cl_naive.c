@@ -9,7 +9,8 @@
  * chunk of (batch, head) pairs, all held at once; operands whose extent
  * passes 2^31 elements are packed. Everything is enqueued on the context's queue
  * without waiting; the temporary buffers are released after enqueueing, which
- * OpenCL defers until the commands using them have finished. */
+ * OpenCL defers until the commands using them have finished. CLBlast is
+ * opened with dlopen on first use (below). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,31 @@ fattn_status cl_forward_naive(void *state, const fattn_problem *p, fattn_msg *ms
 
 #else
 #include <clblast_c.h>
+#include <dlfcn.h>
+#include <pthread.h>
+
+/* CLBlast is opened on the first naive call, not linked: the module (and the
+ * tiled kernel) then loads where CLBlast is missing, and processes that never
+ * ask for the baseline never load it. */
+typedef CLBlastStatusCode (*sgemm_batched_fn)(CLBlastLayout, CLBlastTranspose, CLBlastTranspose, size_t,
+                                              size_t, size_t, const float *, cl_mem, const size_t *, size_t,
+                                              cl_mem, const size_t *, size_t, const float *, cl_mem,
+                                              const size_t *, size_t, size_t, cl_command_queue *, cl_event *);
+static pthread_once_t clblast_once = PTHREAD_ONCE_INIT;
+static sgemm_batched_fn sgemm_batched;
+static char clblast_error[256];
+
+static void open_clblast(void) {
+    const char *names[] = {"libclblast.so.1", "libclblast.so"};
+    void *h = NULL;
+    for (size_t i = 0; i < 2 && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(clblast_error, sizeof clblast_error, "%s", dlerror());
+        return;
+    }
+    *(void **)&sgemm_batched = dlsym(h, "CLBlastSgemmBatched");
+    if (!sgemm_batched) snprintf(clblast_error, sizeof clblast_error, "%s has no CLBlastSgemmBatched", names[0]);
+}
 
 #define INT_LIMIT 0x7fffffffLL   /* CLBlast's kernels index buffers with int */
 
@@ -197,7 +223,7 @@ static fattn_status run(naive_run *r) {
         }
         offsets(r->off_a, p, &p->q, !direct_qkv, 1, Sq, bh0, n);
         offsets(r->off_b, p, &p->k, !direct_qkv, group, Sk, bh0, n);
-        st = blast(r, CLBlastSgemmBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes,
+        st = blast(r, sgemm_batched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes,
                                           (size_t)Sq, (size_t)Sk, (size_t)D, r->alphas, q, r->off_a, ld_q,
                                           k, r->off_b, ld_k, r->betas, S, r->off_c, (size_t)Sk, (size_t)n,
                                           &queue, NULL),
@@ -211,7 +237,7 @@ static fattn_status run(naive_run *r) {
         }
         offsets(r->off_b, p, &p->v, !direct_qkv, group, Sk, bh0, n);
         offsets(r->off_c, p, &p->o, !direct_o, 1, Sq, bh0, n);
-        st = blast(r, CLBlastSgemmBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
+        st = blast(r, sgemm_batched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
                                           (size_t)Sq, (size_t)D, (size_t)Sk, r->alphas, P, r->off_a,
                                           (size_t)Sk, v, r->off_b, ld_v, r->betas,
                                           direct_o ? cl_mem_of(&p->o) : r->temp[T_O], r->off_c,
@@ -237,6 +263,11 @@ static fattn_status no_keys(naive_run *r) {
 }
 
 fattn_status cl_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg) {
+    pthread_once(&clblast_once, open_clblast);
+    if (!sgemm_batched)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the OpenCL naive baseline needs CLBlast at run time: %s (Debian: libclblast1)",
+                          clblast_error);
     const int64_t BH = p->batch * p->heads_q;
     if (p->seq_q * p->seq_kv > INT_LIMIT || BH > INT_LIMIT || BH * p->seq_q * p->head_dim > INT_LIMIT ||
         p->batch * p->heads_kv * p->seq_kv * p->head_dim > INT_LIMIT)
