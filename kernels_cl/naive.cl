@@ -3,7 +3,8 @@
  * float32 [B*H][S][D] array that CLBlast can take; softmax_rows turns one row
  * of scores (already multiplied by scale * log2(e)) into probabilities, with
  * the causal mask and the log-sum-exp; unpack_out writes a dense float32
- * output back into the caller's strided O in its storage type. */
+ * output back into the caller's strided O in its storage type, and zero_out
+ * writes zeros there. */
 
 #ifndef DTYPE
 #define DTYPE 0   /* storage: 0 = f32, 1 = f16, 2 = bf16 */
@@ -32,8 +33,8 @@ inline ushort bf16_round(float x) {
 }
 #endif
 
-/* global: (D, S, B*H). `group` maps a query head to its K/V head (GQA): the
- * packed array has B*H/group heads when packing K or V. */
+/* global: (D, S, B*H) where H is the operand's own head count (Hq for Q,
+ * Hkv for K and V). */
 __kernel void pack_f32(__global const elem_t *x, long off, long sb, long sh, long ss, int H,
                        __global float *out) {
     const int d = get_global_id(0), s = get_global_id(1), bh = get_global_id(2);
@@ -48,6 +49,12 @@ __kernel void unpack_out(__global const float *in, __global elem_t *o, long off,
     const int D = get_global_size(0), S = get_global_size(1);
     const long dst = off + (long)(bh / H) * sb + (long)(bh % H) * sh + (long)s * ss + d;
     STORE(o, dst, in[((long)bh * S + s) * D + d]);
+}
+
+/* Zeros into the caller's O (seq_kv = 0). global: (D, Sq, B*Hq). */
+__kernel void zero_out(__global elem_t *o, long off, long sb, long sh, long ss, int H) {
+    const int d = get_global_id(0), s = get_global_id(1), bh = get_global_id(2);
+    STORE(o, off + (long)(bh / H) * sb + (long)(bh % H) * sh + (long)s * ss + d, 0.0f);
 }
 
 /* One work-group per query row of (batch, head) pairs bh0, bh0 + 1, ...:

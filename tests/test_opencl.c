@@ -1,7 +1,8 @@
 /* OpenCL backend specifics: the on-disk program cache (reused by a second
  * context, a corrupt entry rebuilt and not trusted), device selection through
- * FATTN_OPENCL_PLATFORM / FATTN_OPENCL_DEVICE, and a kernel that fails to
- * build giving a status whose message carries the compiler's log. */
+ * FATTN_OPENCL_PLATFORM / FATTN_OPENCL_DEVICE, tile overrides through
+ * FATTN_OPENCL_TILES, and a kernel that fails to build giving a status whose
+ * message carries the compiler's log. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -118,6 +119,27 @@ static void test_build_error_has_log(void **state) {
     assert_non_null(strstr(msg, "/nonexistent-fattn-dir/flash_fwd.cl"));
 }
 
+/* FATTN_OPENCL_TILES: a valid override runs (and is right), a malformed one
+ * is an environment error naming the variable, tiles the device cannot hold
+ * are unsupported, not shrunk. */
+static void test_tile_override(void **state) {
+    (void)state;
+    require_opencl();
+    char msg[4096];
+    setenv("FATTN_OPENCL_TILES", "128:24x12/8x4,256:8x8/4x8", 1);   /* odd shapes, RPT 3, KPT 3 */
+    assert_int_equal(run_small("seq 129 dim 128", msg, sizeof msg), FATTN_OK);
+    assert_int_equal(run_small("causal seq 127 dim 256", msg, sizeof msg), FATTN_OK);
+    setenv("FATTN_OPENCL_TILES", "128:32x30/8x8", 1);   /* 30 keys: not a multiple of 4 */
+    assert_int_equal(run_small("seq 129 dim 128", msg, sizeof msg), FATTN_ERR_ENVIRONMENT);
+    assert_non_null(strstr(msg, "FATTN_OPENCL_TILES"));
+    setenv("FATTN_OPENCL_TILES", "64:64x32/16x8,garbage", 1);   /* checked whole, for any bucket */
+    assert_int_equal(run_small("seq 129 dim 128", msg, sizeof msg), FATTN_ERR_ENVIRONMENT);
+    setenv("FATTN_OPENCL_TILES", "128:4096x64/16x8", 1);   /* 256 rows per work-item */
+    assert_int_equal(run_small("seq 129 dim 128", msg, sizeof msg), FATTN_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "FATTN_OPENCL_TILES"));
+    unsetenv("FATTN_OPENCL_TILES");
+}
+
 static void test_device_selection(void **state) {
     (void)state;
     require_opencl();
@@ -174,6 +196,7 @@ int main(void) {
         cmocka_unit_test(test_disk_cache_reused_and_repaired),
         cmocka_unit_test(test_build_error_has_log),
         cmocka_unit_test(test_device_selection),
+        cmocka_unit_test(test_tile_override),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -5,12 +5,15 @@
  * naive_bytes counts), then O = P V with a second batched SGEMM. f16 and bf16
  * operands, and f32 ones whose rows CLBlast cannot address, are first packed
  * into dense float32 copies. CLBlast's kernels index with 32-bit integers,
- * so S and P are split into buffers of at most 2^31 - 1 floats, one per
- * chunk of (batch, head) pairs, all held at once; operands whose extent
- * passes 2^31 elements are packed. Everything is enqueued on the context's queue
- * without waiting; the temporary buffers are released after enqueueing, which
- * OpenCL defers until the commands using them have finished. CLBlast is
- * opened with dlopen on first use (below). */
+ * also inside the padded copies its batched GEMM makes of each matrix, so S
+ * and P are split into buffers, one per chunk of (batch, head) pairs whose
+ * padded matrices stay below 2^31 floats (and within the device's largest
+ * buffer), all held at once; operands whose extent passes 2^31 elements are
+ * packed. Everything is enqueued on the context's queue; CLBlast itself
+ * waits for the queue when it uploads its offset arrays, so this baseline
+ * blocks the host, which a baseline may. The temporary buffers are released
+ * after enqueueing, which OpenCL defers until the commands using them have
+ * finished. CLBlast is opened with dlopen on first use (below). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +82,11 @@ static fattn_status temp_buffer(naive_run *r, int which, int64_t floats) {
     cl_int err;
     r->temp[which] = clCreateBuffer(r->s->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
     if (err != CL_SUCCESS)
-        return fattn_fail(r->msg, FATTN_ERR_OUT_OF_MEMORY,
+        return fattn_fail(r->msg,
+                          err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+                                  err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE
+                              ? FATTN_ERR_OUT_OF_MEMORY
+                              : FATTN_ERR_DEVICE,
                           "clCreateBuffer(%llu bytes) for the naive baseline: %s (%d)",
                           (unsigned long long)bytes, cl_error_name(err), (int)err);
     return FATTN_OK;
@@ -249,18 +256,22 @@ static fattn_status run(naive_run *r) {
 }
 
 /* seq_kv = 0: no key to attend to, so O = 0 and lse = -inf, as in the tiled
- * kernel: unpack writes zeros, and softmax over zero keys writes the lse. */
+ * kernel: zero_out writes the zeros, and softmax over zero keys the lse. */
 static fattn_status no_keys(naive_run *r) {
     const fattn_problem *p = r->p;
-    const int64_t n = p->batch * p->heads_q * p->seq_q * p->head_dim;
-    fattn_status st = temp_buffer(r, T_O, n);
+    cl_kernel k;
+    fattn_status st = kernel(r, "zero_out", &k);
+    if (st == FATTN_OK) st = set_operand(r, k, 0, &p->o);
     if (st != FATTN_OK) return st;
-    const cl_float zero = 0.0f;
-    CL_TRY(r->msg, clEnqueueFillBuffer(r->s->queue, r->temp[T_O], &zero, sizeof zero, 0,
-                                       (size_t)n * sizeof(float), 0, NULL, NULL));
-    if ((st = unpack(r)) != FATTN_OK || !p->has_lse) return st;
-    return softmax(r, r->temp[T_O], r->temp[T_O], 0, p->batch * p->heads_q);   /* reads and writes nothing */
+    const cl_int H = (cl_int)p->heads_q;
+    CL_TRY(r->msg, clSetKernelArg(k, 5, sizeof H, &H));
+    if ((st = launch3(r, k, p->head_dim, p->seq_q, p->batch * p->heads_q)) != FATTN_OK || !p->has_lse)
+        return st;
+    return softmax(r, NULL, NULL, 0, p->batch * p->heads_q);   /* reads and writes no score */
 }
+
+/* x rounded up to CLBlast's largest GEMM tile (its indirect path pads to it). */
+static int64_t padded(int64_t x) { return (x + 255) / 256 * 256; }
 
 fattn_status cl_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg) {
     pthread_once(&clblast_once, open_clblast);
@@ -269,13 +280,24 @@ fattn_status cl_forward_naive(void *state, const fattn_problem *p, fattn_msg *ms
                           "the OpenCL naive baseline needs CLBlast at run time: %s (Debian: libclblast1)",
                           clblast_error);
     const int64_t BH = p->batch * p->heads_q;
-    if (p->seq_q * p->seq_kv > INT_LIMIT || BH > INT_LIMIT || BH * p->seq_q * p->head_dim > INT_LIMIT ||
+    const int64_t pq = padded(p->seq_q), pk = padded(p->seq_kv), pd = padded(p->head_dim);
+    int64_t per_pair = pq * pk > pq * pd ? pq * pk : pq * pd;   /* floats of one padded matrix */
+    if (pk * pd > per_pair) per_pair = pk * pd;
+    if (per_pair > INT_LIMIT || BH > INT_LIMIT || BH * p->seq_q * p->head_dim > INT_LIMIT ||
         p->batch * p->heads_kv * p->seq_kv * p->head_dim > INT_LIMIT)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the OpenCL naive baseline needs seq_q * seq_kv, and batch * heads * seq * "
-                          "head_dim of each operand, below 2^31 (CLBlast indexes with 32-bit integers)");
+                          "the OpenCL naive baseline needs seq_q * seq_kv (each padded to 256), and "
+                          "batch * heads * seq * head_dim of each operand, below 2^31 (CLBlast indexes "
+                          "with 32-bit integers)");
     naive_run r = {.s = state, .p = p, .msg = msg};
-    r.chunk = p->seq_kv ? INT_LIMIT / (p->seq_q * p->seq_kv) : BH;
+    const uint64_t alloc_floats = r.s->limits.max_alloc / sizeof(float);
+    const int64_t limit = alloc_floats < (uint64_t)INT_LIMIT ? (int64_t)alloc_floats : INT_LIMIT;
+    r.chunk = p->seq_kv ? limit / per_pair : BH;
+    if (r.chunk < 1)
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY,
+                          "the naive baseline needs %lld-float score buffers per (batch, head); the "
+                          "device allows %llu bytes per buffer",
+                          (long long)per_pair, (unsigned long long)r.s->limits.max_alloc);
     if (r.chunk > BH) r.chunk = BH;
     r.chunks = (int)((BH + r.chunk - 1) / r.chunk);
     r.temp = calloc(T_FIXED + 2 * (size_t)r.chunks, sizeof *r.temp);

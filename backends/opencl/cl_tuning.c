@@ -97,23 +97,27 @@ static int fits(const cl_limits *lim, const cl_tiles *t) {
 }
 
 /* The FATTN_OPENCL_TILES entry for bucket dpad, if any: "DPAD:BQxBKV/TQxTK"
- * items separated by commas. Returns -1 on a malformed value, 1 if found. */
+ * items separated by commas, DPAD one of 32, 64, 128, 256. The whole value is
+ * checked, whichever bucket is asked for. Returns -1 when it is malformed,
+ * 1 if dpad has an entry (the last one wins), else 0. */
 static int env_row(int dpad, tuning_row *out) {
     const char *v = fattn_env_opencl_tiles();
+    int found = 0;
     while (v && *v) {
         tuning_row r = {CL_CLASS_OTHER, 0, 0, 0, 0, 0};
         int used = 0;
         if (sscanf(v, "%d:%dx%d/%dx%d%n", &r.dpad, &r.bq, &r.bkv, &r.tq, &r.tk, &used) != 5 ||
-            (v[used] != ',' && v[used] != '\0') || r.bq < 1 || r.bkv < 4 || r.bkv % 4 || r.tq < 1 ||
-            r.tk < 1 || r.bq % r.tq || r.bkv % r.tk || (r.dpad / 4) % r.tk)
+            (v[used] != ',' && v[used] != '\0') ||
+            (r.dpad != 32 && r.dpad != 64 && r.dpad != 128 && r.dpad != 256) || r.bq < 1 || r.bkv < 4 ||
+            r.bkv % 4 || r.tq < 1 || r.tk < 1 || r.bq % r.tq || r.bkv % r.tk || (r.dpad / 4) % r.tk)
             return -1;
         if (r.dpad == dpad) {
             *out = r;
-            return 1;
+            found = 1;
         }
         v += used + (v[used] == ',');
     }
-    return 0;
+    return found;
 }
 
 fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_kv, cl_tiles *out,
@@ -130,8 +134,8 @@ fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_k
     if (from_env < 0)
         return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
                           "FATTN_OPENCL_TILES='%s' is not a list of DPAD:BQxBKV/TQxTK (e.g. "
-                          "128:32x32/8x8) with BKV a multiple of 4, TQ dividing BQ, TK dividing BKV "
-                          "and DPAD/4",
+                          "128:32x32/8x8) with DPAD 32, 64, 128 or 256, BKV a multiple of 4, TQ "
+                          "dividing BQ, TK dividing BKV and DPAD/4",
                           fattn_env_opencl_tiles());
     if (from_env) {   /* taken as given: it either fits or fails */
         cl_tiles t = {dpad, forced.bq, forced.bkv, forced.tq, forced.tk};
