@@ -1,6 +1,7 @@
 /* Backend conformance: every backend that has a device here runs the whole
  * shared case table in every dtype against the double reference. A backend
  * without a device is a visible cmocka skip with its reason. */
+#define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,10 +30,28 @@ static void skip_unless_required(const char *what, const char *reason) {
     skip();
 }
 
+/* FATTN_TEST_CASES=a,b,...: only cases whose name contains one of these
+ * (to run a few shapes under compute-sanitizer); unset: every case. */
+static int case_selected(const char *name) {
+    const char *list = getenv("FATTN_TEST_CASES");
+    if (!list || !*list) return 1;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (strstr(name, tok)) return 1;
+    return 0;
+}
+
 static void run_table(void **state) {
     const conf_state *cs = *state;
     fattn_backend_info info;
     assert_int_equal(fattn_backend_get_info(cs->kind, &info), FATTN_OK);
+    /* FATTN_TEST_BACKENDS=cuda,...: only these backends' rows (a visible skip otherwise). */
+    const char *only = getenv("FATTN_TEST_BACKENDS");
+    if (only && *only && !strstr(only, info.name)) {
+        print_message("[  SKIPPED ] %s: not in FATTN_TEST_BACKENDS=%s\n", info.name, only);
+        skip();
+    }
     if (!info.available) skip_unless_required(info.name, info.reason);
     int failures = 0;
     for (int dev = 0; dev < info.device_count; dev++) {
@@ -43,6 +62,7 @@ static void run_table(void **state) {
                       harness_dtype_name(cs->dtype), cs->path == HARNESS_NAIVE ? ", naive" : "");
         for (size_t i = 0; i < fattn_case_count; i++) {
             const fattn_case *c = &fattn_cases[i];
+            if (!case_selected(c->name)) continue;
             const uint64_t seed = 0x5eed0000u + 131u * i + 7u * (unsigned)cs->dtype + (unsigned)dev;
             case_result r;
             st = harness_run(ctx, c, cs->dtype, seed, cs->path, &r);
@@ -82,6 +102,9 @@ int main(void) {
         CONF(FATTN_BACKEND_CUDA, FATTN_F32, HARNESS_TILED, "cuda f32"),
         CONF(FATTN_BACKEND_CUDA, FATTN_F16, HARNESS_TILED, "cuda f16"),
         CONF(FATTN_BACKEND_CUDA, FATTN_BF16, HARNESS_TILED, "cuda bf16"),
+        CONF(FATTN_BACKEND_CUDA, FATTN_F32, HARNESS_NAIVE, "cuda naive f32"),
+        CONF(FATTN_BACKEND_CUDA, FATTN_F16, HARNESS_NAIVE, "cuda naive f16"),
+        CONF(FATTN_BACKEND_CUDA, FATTN_BF16, HARNESS_NAIVE, "cuda naive bf16"),
         CONF(FATTN_BACKEND_OPENCL, FATTN_F32, HARNESS_TILED, "opencl f32"),
         CONF(FATTN_BACKEND_OPENCL, FATTN_F16, HARNESS_TILED, "opencl f16"),
         CONF(FATTN_BACKEND_OPENCL, FATTN_BF16, HARNESS_TILED, "opencl bf16"),
