@@ -150,7 +150,8 @@ static void usage(void) {
             "usage: fattn_bench [--backend cpu|cuda|opencl] [--device N] [--dtype f32|f16|bf16|all]\n"
             "                   [--seq S --dim D [--batch B --heads H] [--causal]] [--iters N]\n"
             "                   [--warmup N] [--naive]   (--naive: also time fattn_forward_naive)\n"
-            "Without --seq: seq 4096 and 8192, dim 64 and 128, causal and not, batch*seq = 16384,\n"
+            "                   [--seqs S1,S2,...]\n"
+            "Without --seq: seq 4096 and 8192 (or --seqs), dim 64 and 128, causal and not, batch*seq = 16384,\n"
             "heads*dim = 2048.\n");
 }
 
@@ -158,6 +159,8 @@ int main(int argc, char **argv) {
     fattn_backend_kind kind = FATTN_BACKEND_AUTO;
     int device = -1, iters = 10, causal = 0, naive = 0;
     int64_t seq = 0, dim = 128, batch = 0, heads = 0;
+    int64_t seqs[8] = {4096, 8192};
+    int nseqs = 2;
     const char *dts = "all";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -170,6 +173,12 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--device")) device = atoi(v);
         else if (!strcmp(a, "--dtype")) dts = v;
         else if (!strcmp(a, "--seq")) seq = atoll(v);
+        else if (!strcmp(a, "--seqs")) {   /* the sweep's sequence lengths, comma-separated */
+            nseqs = 0;
+            for (const char *c = v; *c && nseqs < 8; c = strchr(c, ',') ? strchr(c, ',') + 1 : "")
+                if (atoll(c) > 0) seqs[nseqs++] = atoll(c);
+            if (!nseqs) { usage(); return 2; }
+        }
         else if (!strcmp(a, "--dim")) dim = atoll(v);
         else if (!strcmp(a, "--batch")) batch = atoll(v);
         else if (!strcmp(a, "--heads")) heads = atoll(v);
@@ -183,15 +192,18 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fattn_bench: %s\n", fattn_error_message(NULL));
         return 1;
     }
-    shape shapes[16];
+    shape shapes[2 * 8 * 2];
     int ns = 0;
     if (seq > 0) {
         shapes[ns++] = (shape){batch ? batch : (16384 / seq > 0 ? 16384 / seq : 1),
                                heads ? heads : (2048 / dim > 0 ? 2048 / dim : 1), seq, dim, causal};
     } else {
         for (int64_t d = 64; d <= 128; d *= 2)
-            for (int64_t s = 4096; s <= 8192; s *= 2)
-                for (int c = 0; c < 2; c++) shapes[ns++] = (shape){16384 / s, 2048 / d, s, d, c};
+            for (int i = 0; i < nseqs; i++)
+                for (int c = 0; c < 2; c++) {
+                    const int64_t s = seqs[i];
+                    shapes[ns++] = (shape){16384 / s > 0 ? 16384 / s : 1, 2048 / d, s, d, c};
+                }
     }
     const fattn_dtype all[3] = {FATTN_F32, FATTN_F16, FATTN_BF16};
     int failures = 0;
