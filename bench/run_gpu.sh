@@ -6,17 +6,20 @@
 #   bench  fattn_bench on NVIDIA OpenCL, every dtype, with the naive baseline
 #   peers  PyTorch SDPA (flash, cuDNN, efficient) on the same shapes, f32/f16/bf16
 #   pocl   fattn_bench on PoCL (the host CPU), every shape and dtype, one timed call each
+#   cuda   the CUDA conformance rows (every dtype, tiled and naive) and fattn_bench on CUDA
+#          with the naive baseline, seq 2048/4096/8192
+#   sanitize  compute-sanitizer memcheck and racecheck over a few CUDA cases
 # Results go to $OUT (or ./out).
 # Usage (on the GPU machine): source .devkit/env.sh && bash bench/run_gpu.sh [phase...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-out}
-phases=${*:-test tune bench peers pocl}
+phases=${*:-test tune bench peers pocl cuda sanitize}
 mkdir -p "$out"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u; } | tee "$out/machine.txt"
 clinfo -l 2>&1 | tee -a "$out/machine.txt"
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/build.log" 2>&1 &&
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFATTN_CUDA_ARCHS=90 > "$out/build.log" 2>&1 &&
   cmake --build build -j 16 >> "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 has() { [[ " $phases " == *" $1 "* ]]; }
 
@@ -32,9 +35,25 @@ if has tune; then bench/tune_opencl.sh build 0 64 128 | tee "$out/tune.csv"; fi
 if has bench; then
   ./build/fattn_bench --backend opencl --device 0 --iters 5 --naive | tee "$out/fattn_opencl_nvidia.csv"
 fi
+if has cuda; then
+  FATTN_TEST_REQUIRE=cuda,cuda-naive FATTN_TEST_BACKENDS=cuda ./build/test_conformance > "$out/conformance_cuda.log" 2>&1
+  echo "test_conformance (cuda) exit status: $?" | tee -a "$out/conformance_cuda.log"
+  grep -E "device|SKIPPED|FAILED|PASSED|case" "$out/conformance_cuda.log" | head -40
+  ./build/fattn_bench --backend cuda --device 0 --iters 10 --naive --seqs 2048,4096,8192 | tee "$out/fattn_cuda.csv"
+fi
+if has sanitize; then
+  # A few shapes that reach every path: odd sizes, GQA, strides, causal, no keys, each dtype.
+  export FATTN_TEST_BACKENDS=cuda FATTN_TEST_CASES="seq 65 dim 80,causal seq 127 dim 256,kv strides differ causal,no keys,batch 3"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 ./build/test_conformance > "$out/sanitize_$tool.log" 2>&1
+    echo "compute-sanitizer $tool exit status: $?" | tee -a "$out/sanitize_$tool.log"
+    grep -E "ERROR SUMMARY|FAILED" "$out/sanitize_$tool.log" | head -5
+  done
+  unset FATTN_TEST_BACKENDS FATTN_TEST_CASES
+fi
 if has peers; then
   for dt in f32 f16 bf16; do
-    for d in 64 128; do for s in 4096 8192; do for c in "" --causal; do
+    for d in 64 128; do for s in 2048 4096 8192; do for c in "" --causal; do
       python3 .devkit/peer_sdpa.py --dtype $dt --batch $((16384 / s)) --heads $((2048 / d)) --seq $s --dim $d $c --json
     done; done; done
   done 2>/dev/null | tee "$out/peers.jsonl"
