@@ -1,0 +1,59 @@
+/* The contract between the CUDA backend's C host code and its kernels
+ * (the .cu files in kernels_cu/): plain C, so both sides include it. Every launcher
+ * enqueues on `stream` and returns cudaGetLastError() after the launch (or
+ * the error that stopped it), never synchronising. */
+#ifndef FATTN_CUDA_KERNELS_H
+#define FATTN_CUDA_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One forward problem. Pointers are at the operand's element offset; strides
+ * are in elements (the head dim is contiguous). lse is NULL when not wanted. */
+typedef struct fattn_cuda_args {
+    const void *q, *k, *v;
+    void *o;
+    float *lse;
+    int64_t q_sb, q_sh, q_ss, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss, o_sb, o_sh, o_ss;
+    int64_t l_sb, l_sh, l_ss;
+    int batch, heads_q, group;   /* group = heads_q / heads_kv: query heads per K/V head */
+    int seq_q, seq_kv, head_dim;
+    float scale_log2;            /* softmax scale * log2(e): kernels use exp2 */
+    int causal;                  /* bottom-right: key j visible to row i iff j <= i + seq_kv - seq_q */
+    int dtype;                   /* fattn_dtype: 0 f32, 1 f16, 2 bf16 */
+} fattn_cuda_args;
+
+/* Head-dim buckets compiled into this build (FATTN_CUDA_HEAD_DIMS); a
+ * problem runs in the smallest built bucket >= its head dim, zero-padded. */
+int fattn_cuda_dpad_built(int dpad);
+
+/* Tensor-core kernel (mma.sync m16n8k16, ldmatrix, cp.async), f16 and bf16,
+ * compute capability 8.0+. */
+cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, int num_sms, cudaStream_t stream);
+/* Tile sizes the mma kernel uses for dpad (for the memory report). */
+void fattn_cuda_flash_mma_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes);
+
+/* CUDA-core kernel (FFMA, float32 arithmetic), every dtype, compute capability 7.0+. */
+cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad, cudaStream_t stream);
+void fattn_cuda_flash_simt_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes);
+/* 1 when the CUDA-core kernel was built for f16/bf16 too (FATTN_CUDA_SIMT_HALF). */
+int fattn_cuda_simt_half_built(void);
+
+/* The naive baseline's softmax: S (float32, [pairs][seq_q][seq_kv], already
+ * scaled by scale * log2 e) to P (float32, or the storage dtype when
+ * p_dtype is f16/bf16), masked, with the lse of pairs bh0 .. bh0+pairs. */
+cudaError_t fattn_cuda_naive_softmax(const float *s, void *p, int p_dtype, const fattn_cuda_args *a,
+                                     int64_t bh0, int64_t pairs, cudaStream_t stream);
+/* Zeros into O (seq_kv = 0) and -inf into the lse. */
+cudaError_t fattn_cuda_zero_output(const fattn_cuda_args *a, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FATTN_CUDA_KERNELS_H */

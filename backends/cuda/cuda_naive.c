@@ -1,0 +1,160 @@
+/* The naive baseline, for comparison only (fattn_forward_naive): S = scale
+ * Q K^T for every (batch, head) by cuBLAS into a float32 [B*Hq][Sq][Sk]
+ * array, P = softmax(S) into a second one (float32, or the storage dtype for
+ * f16/bf16 so that the second GEMM runs on tensor cores, as PyTorch's naive
+ * attention does), then O = P V by cuBLAS. Row-major X is column-major X^T,
+ * so S^T = K Q^T and O^T = V^T P^T; each (batch, K/V head) is one strided
+ * batched GEMM over its `group` query heads, K and V repeated with stride 0.
+ * S and P come from cudaMallocAsync and go back with cudaFreeAsync on the
+ * context's stream: nothing synchronises. cuBLAS is opened with dlopen on the
+ * first call, so the module loads without it. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cublas_api.h>
+
+#include "cuda_common.h"
+
+typedef cublasStatus_t (*create_fn)(cublasHandle_t *);
+typedef cublasStatus_t (*destroy_fn)(cublasHandle_t);
+typedef cublasStatus_t (*set_stream_fn)(cublasHandle_t, cudaStream_t);
+typedef const char *(*status_string_fn)(cublasStatus_t);
+typedef cublasStatus_t (*gemm_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                  const void *, const void *, cudaDataType, int, long long, const void *,
+                                  cudaDataType, int, long long, const void *, void *, cudaDataType, int,
+                                  long long, int, cublasComputeType_t, cublasGemmAlgo_t);
+
+static struct {
+    create_fn create;
+    destroy_fn destroy;
+    set_stream_fn set_stream;
+    status_string_fn status_string;
+    gemm_fn gemm;
+    char error[256];
+} blas;
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void open_cublas(void) {
+    char name[64];
+    snprintf(name, sizeof name, "libcublas.so.%d", CUBLAS_VER_MAJOR);
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(blas.error, sizeof blas.error, "%s", dlerror());
+        return;
+    }
+    *(void **)&blas.create = dlsym(h, "cublasCreate_v2");
+    *(void **)&blas.destroy = dlsym(h, "cublasDestroy_v2");
+    *(void **)&blas.set_stream = dlsym(h, "cublasSetStream_v2");
+    *(void **)&blas.status_string = dlsym(h, "cublasGetStatusString");
+    *(void **)&blas.gemm = dlsym(h, "cublasGemmStridedBatchedEx");
+    if (!blas.create || !blas.destroy || !blas.set_stream || !blas.status_string || !blas.gemm) {
+        snprintf(blas.error, sizeof blas.error, "%s lacks a cuBLAS function fattn uses", name);
+        blas.gemm = NULL;
+    }
+}
+
+void cuda_naive_release(cuda_state *s) {
+    if (s->cublas && blas.destroy) blas.destroy((cublasHandle_t)s->cublas);
+    s->cublas = NULL;
+}
+
+static fattn_status blas_fail(fattn_msg *msg, cublasStatus_t st, const char *what) {
+    return fattn_fail(msg, st == CUBLAS_STATUS_ALLOC_FAILED ? FATTN_ERR_OUT_OF_MEMORY : FATTN_ERR_DEVICE,
+                      "cuBLAS %s: %s (%d)", what, blas.status_string(st), (int)st);
+}
+
+static cudaDataType data_type(fattn_dtype t) {
+    return t == FATTN_F32 ? CUDA_R_32F : t == FATTN_F16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+/* The two GEMMs and the softmax between them, on buffers S and P. */
+static fattn_status run(cuda_state *s, const fattn_problem *p, const fattn_cuda_args *a, float *S, void *P,
+                        fattn_msg *msg) {
+    cublasHandle_t h = (cublasHandle_t)s->cublas;
+    const int64_t Sq = p->seq_q, Sk = p->seq_kv, D = p->head_dim, group = p->heads_q / p->heads_kv;
+    const size_t es = p->dtype == FATTN_F32 ? 4 : 2, pes = es;   /* P is in the storage type */
+    const cudaDataType t = data_type(p->dtype);
+    const float alpha_s = a->scale_log2, one = 1.0f, zero = 0.0f;
+    cublasStatus_t bs;
+    for (int64_t b = 0; b < p->batch; b++)
+        for (int64_t hk = 0; hk < p->heads_kv; hk++) {
+            const int64_t pair = b * p->heads_q + hk * group;   /* first query head of the group */
+            const char *q = (const char *)a->q + (size_t)(b * a->q_sb + hk * group * a->q_sh) * es;
+            const char *k = (const char *)a->k + (size_t)(b * a->k_sb + hk * a->k_sh) * es;
+            /* S^T (Sk x Sq, ld Sk) = K (Sk x D: K^T stored, transposed) . Q^T (D x Sq, ld q_ss). */
+            bs = blas.gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)Sk, (int)Sq, (int)D, &alpha_s, k, t, (int)a->k_ss, 0, q,
+                           t, (int)a->q_ss, a->q_sh, &zero, S + (size_t)(pair * Sq * Sk), CUDA_R_32F, (int)Sk,
+                           Sq * Sk, (int)group, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+            if (bs != CUBLAS_STATUS_SUCCESS) return blas_fail(msg, bs, "GemmStridedBatchedEx (scores)");
+        }
+    for (int64_t bh0 = 0; bh0 < p->batch * p->heads_q; bh0 += 65535) {
+        const int64_t n = p->batch * p->heads_q - bh0 < 65535 ? p->batch * p->heads_q - bh0 : 65535;
+        cudaError_t err = fattn_cuda_naive_softmax(S + (size_t)(bh0 * Sq * Sk), (char *)P + (size_t)(bh0 * Sq * Sk) * pes,
+                                                   p->dtype == FATTN_F32 ? 0 : (int)p->dtype, a, bh0, n, s->stream);
+        if (err != cudaSuccess) return cuda_fail(msg, err, "the naive softmax kernel");
+    }
+    for (int64_t b = 0; b < p->batch; b++)
+        for (int64_t hk = 0; hk < p->heads_kv; hk++) {
+            const int64_t pair = b * p->heads_q + hk * group;
+            const char *v = (const char *)a->v + (size_t)(b * a->v_sb + hk * a->v_sh) * es;
+            char *o = (char *)a->o + (size_t)(b * a->o_sb + hk * group * a->o_sh) * es;
+            /* O^T (D x Sq, ld o_ss) = V^T (D x Sk, ld v_ss) . P^T (Sk x Sq, ld Sk). */
+            bs = blas.gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)D, (int)Sq, (int)Sk, &one, v, t, (int)a->v_ss, 0,
+                           (const char *)P + (size_t)(pair * Sq * Sk) * pes, p->dtype == FATTN_F32 ? CUDA_R_32F : t,
+                           (int)Sk, Sq * Sk, &zero, o, t, (int)a->o_ss, a->o_sh, (int)group, CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT);
+            if (bs != CUBLAS_STATUS_SUCCESS) return blas_fail(msg, bs, "GemmStridedBatchedEx (output)");
+        }
+    return FATTN_OK;
+}
+
+fattn_status cuda_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg) {
+    cuda_state *s = state;
+    fattn_status st = cuda_use(s, msg);
+    if (st != FATTN_OK) return st;
+    fattn_cuda_args a;
+    cuda_args(p, &a);
+    if (p->seq_kv == 0) {
+        cudaError_t err = fattn_cuda_zero_output(&a, s->stream);
+        return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the zero-output kernel (seq_kv = 0)");
+    }
+    const int64_t int_max = 0x7fffffff;
+    if (p->seq_q > int_max || p->seq_kv > int_max || p->q.stride_seq > int_max || p->k.stride_seq > int_max ||
+        p->v.stride_seq > int_max || p->o.stride_seq > int_max || p->heads_q > 65535 || p->batch > 65535)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the CUDA naive baseline passes sizes and row strides to cuBLAS as 32-bit integers");
+    if (p->q.stride_seq < p->head_dim || p->k.stride_seq < p->head_dim || p->v.stride_seq < p->head_dim ||
+        p->o.stride_seq < p->head_dim)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the CUDA naive baseline needs row strides of at least head_dim (cuBLAS leading "
+                          "dimensions)");
+    pthread_once(&blas_once, open_cublas);
+    if (!blas.gemm)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "the CUDA naive baseline needs cuBLAS at run time: %s",
+                          blas.error);
+    cublasStatus_t bs;
+    if (!s->cublas) {
+        cublasHandle_t h;
+        if ((bs = blas.create(&h)) != CUBLAS_STATUS_SUCCESS) return blas_fail(msg, bs, "Create");
+        s->cublas = h;
+    }
+    if ((bs = blas.set_stream((cublasHandle_t)s->cublas, s->stream)) != CUBLAS_STATUS_SUCCESS)
+        return blas_fail(msg, bs, "SetStream");
+
+    const size_t pairs = (size_t)(p->batch * p->heads_q) * (size_t)p->seq_q * (size_t)p->seq_kv;   /* validated */
+    const size_t pes = p->dtype == FATTN_F32 ? 4 : 2;
+    size_t bytes;
+    if (__builtin_mul_overflow(pairs, sizeof(float), &bytes))
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "the naive score matrix does not fit in memory");
+    float *S = NULL;
+    void *P = NULL;
+    CU_TRY(msg, cudaMallocAsync((void **)&S, pairs * sizeof(float), s->stream));
+    cudaError_t err = cudaMallocAsync(&P, pairs * pes, s->stream);
+    st = err == cudaSuccess ? run(s, p, &a, S, P, msg) : cuda_fail(msg, err, "cudaMallocAsync (P)");
+    /* Freed in stream order, after the kernels that use them. */
+    if (P) cudaFreeAsync(P, s->stream);
+    cudaFreeAsync(S, s->stream);
+    return st;
+}

@@ -1,0 +1,502 @@
+/* FlashAttention-2 style forward on tensor cores (f16 / bf16 storage, float32
+ * accumulation and softmax), compute capability 8.0+.
+ *
+ * A block owns BM query rows of one (batch, head); each of its NW warps owns
+ * MT = BM / (16 NW) m16 row tiles, so every K / V fragment read from shared
+ * memory feeds MT mma instructions. The block streams BN-key tiles of K and V
+ * through a double buffer filled by cp.async (tile j+1 lands while tile j is
+ * computed). S = Q K^T and the online softmax stay in registers; P goes
+ * straight from the accumulator layout into the A operand of O += P V. */
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <math.h>
+#include <stdint.h>
+#include <type_traits>
+
+#include "cuda_kernels.h"
+
+#ifndef FATTN_CUDA_DPAD_32
+#define FATTN_CUDA_DPAD_32 1
+#endif
+#ifndef FATTN_CUDA_DPAD_64
+#define FATTN_CUDA_DPAD_64 1
+#endif
+#ifndef FATTN_CUDA_DPAD_128
+#define FATTN_CUDA_DPAD_128 1
+#endif
+#ifndef FATTN_CUDA_DPAD_256
+#define FATTN_CUDA_DPAD_256 1
+#endif
+
+/* With no bucket built, the kernel and its helpers would be unused. */
+#if FATTN_CUDA_DPAD_32 || FATTN_CUDA_DPAD_64 || FATTN_CUDA_DPAD_128 || FATTN_CUDA_DPAD_256
+namespace {
+
+/* Shared-memory rows are padded by 8 elements (16 bytes): the 8 row addresses
+ * of one ldmatrix 8x8 matrix then fall in 8 distinct 4-bank groups. */
+constexpr int kPad = 8;
+
+__device__ __forceinline__ unsigned smem_u32(const void *p)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(void *dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+/* volatile: these read shared memory that cp.async and other warps write, so
+ * they must stay between the barriers they were written between. */
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
+}
+
+/* c += a * b for one m16n8k16 tile; pure arithmetic, so not volatile (lets
+ * ptxas interleave it with the ldmatrix stream). */
+template <typename T>
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    if constexpr (std::is_same<T, __nv_bfloat16>::value)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Two floats to one register of the storage type, lo in the low half (the
+ * lower column of an mma fragment), rounded to nearest. */
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi)
+{
+    uint32_t r;
+    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+        __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+        memcpy(&r, &v, 4);
+    } else {
+        __half2 v = __floats2half2_rn(lo, hi);
+        memcpy(&r, &v, 4);
+    }
+    return r;
+}
+
+template <typename T>
+__device__ __forceinline__ T to_storage(float x)
+{
+    if constexpr (std::is_same<T, __nv_bfloat16>::value)
+        return __float2bfloat16_rn(x);
+    else
+        return __float2half_rn(x);
+}
+
+/* exp2f as the hardware does it (what --use_fast_math makes of exp2f):
+ * ex2(-inf) = 0, relative error ~2^-22, subnormal results flushed to 0, all
+ * far below what the storage types keep. */
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* A thread's 8-dim column chunk of row 0 of one (batch, head) operand. */
+template <typename T, int DPAD, int NT>
+__device__ __forceinline__ const T *thread_src(const T *g, int64_t ss)
+{
+    return g + (threadIdx.x / (DPAD / 8)) * ss + (threadIdx.x % (DPAD / 8)) * 8;
+}
+
+/* Rows row0 .. row0+ROWS-1 (those < nrows, the rest zero) and dims [0, D)
+ * (the rest zero) of one operand into a [ROWS][DPAD + kPad] shared tile.
+ * Each thread owns one 8-dim column chunk and walks rows NT / (DPAD / 8)
+ * apart; src is its chunk of row row0 (thread_src plus row0 * ss), so one
+ * pointer and one stride serve the whole tile. vec: the operand's pointer
+ * and strides allow 16-byte cp.async; a chunk that crosses D, or an
+ * unaligned operand, goes through registers. */
+template <typename T, int ROWS, int DPAD, int NT>
+__device__ __forceinline__ void load_tile(T *s, const T *src, int64_t ss, int64_t row0, int64_t nrows, int D,
+                                          bool vec)
+{
+    constexpr int CH = DPAD / 8, LD = DPAD + kPad, RS = NT / CH;
+    static_assert(NT % CH == 0 && ROWS % RS == 0, "tile chunks must split evenly over the threads");
+    const int r0 = threadIdx.x / CH, c = (threadIdx.x % CH) * 8;
+    const int64_t valid = nrows - row0 - r0;
+    T *dst = s + r0 * LD + c;
+    if (vec && c + 8 <= D) {
+#pragma unroll
+        for (int it = 0; it < ROWS / RS; ++it, src += RS * ss, dst += RS * LD) {
+            if (it * RS < valid)
+                cp_async16(dst, src);
+            else
+                *reinterpret_cast<uint4 *>(dst) = make_uint4(0, 0, 0, 0);
+        }
+    } else if (c >= D) {
+#pragma unroll
+        for (int it = 0; it < ROWS / RS; ++it, dst += RS * LD)
+            *reinterpret_cast<uint4 *>(dst) = make_uint4(0, 0, 0, 0);
+    } else {
+        /* Through registers, one chunk at a time, each element straight to
+         * shared memory: anything that keeps more values live here (whole
+         * tile unrolled, or packing into 16-byte stores) raises the kernel's
+         * register peak at DPAD 128 into spilling. */
+#pragma unroll 1
+        for (int it = 0; it < ROWS / RS; ++it, src += RS * ss, dst += RS * LD) {
+            const unsigned short *e = reinterpret_cast<const unsigned short *>(src);
+            unsigned short *d = reinterpret_cast<unsigned short *>(dst);
+#pragma unroll
+            for (int k = 0; k < 8; ++k) d[k] = it * RS < valid && c + k < D ? e[k] : (unsigned short)0;
+        }
+    }
+}
+
+/* vec bits: 1 Q, 2 K, 4 V may use cp.async. QREG keeps the whole Q fragment
+ * set in registers (small DPAD x MT); otherwise it is re-read per k-step. */
+template <typename T, int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB>
+__global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cuda_args a, const int vec)
+{
+    constexpr int NT = NW * 32, LD = DPAD + kPad, MT = BM / (16 * NW);
+    constexpr int KD = DPAD / 16, NS = BN / 8, ND = DPAD / 8;
+    static_assert(MT * 16 * NW == BM && BN % 16 == 0 && DPAD % 16 == 0, "bad tile shape");
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T *sq = reinterpret_cast<T *>(smem_raw);
+    T *sk = sq + BM * LD; /* [2][BN][LD] */
+    T *sv = sk + 2 * BN * LD; /* [2][BN][LD] */
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int h = blockIdx.y, b = blockIdx.z, hk = h / a.group;
+    /* Heavy (late, for causal) query tiles first, so the longest blocks do
+     * not start in the last wave. */
+    const int m0 = (int)(gridDim.x - 1 - blockIdx.x) * BM; /* < seq_q */
+    const int D = a.head_dim, seq_q = a.seq_q, seq_kv = a.seq_kv;
+    const int off = seq_kv - seq_q; /* causal: row i sees keys <= i + off (both >= 0: no overflow) */
+
+    const T *qg = thread_src<T, DPAD, NT>(static_cast<const T *>(a.q) + b * a.q_sb + h * a.q_sh, a.q_ss);
+    const T *kg = thread_src<T, DPAD, NT>(static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh, a.k_ss);
+    const T *vg = thread_src<T, DPAD, NT>(static_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh, a.v_ss);
+
+    /* Keys past the last one the block's last stored row sees are skipped. */
+    int64_t kv_end = seq_kv;
+    if (a.causal) kv_end = min(kv_end, min((int64_t)m0 + BM, (int64_t)seq_q) + off);
+    const int ntiles = kv_end > 0 ? (int)((kv_end + BN - 1) / BN) : 0;
+    /* Tiles before jmask are wholly visible to every row of the block: all
+     * keys < seq_kv and, for causal, <= the first row's limit m0 + off. */
+    int jmask = seq_kv / BN;
+    if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
+
+    const int wr0 = warp * MT * 16;
+
+    /* Per-lane ldmatrix offsets (elements). Q (A operand): matrices ordered
+     * rows 0-7/8-15 x cols 0-7, then cols 8-15. K (B, non-transposed): keys
+     * 0-7 x dims 0-7 / 8-15, then keys 8-15: two n8 tiles of one k16 step.
+     * V (B, transposed): keys 0-7 / 8-15 x dims 0-7, then dims 8-15. */
+    const int q_off = (wr0 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
+    const int k_off = ((lane & 7) + (lane >> 4) * 8) * LD + ((lane >> 3) & 1) * 8;
+    const int v_off = ((lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
+
+    float o[MT][ND][4];
+    float mrow[MT][2], lrow[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int dt = 0; dt < ND; ++dt) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
+        mrow[mt][0] = mrow[mt][1] = -INFINITY;
+        lrow[mt][0] = lrow[mt][1] = 0.f;
+    }
+    uint32_t qf[QREG ? MT : 1][QREG ? KD : 1][4];
+    /* A positive scale commutes with the row max: take the max of the raw
+     * scores and fold the scale into the exponent's FFMA. Otherwise scale
+     * first (sc = 1). */
+    const bool fold = FOLD && a.scale_log2 > 0.f;
+    const float sc = fold ? a.scale_log2 : 1.f;
+
+    if (ntiles > 0) {
+        load_tile<T, BM, DPAD, NT>(sq, qg + (int64_t)m0 * a.q_ss, a.q_ss, m0, seq_q, D, vec & 1);
+        load_tile<T, BN, DPAD, NT>(sk, kg, a.k_ss, 0, seq_kv, D, vec & 2);
+        load_tile<T, BN, DPAD, NT>(sv, vg, a.v_ss, 0, seq_kv, D, vec & 4);
+        cp_async_commit();
+    }
+
+    for (int j = 0; j < ntiles; ++j) {
+        const int buf = j & 1;
+        /* Tile j has landed, and every warp is done with tile j-1, whose
+         * buffer the prefetch below overwrites. */
+        cp_async_wait_all();
+        __syncthreads();
+        if (j + 1 < ntiles) {
+            const int64_t kv1 = (int64_t)(j + 1) * BN;
+            T *nk = sk + (buf ^ 1) * BN * LD, *nv = sv + (buf ^ 1) * BN * LD;
+            load_tile<T, BN, DPAD, NT>(nk, kg + kv1 * a.k_ss, a.k_ss, kv1, seq_kv, D, vec & 2);
+            load_tile<T, BN, DPAD, NT>(nv, vg + kv1 * a.v_ss, a.v_ss, kv1, seq_kv, D, vec & 4);
+        }
+        cp_async_commit();
+
+        if (QREG && j == 0) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int kk = 0; kk < KD; ++kk)
+                    ldsm_x4(qf[QREG ? mt : 0][QREG ? kk : 0], sq + q_off + mt * 16 * LD + kk * 16);
+        }
+
+        const T *kt = sk + buf * BN * LD, *vt = sv + buf * BN * LD;
+        float s[MT][NS][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NS; ++nt) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
+
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk) {
+            uint32_t qa[MT][4];
+            if (!QREG) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) ldsm_x4(qa[mt], sq + q_off + mt * 16 * LD + kk * 16);
+            }
+#pragma unroll
+            for (int np = 0; np < NS / 2; ++np) {
+                uint32_t kb[4];
+                ldsm_x4(kb, kt + k_off + np * 16 * LD + kk * 16);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    const uint32_t *af = QREG ? qf[QREG ? mt : 0][QREG ? kk : 0] : qa[mt];
+                    mma16816<T>(s[mt][2 * np], af, kb[0], kb[1]);
+                    mma16816<T>(s[mt][2 * np + 1], af, kb[2], kb[3]);
+                }
+            }
+        }
+
+        /* Mask only tiles that reach past seq_kv or past the first row's
+         * causal limit (the smallest). The limits are rebuilt here, relative
+         * to kv0 and clamped to int, rather than held in registers: row
+         * (lane >> 2) + 16 mt + 8 hh of the warp sees tile columns
+         * <= min(kv_rel, rel + 16 mt + 8 hh). */
+        const int kv0 = j * BN;
+        const bool need_mask = j >= jmask;
+        if (!fold) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < NS; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) s[mt][nt][e] *= a.scale_log2;
+        }
+        if (need_mask) {
+            const int kv_rel = seq_kv - 1 - kv0;
+            const int64_t rel64 = (int64_t)m0 + wr0 + (lane >> 2) + off - kv0;
+            const int rel = a.causal ? (int)max((int64_t)-BM, min((int64_t)BN, rel64)) : BN + BM;
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < NS; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int col = nt * 8 + (lane & 3) * 2 + (e & 1);
+                        if (col > kv_rel || col > rel + mt * 16 + (e >> 1) * 8) s[mt][nt][e] = -INFINITY;
+                    }
+        }
+
+        /* Online softmax per row; a row's values live in the 4 lanes of a
+         * quad. m is kept in the log2 domain. A row with nothing visible yet
+         * keeps m = -inf; subtracting 0 instead keeps exp2 at 0 rather than
+         * NaN. l stays a per-lane partial sum until the end (the rescale
+         * factor is the same for the quad). */
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+                float mx = -INFINITY;
+#pragma unroll
+                for (int nt = 0; nt < NS; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float mnew = fmaxf(mrow[mt][hh], mx * sc);
+                const float mu = mnew == -INFINITY ? 0.f : mnew;
+                const float alpha = ex2(mrow[mt][hh] - mu);
+                mrow[mt][hh] = mnew;
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < NS; ++nt) {
+                    const float p0 = ex2(fmaf(s[mt][nt][2 * hh], sc, -mu));
+                    const float p1 = ex2(fmaf(s[mt][nt][2 * hh + 1], sc, -mu));
+                    s[mt][nt][2 * hh] = p0;
+                    s[mt][nt][2 * hh + 1] = p1;
+                    sum += p0 + p1;
+                }
+                lrow[mt][hh] = lrow[mt][hh] * alpha + sum;
+#pragma unroll
+                for (int dt = 0; dt < ND; ++dt) {
+                    o[mt][dt][2 * hh] *= alpha;
+                    o[mt][dt][2 * hh + 1] *= alpha;
+                }
+            }
+
+        /* O += P V. The C fragments of n8 tiles 2kk and 2kk+1 are exactly the
+         * A fragment of k16 step kk, so P never leaves registers. */
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+            uint32_t pa[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                pa[mt][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                pa[mt][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                pa[mt][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                pa[mt][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int dp = 0; dp < ND / 2; ++dp) {
+                uint32_t vb[4];
+                ldsm_x4_t(vb, vt + v_off + kk * 16 * LD + dp * 16);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    mma16816<T>(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
+                    mma16816<T>(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+                }
+            }
+        }
+    }
+
+    /* Epilogue: O = acc / l straight from the fragments (a row without
+     * visible keys has l = 0: O = 0, lse = -inf). */
+    T *og = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            float l = lrow[mt][hh];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            const int64_t i = (int64_t)m0 + wr0 + mt * 16 + (lane >> 2) + hh * 8;
+            if (i >= seq_q) continue;
+            const float inv = l > 0.f ? 1.f / l : 0.f;
+            T *orow = og + i * a.o_ss;
+#pragma unroll
+            for (int dt = 0; dt < ND; ++dt) {
+                const int d = dt * 8 + (lane & 3) * 2;
+                const float v0 = o[mt][dt][2 * hh] * inv, v1 = o[mt][dt][2 * hh + 1] * inv;
+                if (d + 1 < D && (reinterpret_cast<uintptr_t>(orow + d) & 3) == 0) {
+                    *reinterpret_cast<uint32_t *>(orow + d) = pack2<T>(v0, v1);
+                } else {
+                    if (d < D) orow[d] = to_storage<T>(v0);
+                    if (d + 1 < D) orow[d + 1] = to_storage<T>(v1);
+                }
+            }
+            if (a.lse && (lane & 3) == 0)
+                a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
+                    l > 0.f ? (mrow[mt][hh] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+        }
+}
+
+/* A stride matters for alignment only if its index can be non-zero. */
+bool aligned8(const void *p, int64_t sb, int nb, int64_t sh, int nh, int64_t ss, int ns)
+{
+    return (reinterpret_cast<uintptr_t>(p) & 15) == 0 && (nb <= 1 || sb % 8 == 0) && (nh <= 1 || sh % 8 == 0) &&
+           (ns <= 1 || ss % 8 == 0);
+}
+
+template <typename T, int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB>
+cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream)
+{
+    constexpr int smem = (BM + 4 * BN) * (DPAD + kPad) * (int)sizeof(T);
+    auto kern = flash_mma_kernel<T, DPAD, BM, BN, NW, QREG, FOLD, MINB>;
+    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) return e;
+    const int hkv = a->heads_q / a->group;
+    int vec = 0;
+    if (aligned8(a->q, a->q_sb, a->batch, a->q_sh, a->heads_q, a->q_ss, a->seq_q)) vec |= 1;
+    if (aligned8(a->k, a->k_sb, a->batch, a->k_sh, hkv, a->k_ss, a->seq_kv)) vec |= 2;
+    if (aligned8(a->v, a->v_sb, a->batch, a->v_sh, hkv, a->v_ss, a->seq_kv)) vec |= 4;
+    const dim3 grid((unsigned)(((int64_t)a->seq_q + BM - 1) / BM), (unsigned)a->heads_q, (unsigned)a->batch);
+    flash_mma_kernel<T, DPAD, BM, BN, NW, QREG, FOLD, MINB><<<grid, NW * 32, smem, stream>>>(*a, vec);
+    return cudaGetLastError();
+}
+
+/* Per-dpad configuration <DPAD, BM, BN, NW, QREG, FOLD, MINB>, picked by
+ * H200 timings; all have 4 warps and 2 blocks per SM.
+ * 32: 2 m16 tiles per warp, 128-key tiles, Q in registers.
+ * 64: 2 m16 tiles per warp, 128-key tiles; the 128-float S leaves no room
+ *     for Q in registers.
+ * 128: 2 m16 tiles per warp, 64-key tiles; O alone is 128 registers, so Q
+ *      is re-read per k-step, and FOLD stays off: its extra live value tips
+ *      ptxas into spilling, which costs more than the FMUL it saves.
+ * 256: 1 m16 tile per warp (O is again 128 registers), 32-key tiles, Q in
+ *      registers. */
+#define CFG32 32, 128, 128, 4, true, true, 2
+#define CFG64 64, 128, 128, 4, false, true, 2
+#define CFG128 128, 128, 64, 4, false, false, 2
+#define CFG256 256, 64, 32, 4, true, true, 2
+
+template <int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB>
+void tiles(int *bm, int *bn, int *smem)
+{
+    *bm = BM;
+    *bn = BN;
+    *smem = (BM + 4 * BN) * (DPAD + kPad) * 2;
+}
+
+template <int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB>
+cudaError_t dispatch(const fattn_cuda_args *a, cudaStream_t stream)
+{
+    return a->dtype == 1 ? launch<__half, DPAD, BM, BN, NW, QREG, FOLD, MINB>(a, stream)
+                         : launch<__nv_bfloat16, DPAD, BM, BN, NW, QREG, FOLD, MINB>(a, stream);
+}
+
+} // namespace
+#endif
+
+extern "C" cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, int num_sms, cudaStream_t stream)
+{
+    (void)num_sms;
+    (void)stream; /* unused only when no bucket is built */
+    if (!a || (a->dtype != 1 && a->dtype != 2) || a->group < 1 || a->head_dim > dpad) return cudaErrorInvalidValue;
+    if (a->seq_q <= 0 || a->heads_q <= 0 || a->batch <= 0) return cudaSuccess; /* nothing to compute */
+#if FATTN_CUDA_DPAD_32
+    if (dpad == 32) return dispatch<CFG32>(a, stream);
+#endif
+#if FATTN_CUDA_DPAD_64
+    if (dpad == 64) return dispatch<CFG64>(a, stream);
+#endif
+#if FATTN_CUDA_DPAD_128
+    if (dpad == 128) return dispatch<CFG128>(a, stream);
+#endif
+#if FATTN_CUDA_DPAD_256
+    if (dpad == 256) return dispatch<CFG256>(a, stream);
+#endif
+    return cudaErrorInvalidValue;
+}
+
+extern "C" void fattn_cuda_flash_mma_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes)
+{
+    int bm = 0, bn = 0, sm = 0;
+    (void)dpad;
+#if FATTN_CUDA_DPAD_32
+    if (dpad == 32) tiles<CFG32>(&bm, &bn, &sm);
+#endif
+#if FATTN_CUDA_DPAD_64
+    if (dpad == 64) tiles<CFG64>(&bm, &bn, &sm);
+#endif
+#if FATTN_CUDA_DPAD_128
+    if (dpad == 128) tiles<CFG128>(&bm, &bn, &sm);
+#endif
+#if FATTN_CUDA_DPAD_256
+    if (dpad == 256) tiles<CFG256>(&bm, &bn, &sm);
+#endif
+    if (block_m) *block_m = bm;
+    if (block_n) *block_n = bn;
+    if (smem_bytes) *smem_bytes = sm;
+}
