@@ -234,11 +234,25 @@ __global__ void __launch_bounds__(TQ * TK) flash_simt(fattn_cuda_args a) {
 // Tile shapes per head-dim bucket, from the OpenCL sweeps on the H200
 // (bench/results/tune/): shared memory is not capped at 48 KiB here, but
 // these shapes are where the register blocking balances.
+template <int BQ_, int BKV_, int TQ_, int TK_>
+struct ShapeOf {
+    static constexpr int BQ = BQ_, BKV = BKV_, TQ = TQ_, TK = TK_;
+};
 template <int DPAD> struct Shape;
-template <> struct Shape<32> { static constexpr int BQ = 64, BKV = 64, TQ = 16, TK = 8; };
-template <> struct Shape<64> { static constexpr int BQ = 64, BKV = 48, TQ = 16, TK = 8; };
-template <> struct Shape<128> { static constexpr int BQ = 40, BKV = 32, TQ = 8, TK = 16; };
-template <> struct Shape<256> { static constexpr int BQ = 16, BKV = 16, TQ = 8, TK = 8; };
+template <> struct Shape<32> : ShapeOf<64, 64, 16, 8> {};
+template <> struct Shape<256> : ShapeOf<16, 16, 8, 8> {};
+// FATTN_SIMT_{BQ,BKV,TQ,TK}_<DPAD> (compile definitions) override the 64 and
+// 128 rows, for tile sweeps (bench/tune_cuda_simt.sh).
+#ifdef FATTN_SIMT_BQ_64
+template <> struct Shape<64> : ShapeOf<FATTN_SIMT_BQ_64, FATTN_SIMT_BKV_64, FATTN_SIMT_TQ_64, FATTN_SIMT_TK_64> {};
+#else
+template <> struct Shape<64> : ShapeOf<64, 48, 16, 8> {};
+#endif
+#ifdef FATTN_SIMT_BQ_128
+template <> struct Shape<128> : ShapeOf<FATTN_SIMT_BQ_128, FATTN_SIMT_BKV_128, FATTN_SIMT_TQ_128, FATTN_SIMT_TK_128> {};
+#else
+template <> struct Shape<128> : ShapeOf<40, 32, 8, 16> {};
+#endif
 
 template <typename T, int DPAD>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
