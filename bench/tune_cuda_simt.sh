@@ -22,12 +22,12 @@ for d in 64 128; do
   done
 done
 wait
-echo "dim,shape,backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops"
+echo "dim,shape,backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops,flash_bytes,naive_bytes,naive_ms,naive_tflops,note"
 for entry in "${dirs[@]}"; do
   IFS=: read -r d c dir <<< "$entry"
   [ -x "$dir/fattn_bench" ] || { echo "$d,\"$c\",build failed"; continue; }
   for causal in "" --causal; do
     "$dir/fattn_bench" --backend cuda --dtype f32 --seq 8192 --dim $d --iters 5 $causal | tail -1 |
-      cut -d, -f1-10 | sed "s|^|$d,\"$c\",|"
+      sed "s|^|$d,\"$c\",|"
   done
 done

@@ -20,13 +20,13 @@ tiles_64="64x32/16x8 64x32/16x4 64x48/16x8 64x48/16x16 64x48/8x16 64x48/8x8 64x4
 tiles_128="64x16/16x8 32x32/8x16 32x32/8x32 32x32/4x16 32x32/16x32 32x40/8x8 24x32/8x16 16x48/4x16 \
 40x32/8x16"
 
-echo "tiles,backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops"
+echo "tiles,backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops,flash_bytes,naive_bytes,naive_ms,naive_tflops,note"
 for d in $dims; do
   var=tiles_$d
   for t in ${!var}; do
     for c in "" --causal; do
       FATTN_OPENCL_TILES="$d:$t" "$build/fattn_bench" --backend opencl --device "$device" --dtype f32 \
-        --seq 8192 --dim "$d" --iters 3 $c | tail -1 | cut -d, -f1-10 | sed "s|^|$t,|"
+        --seq 8192 --dim "$d" --iters 3 $c | tail -1 | sed "s|^|$t,|"
     done
   done
 done
