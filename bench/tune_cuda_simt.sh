@@ -4,10 +4,12 @@
 # all built in parallel, then each timed alone: f32, seq 8192, causal and not.
 # One CSV row per (shape, run).
 # Usage (GPU machine): bench/tune_cuda_simt.sh [arch]   e.g. 90
+# Round 1 (2026-11-21, H200) also tried d64 64x48/16x8, 64x64/16x8, 128x32/16x8,
+# 64x64/8x8 and d128 40x32/8x16, 64x32/16x8, 64x64/16x8, 32x64/8x16.
 set -uo pipefail
 arch=${1:-90}
-cands_64="64,48,16,8 64,64,16,8 128,32,16,8 128,64,16,8 64,64,8,8"
-cands_128="40,32,8,16 64,32,16,8 64,64,16,8 64,32,8,16 32,64,8,16"
+cands_64="128,64,16,8 128,48,16,8 128,64,32,8"
+cands_128="64,32,8,16 64,64,8,16 128,32,16,8 64,48,8,16 128,32,16,16"
 dirs=()
 for d in 64 128; do
   var=cands_$d
