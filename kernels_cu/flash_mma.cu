@@ -16,19 +16,6 @@
 
 #include "cuda_kernels.h"
 
-#ifndef FATTN_CUDA_DPAD_32
-#define FATTN_CUDA_DPAD_32 1
-#endif
-#ifndef FATTN_CUDA_DPAD_64
-#define FATTN_CUDA_DPAD_64 1
-#endif
-#ifndef FATTN_CUDA_DPAD_128
-#define FATTN_CUDA_DPAD_128 1
-#endif
-#ifndef FATTN_CUDA_DPAD_256
-#define FATTN_CUDA_DPAD_256 1
-#endif
-
 /* With no bucket built, the kernel and its helpers would be unused. */
 #if FATTN_CUDA_DPAD_32 || FATTN_CUDA_DPAD_64 || FATTN_CUDA_DPAD_128 || FATTN_CUDA_DPAD_256
 namespace {

@@ -11,18 +11,6 @@
 
 #include "cuda_kernels.h"
 
-#ifndef FATTN_CUDA_DPAD_32
-#define FATTN_CUDA_DPAD_32 1
-#endif
-#ifndef FATTN_CUDA_DPAD_64
-#define FATTN_CUDA_DPAD_64 1
-#endif
-#ifndef FATTN_CUDA_DPAD_128
-#define FATTN_CUDA_DPAD_128 1
-#endif
-#ifndef FATTN_CUDA_DPAD_256
-#define FATTN_CUDA_DPAD_256 1
-#endif
 #ifndef FATTN_CUDA_SIMT_HALF   // f16/bf16 instances, needed only below compute capability 8.0
 #define FATTN_CUDA_SIMT_HALF 1
 #endif

@@ -28,8 +28,24 @@ typedef struct fattn_cuda_args {
     int dtype;                   /* fattn_dtype: 0 f32, 1 f16, 2 bf16 */
 } fattn_cuda_args;
 
-/* Head-dim buckets compiled into this build (FATTN_CUDA_HEAD_DIMS); a
- * problem runs in the smallest built bucket >= its head dim, zero-padded. */
+/* Head-dim buckets compiled into this build: the build sets each
+ * FATTN_CUDA_DPAD_<n> to 0 or 1 from FATTN_CUDA_HEAD_DIMS (all, when a kernel
+ * file is compiled alone). A problem runs in the smallest built bucket >= its
+ * head dim, zero-padded. */
+#ifndef FATTN_CUDA_DPAD_32
+#define FATTN_CUDA_DPAD_32 1
+#endif
+#ifndef FATTN_CUDA_DPAD_64
+#define FATTN_CUDA_DPAD_64 1
+#endif
+#ifndef FATTN_CUDA_DPAD_128
+#define FATTN_CUDA_DPAD_128 1
+#endif
+#ifndef FATTN_CUDA_DPAD_256
+#define FATTN_CUDA_DPAD_256 1
+#endif
+
+
 int fattn_cuda_dpad_built(int dpad);
 
 /* Tensor-core kernel (mma.sync m16n8k16, ldmatrix, cp.async), f16 and bf16,

@@ -129,16 +129,18 @@ static fattn_status pack(naive_run *r, int which, const fattn_operand *op, int64
     return launch3(r, k, D, seq, B * heads);
 }
 
-/* Writes the dense float32 temp[T_O] into the caller's O. */
-static fattn_status unpack(naive_run *r) {
+/* Runs `name` over the caller's O (grid D x Sq x B*Hq): unpack_out copies
+ * the dense float32 `src` there, zero_out (src NULL) writes zeros. */
+static fattn_status write_o(naive_run *r, const char *name, cl_mem src) {
     const fattn_problem *p = r->p;
-    cl_kernel k;
-    fattn_status st = kernel(r, "unpack_out", &k);
-    if (st == FATTN_OK) st = set_operand(r, k, 1, &p->o);
-    if (st != FATTN_OK) return st;
+    const cl_uint first = src ? 1 : 0;   /* unpack_out takes src first */
     const cl_int H = (cl_int)p->heads_q;
-    CL_TRY(r->msg, clSetKernelArg(k, 0, sizeof(cl_mem), &r->temp[T_O]));
-    CL_TRY(r->msg, clSetKernelArg(k, 6, sizeof H, &H));
+    cl_kernel k;
+    fattn_status st = kernel(r, name, &k);
+    if (st == FATTN_OK) st = set_operand(r, k, first, &p->o);
+    if (st != FATTN_OK) return st;
+    if (src) CL_TRY(r->msg, clSetKernelArg(k, 0, sizeof src, &src));
+    CL_TRY(r->msg, clSetKernelArg(k, first + 5, sizeof H, &H));
     return launch3(r, k, p->head_dim, p->seq_q, p->batch * p->heads_q);
 }
 
@@ -252,22 +254,15 @@ static fattn_status run(naive_run *r) {
                                           &queue, NULL),
                    "SgemmBatched (output)");
     }
-    return st == FATTN_OK && !direct_o ? unpack(r) : st;
+    return st == FATTN_OK && !direct_o ? write_o(r, "unpack_out", r->temp[T_O]) : st;
 }
 
 /* seq_kv = 0: no key to attend to, so O = 0 and lse = -inf, as in the tiled
  * kernel: zero_out writes the zeros, and softmax over zero keys the lse. */
 static fattn_status no_keys(naive_run *r) {
-    const fattn_problem *p = r->p;
-    cl_kernel k;
-    fattn_status st = kernel(r, "zero_out", &k);
-    if (st == FATTN_OK) st = set_operand(r, k, 0, &p->o);
-    if (st != FATTN_OK) return st;
-    const cl_int H = (cl_int)p->heads_q;
-    CL_TRY(r->msg, clSetKernelArg(k, 5, sizeof H, &H));
-    if ((st = launch3(r, k, p->head_dim, p->seq_q, p->batch * p->heads_q)) != FATTN_OK || !p->has_lse)
-        return st;
-    return softmax(r, NULL, NULL, 0, p->batch * p->heads_q);   /* reads and writes no score */
+    fattn_status st = write_o(r, "zero_out", NULL);
+    if (st != FATTN_OK || !r->p->has_lse) return st;
+    return softmax(r, NULL, NULL, 0, r->p->batch * r->p->heads_q);   /* reads and writes no score */
 }
 
 /* x rounded up to CLBlast's largest GEMM tile (its indirect path pads to it). */
