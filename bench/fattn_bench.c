@@ -1,7 +1,8 @@
 /* Throughput of fattn_forward on one backend and device, over the
  * FlashAttention papers' shapes (batch*seq = 16384, heads*dim = 2048) or one
  * shape from the command line, and optionally the naive baseline beside it
- * with the accounting module's bytes for both. Median of repeated forward+synchronize calls
+ * with the accounting module's bytes for both and the device memory each
+ * call was measured to hold. Median of repeated forward+synchronize calls
  * after warm-up, timed on the host around a synchronised call, so launch
  * overhead is included (device-event timing comes with the full benchmark).
  * Inputs are random (never zeros). Prints one CSV row per shape. */
@@ -78,6 +79,21 @@ static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_atte
     return st;
 }
 
+/* Device memory the call holds while it runs: the reading right after the
+ * (asynchronous) call returns minus the one before it, both after a
+ * synchronisation. "" where the backend cannot measure; about 0 on
+ * synchronous backends (the CPU), which free before returning. */
+static void print_grown(fattn_context *ctx, forward_fn f, const fattn_attention_desc *d, const fattn_tensor *x) {
+    uint64_t used0, used1, total;
+    fattn_status st = fattn_context_synchronize(ctx);
+    if (st == FATTN_OK) st = fattn_context_device_memory(ctx, &used0, &total);
+    if (st == FATTN_OK) st = f(ctx, d, &x[0], &x[1], &x[2], &x[3], NULL);
+    if (st == FATTN_OK) st = fattn_context_device_memory(ctx, &used1, &total);
+    fattn_context_synchronize(ctx);
+    if (st == FATTN_OK) printf("%llu,", (unsigned long long)(used1 > used0 ? used1 - used0 : 0));
+    else printf(",");
+}
+
 static float elem(const unsigned char *h, fattn_dtype t, size_t i) {
     if (t == FATTN_F32) {
         float x;
@@ -127,18 +143,22 @@ static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape
     printf("%s,\"%s\",%s,%lld,%lld,%lld,%lld,%d,", label, fattn_context_device_name(ctx), dt,
            (long long)sh.b, (long long)sh.h, (long long)sh.s, (long long)sh.d, sh.causal);
     if (st != FATTN_OK) {
-        printf("error,,,,,,\"%s\"\n", fattn_error_message(ctx));
+        printf("error,,,,,,,,\"%s\"\n", fattn_error_message(ctx));
     } else {
         printf("%.4f,%.3f,%llu,%llu,", med, fattn_flops(&d) / (med * 1e-3) / 1e12,
                (unsigned long long)mem.flash_bytes, (unsigned long long)mem.naive_bytes);
+        print_grown(ctx, fattn_forward, &d, x);
         /* The naive baseline is optional and may not fit: its failure is a value, not an error. */
         double diff = -1.0;
         fattn_status ns = naive ? max_diff_after(ctx, &d, x, buf[3], n, iters, &naive_ms, &diff)
                                 : FATTN_ERR_UNSUPPORTED;
-        if (ns == FATTN_OK)
-            printf("%.4f,%.3f,max |O_naive - O_tiled| = %.3g\n", naive_ms,
-                   fattn_flops(&d) / (naive_ms * 1e-3) / 1e12, diff);
-        else printf(",,\"%s\"\n", naive ? fattn_error_message(ctx) : "");
+        if (ns == FATTN_OK) {
+            printf("%.4f,%.3f,", naive_ms, fattn_flops(&d) / (naive_ms * 1e-3) / 1e12);
+            print_grown(ctx, fattn_forward_naive, &d, x);
+            printf("max |O_naive - O_tiled| = %.3g\n", diff);
+        } else {
+            printf(",,,\"%s\"\n", naive ? fattn_error_message(ctx) : "");
+        }
     }
     fflush(stdout);
     for (int i = 0; i < 4; i++) fattn_buffer_free(buf[i]);
@@ -208,7 +228,7 @@ int main(int argc, char **argv) {
     const fattn_dtype all[3] = {FATTN_F32, FATTN_F16, FATTN_BF16};
     int failures = 0;
     printf("backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops,flash_bytes,naive_bytes,"
-           "naive_ms,naive_tflops,note\n");
+           "flash_measured_bytes,naive_ms,naive_tflops,naive_measured_bytes,note\n");
     for (int t = 0; t < 3; t++) {
         const char *names[3] = {"f32", "f16", "bf16"};
         if (strcmp(dts, "all") && strcmp(dts, names[t])) continue;

@@ -148,6 +148,15 @@ FATTN_API fattn_status fattn_context_set_stream(fattn_context *ctx, void *native
 /* Waits for all work the context has queued. */
 FATTN_API fattn_status fattn_context_synchronize(fattn_context *ctx);
 
+/* The memory of the context's device, measured now: its total and the bytes
+ * in use by every process (CUDA: cudaMemGetInfo; CPU: host RAM from
+ * /proc/meminfo; OpenCL: AMD devices only, through cl_amd_device_attribute_query).
+ * The difference of two readings around an asynchronous call, taken before
+ * synchronising, shows what that call allocated (the naive baselines' S and
+ * P; the tiled kernels allocate nothing). FATTN_ERR_UNSUPPORTED where the
+ * device cannot tell. */
+FATTN_API fattn_status fattn_context_device_memory(fattn_context *ctx, uint64_t *used, uint64_t *total);
+
 /* Detail of the last failed call on ctx: which argument, which limit, which
  * native error code, the kernel build log. "" when the last call succeeded.
  * With ctx NULL: the calling thread's last failure of a call that had no

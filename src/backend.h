@@ -12,7 +12,7 @@
 
 /* Bumped whenever this header changes incompatibly; the core refuses a
  * module built against another value. */
-#define FATTN_BACKEND_ABI 1
+#define FATTN_BACKEND_ABI 2
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
@@ -136,6 +136,9 @@ typedef struct fattn_backend_vtable {
                             fattn_msg *msg);
     /* Optional: NULL makes fattn_forward_naive return FATTN_ERR_UNSUPPORTED. */
     fattn_status (*forward_naive)(void *state, const fattn_problem *p, fattn_msg *msg);
+    /* Optional: device memory in use (by anyone) and total, measured now;
+     * NULL makes fattn_context_device_memory return FATTN_ERR_UNSUPPORTED. */
+    fattn_status (*device_memory)(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg);
 } fattn_backend_vtable;
 
 typedef const fattn_backend_vtable *(*fattn_backend_module_fn)(void);

@@ -188,6 +188,17 @@ fattn_status fattn_context_synchronize(fattn_context *ctx) {
     return ctx->vt->synchronize ? ctx->vt->synchronize(ctx->state, &ctx->msg) : FATTN_OK;
 }
 
+fattn_status fattn_context_device_memory(fattn_context *ctx, uint64_t *used, uint64_t *total) {
+    if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "ctx is NULL");
+    fattn_ctx_clear(ctx);
+    if (!used || !total) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "used or total is NULL");
+    *used = *total = 0;
+    if (!ctx->vt->device_memory)
+        return fattn_ctx_fail(ctx, FATTN_ERR_UNSUPPORTED, "backend '%s' cannot measure device memory",
+                              ctx->vt->name);
+    return ctx->vt->device_memory(ctx->state, used, total, &ctx->msg);
+}
+
 /* ---- Buffers ---------------------------------------------------------------- */
 
 static fattn_status buffer_new(fattn_context *ctx, void *native, size_t bytes, fattn_buffer **out) {

@@ -737,6 +737,46 @@ static void test_cpu_threads_env(void **state) {
     unsetenv("FATTN_CPU_THREADS");
 }
 
+/* ---- fattn_context_device_memory ---------------------------------------------------- */
+
+/* A backend without the query says so by name; bad arguments are caught first. */
+static void test_device_memory_unsupported(void **state) {
+    (void)state;
+    fattn_context *ctx = NULL;
+    uint64_t used = 1, total = 1;
+    assert_int_equal(fattn_context_device_memory(NULL, &used, &total), FATTN_ERR_NULL_POINTER);
+    assert_int_equal(create_kind(FATTN_BACKEND_CPU, -1, &ctx), FATTN_BACKEND_CPU);
+    assert_int_equal(fattn_context_device_memory(ctx, NULL, &total), FATTN_ERR_NULL_POINTER);
+    assert_int_equal(fattn_context_device_memory(ctx, &used, &total), FATTN_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fattn_error_message(ctx), "'cpu'"));
+    assert_true(used == 0 && total == 0);
+    fattn_context_free(ctx);
+}
+
+/* The real CPU backend reads host RAM: plausible, and it sees a large
+ * allocation that is touched (the reading is system-wide, so only a lower
+ * bound on the growth is asserted, with room for other processes). */
+static void test_device_memory_cpu(void **state) {
+    (void)state;
+    fattn_context *ctx = NULL;
+    uint64_t used = 0, total = 0, used2 = 0, total2 = 0;
+    assert_int_equal(create_kind(FATTN_BACKEND_CPU, -1, &ctx), FATTN_BACKEND_CPU);
+    assert_int_equal(fattn_context_device_memory(ctx, &used, &total), FATTN_OK);
+    assert_true(total > ((uint64_t)64 << 20));
+    assert_true(used > 0 && used < total);
+    const size_t big = (size_t)512 << 20;
+    unsigned char *p = malloc(big);
+    assert_non_null(p);
+    memset(p, 1, big);
+    assert_int_equal(fattn_context_device_memory(ctx, &used2, &total2), FATTN_OK);
+    assert_true(total2 == total);
+    if (used2 < used + big / 4)
+        fail_msg("512 MiB touched, but used grew from %llu to %llu bytes", (unsigned long long)used,
+                 (unsigned long long)used2);
+    free(p);
+    fattn_context_free(ctx);
+}
+
 #define MOCKED(fn) cmocka_unit_test_setup_teardown(fn, setup_mocks, teardown_all)
 #define REAL(fn) cmocka_unit_test_setup_teardown(fn, setup_real, teardown_all)
 
@@ -759,6 +799,8 @@ int main(void) {
         MOCKED(test_plan_refusal),
         MOCKED(test_buffer_outlives_context),
         REAL(test_cpu_threads_env),
+        MOCKED(test_device_memory_unsupported),
+        REAL(test_device_memory_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,6 +135,26 @@ static fattn_status cpu_forward(void *state, const fattn_problem *p, const fattn
     return cpu_forward_tiled(state, p, plan, msg);
 }
 
+/* Host RAM: MemTotal and MemTotal - MemAvailable from /proc/meminfo. */
+static fattn_status cpu_device_memory(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg) {
+    (void)state;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "cannot open /proc/meminfo");
+    char line[256];
+    unsigned long long kb, mem_total = 0, mem_avail = 0;
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) mem_total = kb, found |= 1;
+        else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) mem_avail = kb, found |= 2;
+    }
+    fclose(f);
+    if (found != 3 || mem_avail > mem_total)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "/proc/meminfo has no MemTotal and MemAvailable");
+    *total = (uint64_t)mem_total * 1024;
+    *used = (uint64_t)(mem_total - mem_avail) * 1024;
+    return FATTN_OK;
+}
+
 static const fattn_backend_vtable cpu_vtable = {
     .abi = FATTN_BACKEND_ABI,
     .kind = FATTN_BACKEND_CPU,
@@ -156,6 +176,7 @@ static const fattn_backend_vtable cpu_vtable = {
     .plan = cpu_plan,
     .forward = cpu_forward,
     .forward_naive = cpu_forward_naive,
+    .device_memory = cpu_device_memory,
 };
 
 const fattn_backend_vtable *fattn_cpu_backend(void) { return &cpu_vtable; }

@@ -270,6 +270,16 @@ static fattn_status cuda_forward(void *state, const fattn_problem *p, const fatt
     return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, what);
 }
 
+static fattn_status cuda_device_memory(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg) {
+    size_t free_b = 0, total_b = 0;
+    fattn_status st = cuda_use(state, msg);
+    if (st != FATTN_OK) return st;
+    CU_TRY(msg, cudaMemGetInfo(&free_b, &total_b));
+    *total = total_b;
+    *used = total_b - free_b;
+    return FATTN_OK;
+}
+
 static const fattn_backend_vtable cuda_vtable = {
     .abi = FATTN_BACKEND_ABI,
     .kind = FATTN_BACKEND_CUDA,
@@ -291,6 +301,7 @@ static const fattn_backend_vtable cuda_vtable = {
     .plan = cuda_plan,
     .forward = cuda_forward,
     .forward_naive = cuda_forward_naive,
+    .device_memory = cuda_device_memory,
 };
 
 __attribute__((visibility("default"))) const fattn_backend_vtable *fattn_backend_module_v1(void) {

@@ -241,6 +241,27 @@ static fattn_status cl_forward(void *state, const fattn_problem *p, const fattn_
     return FATTN_OK;
 }
 
+/* Only AMD's cl_amd_device_attribute_query says how much memory is free
+ * (CL_DEVICE_GLOBAL_FREE_MEMORY_AMD, in KiB); core OpenCL has no such query. */
+static fattn_status cl_device_memory(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg) {
+    cl_state *s = state;
+    char ext[8192] = "";
+    cl_ulong size = 0;
+    size_t free_kb[2] = {0, 0};
+    CL_TRY(msg, clGetDeviceInfo(s->dev.device, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL));
+    if (!strstr(ext, "cl_amd_device_attribute_query"))
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "OpenCL cannot report free device memory on this device (only AMD's "
+                          "cl_amd_device_attribute_query can)");
+    CL_TRY(msg, clGetDeviceInfo(s->dev.device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof size, &size, NULL));
+    CL_TRY(msg, clGetDeviceInfo(s->dev.device, 0x4039 /* CL_DEVICE_GLOBAL_FREE_MEMORY_AMD */, sizeof free_kb,
+                                free_kb, NULL));
+    const uint64_t free_b = (uint64_t)free_kb[0] * 1024;
+    *total = (uint64_t)size;
+    *used = free_b < *total ? *total - free_b : 0;
+    return FATTN_OK;
+}
+
 static const fattn_backend_vtable cl_vtable = {
     .abi = FATTN_BACKEND_ABI,
     .kind = FATTN_BACKEND_OPENCL,
@@ -262,6 +283,7 @@ static const fattn_backend_vtable cl_vtable = {
     .plan = cl_plan,
     .forward = cl_forward,
     .forward_naive = cl_forward_naive,
+    .device_memory = cl_device_memory,
 };
 
 __attribute__((visibility("default"))) const fattn_backend_vtable *fattn_backend_module_v1(void) {
