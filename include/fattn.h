@@ -157,6 +157,19 @@ FATTN_API fattn_status fattn_context_synchronize(fattn_context *ctx);
  * device cannot tell. */
 FATTN_API fattn_status fattn_context_device_memory(fattn_context *ctx, uint64_t *used, uint64_t *total);
 
+/* Device-side timing of the work queued between start and stop on the
+ * context's queue: CUDA events, OpenCL profiling of marker commands (the
+ * queue needs CL_QUEUE_PROFILING_ENABLE, which the context's own has), the
+ * host clock on the synchronous CPU backend. start and stop only enqueue;
+ * elapsed waits for the stop mark. A timer keeps its context alive, like a
+ * buffer, and is used by one thread at a time. */
+typedef struct fattn_timer fattn_timer;
+FATTN_API fattn_status fattn_timer_create(fattn_context *ctx, fattn_timer **out);
+FATTN_API fattn_status fattn_timer_start(fattn_timer *t);
+FATTN_API fattn_status fattn_timer_stop(fattn_timer *t);
+FATTN_API fattn_status fattn_timer_elapsed_ms(fattn_timer *t, double *ms);
+FATTN_API void fattn_timer_free(fattn_timer *t);
+
 /* Detail of the last failed call on ctx: which argument, which limit, which
  * native error code, the kernel build log. "" when the last call succeeded.
  * With ctx NULL: the calling thread's last failure of a call that had no

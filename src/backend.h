@@ -139,6 +139,13 @@ typedef struct fattn_backend_vtable {
     /* Optional: device memory in use (by anyone) and total, measured now;
      * NULL makes fattn_context_device_memory return FATTN_ERR_UNSUPPORTED. */
     fattn_status (*device_memory)(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg);
+    /* Optional, all three or none: a mark recorded on the current queue,
+     * the milliseconds between two marks (waiting for the second), and its
+     * release. NULL: timers use the host clock when the backend is
+     * synchronous (synchronize NULL), else fattn_timer_create is unsupported. */
+    fattn_status (*mark)(void *state, void **mark, fattn_msg *msg);
+    fattn_status (*mark_elapsed)(void *state, void *start, void *stop, double *ms, fattn_msg *msg);
+    void (*mark_free)(void *state, void *mark);
 } fattn_backend_vtable;
 
 typedef const fattn_backend_vtable *(*fattn_backend_module_fn)(void);

@@ -146,8 +146,7 @@ fattn_status fattn_context_create(fattn_context **out, fattn_backend_kind backen
     return FATTN_OK;
 }
 
-/* Drops one reference; the backend state goes with the last one. */
-static void context_release(fattn_context *ctx) {
+void fattn_context_release(fattn_context *ctx) {
     if (--ctx->refs > 0) return;
     ctx->vt->close(ctx->state);
     free(ctx);
@@ -156,7 +155,7 @@ static void context_release(fattn_context *ctx) {
 void fattn_context_free(fattn_context *ctx) {
     if (!ctx || ctx->released) return;
     ctx->released = 1;
-    context_release(ctx);
+    fattn_context_release(ctx);
 }
 
 fattn_backend_kind fattn_context_backend(const fattn_context *ctx) {
@@ -247,7 +246,7 @@ void fattn_buffer_free(fattn_buffer *buf) {
     fattn_context *ctx = buf->ctx;
     ctx->vt->buffer_free(ctx->state, buf->mem);
     free(buf);
-    context_release(ctx);
+    fattn_context_release(ctx);
 }
 
 /* Checks [offset, offset + bytes) against the buffer. */

@@ -21,6 +21,10 @@ struct fattn_buffer {
     size_t bytes;
 };
 
+/* Drops one reference (buffers and timers hold one); the backend state goes
+ * with the last. */
+void fattn_context_release(fattn_context *ctx);
+
 /* Records a failure on ctx (or, with ctx NULL, for the calling thread) and
  * returns status. */
 fattn_status fattn_ctx_fail(fattn_context *ctx, fattn_status status, const char *fmt, ...)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -777,6 +778,49 @@ static void test_device_memory_cpu(void **state) {
     fattn_context_free(ctx);
 }
 
+/* ---- Timers ---------------------------------------------------------------------------- */
+
+static fattn_status mock_sync(void *state, fattn_msg *msg) {
+    (void)state, (void)msg;
+    return FATTN_OK;
+}
+
+/* A synchronous backend without marks times on the host clock; misuse is an
+ * argument error; the timer keeps its context open. An asynchronous backend
+ * without marks cannot time. */
+static void test_timer_host_and_misuse(void **state) {
+    (void)state;
+    mock_devices(FATTN_BACKEND_CUDA, 1, 1, "");
+    mock_record *m = &mocks[FATTN_BACKEND_CUDA];
+    fattn_context *ctx = NULL;
+    assert_int_equal(create_kind(FATTN_BACKEND_CUDA, 0, &ctx), FATTN_BACKEND_CUDA);
+    fattn_timer *t = NULL;
+    double ms = -1.0;
+    assert_int_equal(fattn_timer_create(NULL, &t), FATTN_ERR_NULL_POINTER);
+    assert_int_equal(fattn_timer_create(ctx, NULL), FATTN_ERR_NULL_POINTER);
+    assert_int_equal(fattn_timer_create(ctx, &t), FATTN_OK);
+    assert_int_equal(fattn_timer_stop(t), FATTN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fattn_timer_start(t), FATTN_OK);
+    assert_int_equal(fattn_timer_elapsed_ms(t, &ms), FATTN_ERR_INVALID_ARGUMENT);
+    const struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    assert_int_equal(fattn_timer_stop(t), FATTN_OK);
+    assert_int_equal(fattn_timer_elapsed_ms(t, NULL), FATTN_ERR_NULL_POINTER);
+    assert_int_equal(fattn_timer_elapsed_ms(t, &ms), FATTN_OK);
+    if (ms < 15.0 || ms > 5000.0) fail_msg("a 20 ms pause timed as %g ms", ms);
+    fattn_context_free(ctx);
+    assert_int_equal(m->close_calls, 0);   /* the timer holds the context */
+    fattn_timer_free(t);
+    assert_int_equal(m->close_calls, 1);
+
+    mock_vt[FATTN_BACKEND_CUDA].synchronize = mock_sync;   /* now asynchronous, still no marks */
+    assert_int_equal(create_kind(FATTN_BACKEND_CUDA, 0, &ctx), FATTN_BACKEND_CUDA);
+    assert_int_equal(fattn_timer_create(ctx, &t), FATTN_ERR_UNSUPPORTED);
+    assert_null(t);
+    assert_non_null(strstr(fattn_error_message(ctx), "no device timer"));
+    fattn_context_free(ctx);
+}
+
 #define MOCKED(fn) cmocka_unit_test_setup_teardown(fn, setup_mocks, teardown_all)
 #define REAL(fn) cmocka_unit_test_setup_teardown(fn, setup_real, teardown_all)
 
@@ -801,6 +845,7 @@ int main(void) {
         REAL(test_cpu_threads_env),
         MOCKED(test_device_memory_unsupported),
         REAL(test_device_memory_cpu),
+        MOCKED(test_timer_host_and_misuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

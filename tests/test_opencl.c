@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -140,6 +141,35 @@ static void test_tile_override(void **state) {
     unsetenv("FATTN_OPENCL_TILES");
 }
 
+/* A device timer around a forward call: positive, and no longer than the
+ * host clock around the whole start .. elapsed sequence. */
+static void test_timer(void **state) {
+    (void)state;
+    require_opencl();
+    const fattn_case *c = NULL;
+    for (size_t i = 0; i < fattn_case_count; i++)
+        if (strcmp(fattn_cases[i].name, "seq 1000 dim 64") == 0) c = &fattn_cases[i];
+    assert_non_null(c);
+    fattn_context *ctx;
+    assert_int_equal(fattn_context_create(&ctx, FATTN_BACKEND_OPENCL, 0), FATTN_OK);
+    fattn_timer *t = NULL;
+    assert_int_equal(fattn_timer_create(ctx, &t), FATTN_OK);
+    case_result r;
+    assert_int_equal(harness_run(ctx, c, FATTN_F32, 7, HARNESS_TILED, &r), FATTN_OK);   /* builds the kernel */
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    assert_int_equal(fattn_timer_start(t), FATTN_OK);
+    assert_int_equal(harness_run(ctx, c, FATTN_F32, 7, HARNESS_TILED, &r), FATTN_OK);
+    assert_int_equal(fattn_timer_stop(t), FATTN_OK);
+    double ms = 0.0;
+    assert_int_equal(fattn_timer_elapsed_ms(t, &ms), FATTN_OK);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    const double host_ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) * 1e-6;
+    if (!(ms > 0.0 && ms <= host_ms + 1.0)) fail_msg("device timer %g ms, host clock around it %g ms", ms, host_ms);
+    fattn_timer_free(t);
+    fattn_context_free(ctx);
+}
+
 static void test_device_selection(void **state) {
     (void)state;
     require_opencl();
@@ -197,6 +227,7 @@ int main(void) {
         cmocka_unit_test(test_build_error_has_log),
         cmocka_unit_test(test_device_selection),
         cmocka_unit_test(test_tile_override),
+        cmocka_unit_test(test_timer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -280,6 +280,37 @@ static fattn_status cuda_device_memory(void *state, uint64_t *used, uint64_t *to
     return FATTN_OK;
 }
 
+/* Timer marks: CUDA events recorded on the context's stream. */
+static fattn_status cuda_mark(void *state, void **mark, fattn_msg *msg) {
+    cuda_state *s = state;
+    cudaEvent_t ev;
+    fattn_status st = cuda_use(s, msg);
+    if (st != FATTN_OK) return st;
+    CU_TRY(msg, cudaEventCreate(&ev));
+    cudaError_t err = cudaEventRecord(ev, s->stream);
+    if (err != cudaSuccess) {
+        cudaEventDestroy(ev);
+        return cuda_fail(msg, err, "cudaEventRecord");
+    }
+    *mark = ev;
+    return FATTN_OK;
+}
+
+static fattn_status cuda_mark_elapsed(void *state, void *start, void *stop, double *ms, fattn_msg *msg) {
+    float f = 0.0f;
+    fattn_status st = cuda_use(state, msg);
+    if (st != FATTN_OK) return st;
+    CU_TRY(msg, cudaEventSynchronize((cudaEvent_t)stop));
+    CU_TRY(msg, cudaEventElapsedTime(&f, (cudaEvent_t)start, (cudaEvent_t)stop));
+    *ms = f;
+    return FATTN_OK;
+}
+
+static void cuda_mark_free(void *state, void *mark) {
+    cudaSetDevice(((cuda_state *)state)->device);
+    cudaEventDestroy((cudaEvent_t)mark);
+}
+
 static const fattn_backend_vtable cuda_vtable = {
     .abi = FATTN_BACKEND_ABI,
     .kind = FATTN_BACKEND_CUDA,
@@ -302,6 +333,9 @@ static const fattn_backend_vtable cuda_vtable = {
     .forward = cuda_forward,
     .forward_naive = cuda_forward_naive,
     .device_memory = cuda_device_memory,
+    .mark = cuda_mark,
+    .mark_elapsed = cuda_mark_elapsed,
+    .mark_free = cuda_mark_free,
 };
 
 __attribute__((visibility("default"))) const fattn_backend_vtable *fattn_backend_module_v1(void) {

@@ -262,6 +262,38 @@ static fattn_status cl_device_memory(void *state, uint64_t *used, uint64_t *tota
     return FATTN_OK;
 }
 
+/* Timer marks: marker commands, whose completion time (CL_PROFILING_COMMAND_END)
+ * is when everything queued before them has finished. */
+static fattn_status cl_mark(void *state, void **mark, fattn_msg *msg) {
+    cl_state *s = state;
+    cl_event ev;
+    CL_TRY(msg, clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &ev));
+    *mark = ev;
+    return FATTN_OK;
+}
+
+static fattn_status cl_mark_elapsed(void *state, void *start, void *stop, double *ms, fattn_msg *msg) {
+    (void)state;
+    cl_event ev[2] = {(cl_event)start, (cl_event)stop};
+    cl_ulong t[2];
+    CL_TRY(msg, clWaitForEvents(2, ev));
+    for (int i = 0; i < 2; i++) {
+        cl_int err = clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof t[i], &t[i], NULL);
+        if (err == CL_PROFILING_INFO_NOT_AVAILABLE)
+            return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                              "the command queue was created without CL_QUEUE_PROFILING_ENABLE; "
+                              "timers need it (the context's own queue has it)");
+        CL_TRY(msg, err);
+    }
+    *ms = t[1] >= t[0] ? (double)(t[1] - t[0]) * 1e-6 : 0.0;
+    return FATTN_OK;
+}
+
+static void cl_mark_free(void *state, void *mark) {
+    (void)state;
+    clReleaseEvent((cl_event)mark);
+}
+
 static const fattn_backend_vtable cl_vtable = {
     .abi = FATTN_BACKEND_ABI,
     .kind = FATTN_BACKEND_OPENCL,
@@ -284,6 +316,9 @@ static const fattn_backend_vtable cl_vtable = {
     .forward = cl_forward,
     .forward_naive = cl_forward_naive,
     .device_memory = cl_device_memory,
+    .mark = cl_mark,
+    .mark_elapsed = cl_mark_elapsed,
+    .mark_free = cl_mark_free,
 };
 
 __attribute__((visibility("default"))) const fattn_backend_vtable *fattn_backend_module_v1(void) {
