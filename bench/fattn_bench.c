@@ -23,6 +23,16 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* A CSV field: quoted, inner quotes doubled, line breaks (build logs) as spaces. */
+static void put_quoted(const char *text) {
+    putchar('"');
+    for (const char *c = text; *c; c++) {
+        if (*c == '"') putchar('"');
+        putchar(*c == '\n' || *c == '\r' ? ' ' : *c);
+    }
+    putchar('"');
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -72,7 +82,7 @@ static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_atte
      * profiling); else the host clock around a synchronised call. */
     fattn_timer *timer = NULL;
     if (fattn_timer_create(ctx, &timer) != FATTN_OK) timer = NULL;
-    clock_used = timer ? "device" : "host";
+    clock_used = fattn_timer_is_device_clock(timer) ? "device" : "host";
     for (int i = -warmup; i < iters && st == FATTN_OK; i++) {
         double t0 = now(), dev_ms = 0.0;
         if (timer) st = fattn_timer_start(timer);
@@ -92,8 +102,8 @@ static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_atte
 }
 
 /* Device memory the call holds while it runs: the reading right after the
- * (asynchronous) call returns minus the one before it, both after a
- * synchronisation. "" where the backend cannot measure; about 0 on
+ * (asynchronous) call returns, before synchronising, minus the one before the
+ * call, after synchronising. "" where the backend cannot measure; about 0 on
  * synchronous backends (the CPU), which free before returning. */
 static void print_grown(fattn_context *ctx, forward_fn f, const fattn_attention_desc *d, const fattn_tensor *x) {
     uint64_t used0, used1, total;
@@ -152,10 +162,14 @@ static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape
     if (st == FATTN_OK) st = median_ms(ctx, fattn_forward, &d, x, iters, &med);
     if (st == FATTN_OK) st = fattn_context_memory_report(ctx, &d, &mem);
     const char *dt = t == FATTN_F32 ? "f32" : t == FATTN_F16 ? "f16" : "bf16";
-    printf("%s,\"%s\",%s,%lld,%lld,%lld,%lld,%d,", label, fattn_context_device_name(ctx), dt,
-           (long long)sh.b, (long long)sh.h, (long long)sh.s, (long long)sh.d, sh.causal);
+    printf("%s,", label);
+    put_quoted(fattn_context_device_name(ctx));
+    printf(",%s,%lld,%lld,%lld,%lld,%d,", dt, (long long)sh.b, (long long)sh.h, (long long)sh.s, (long long)sh.d,
+           sh.causal);
     if (st != FATTN_OK) {
-        printf("error,,,,,,,,,\"%s\"\n", fattn_error_message(ctx));
+        printf("error,,,,,,,,,");
+        put_quoted(fattn_error_message(ctx));
+        putchar('\n');
     } else {
         printf("%.4f,%.3f,%llu,%llu,", med, fattn_flops(&d) / (med * 1e-3) / 1e12,
                (unsigned long long)mem.flash_bytes, (unsigned long long)mem.naive_bytes);
@@ -169,7 +183,9 @@ static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape
             print_grown(ctx, fattn_forward_naive, &d, x);
             printf("%s,max |O_naive - O_tiled| = %.3g\n", clock_used, diff);
         } else {
-            printf(",,,%s,\"%s\"\n", clock_used, naive ? fattn_error_message(ctx) : "");
+            printf(",,,%s,", clock_used);
+            put_quoted(naive ? fattn_error_message(ctx) : "");
+            putchar('\n');
         }
     }
     fflush(stdout);

@@ -151,24 +151,30 @@ FATTN_API fattn_status fattn_context_synchronize(fattn_context *ctx);
 /* The memory of the context's device, measured now: its total and the bytes
  * in use by every process (CUDA: cudaMemGetInfo; CPU: host RAM from
  * /proc/meminfo; OpenCL: AMD devices only, through cl_amd_device_attribute_query).
- * The difference of two readings around an asynchronous call, taken before
- * synchronising, shows what that call allocated (the naive baselines' S and
- * P; the tiled kernels allocate nothing). FATTN_ERR_UNSUPPORTED where the
- * device cannot tell. */
+ * The difference of two readings around an asynchronous call, the second
+ * taken before synchronising, shows what that call allocated (the naive
+ * baselines' S and P; the tiled kernels allocate nothing), as long as the
+ * allocator returns freed memory at synchronisation (CUDA's default pool
+ * does, unless the process raised its release threshold) and allocates when
+ * asked (some OpenCL drivers allocate lazily). The reading is device-wide:
+ * other processes count. FATTN_ERR_UNSUPPORTED where the device cannot tell. */
 FATTN_API fattn_status fattn_context_device_memory(fattn_context *ctx, uint64_t *used, uint64_t *total);
 
 /* Device-side timing of the work queued between start and stop on the
- * context's queue: CUDA events, OpenCL profiling of marker commands (the
+ * context's queue: CUDA events, OpenCL profiling of barrier commands (the
  * queue needs CL_QUEUE_PROFILING_ENABLE, which the context's own has), the
  * host clock on the synchronous CPU backend. start and stop only enqueue;
- * elapsed waits for the stop mark. A timer keeps its context alive, like a
- * buffer, and is used by one thread at a time. */
+ * elapsed waits for both marks. Keep the same stream between start and stop.
+ * A timer keeps its context alive, like a buffer, and its calls count as
+ * calls on the context (one thread at a time). */
 typedef struct fattn_timer fattn_timer;
 FATTN_API fattn_status fattn_timer_create(fattn_context *ctx, fattn_timer **out);
 FATTN_API fattn_status fattn_timer_start(fattn_timer *t);
 FATTN_API fattn_status fattn_timer_stop(fattn_timer *t);
 FATTN_API fattn_status fattn_timer_elapsed_ms(fattn_timer *t, double *ms);
 FATTN_API void fattn_timer_free(fattn_timer *t);
+/* 1 when the timer reads a device clock, 0 for the host clock (CPU backend). */
+FATTN_API int fattn_timer_is_device_clock(const fattn_timer *t);
 
 /* Detail of the last failed call on ctx: which argument, which limit, which
  * native error code, the kernel build log. "" when the last call succeeded.

@@ -54,8 +54,9 @@ static fattn_status record(fattn_timer *t, int which) {
         return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "fattn_timer_stop before fattn_timer_start");
     if (which == 0) {
         if (!t->host) drop_marks(t);
-        t->started = t->stopped = 0;
+        t->started = 0;
     }
+    t->stopped = 0;   /* until the new mark exists */
     if (t->host) {
         *(which ? &t->host_stop : &t->host_start) = host_seconds();
     } else {
@@ -92,3 +93,5 @@ void fattn_timer_free(fattn_timer *t) {
     free(t);
     fattn_context_release(ctx);
 }
+
+int fattn_timer_is_device_clock(const fattn_timer *t) { return t && !t->host; }

@@ -799,6 +799,7 @@ static void test_timer_host_and_misuse(void **state) {
     assert_int_equal(fattn_timer_create(NULL, &t), FATTN_ERR_NULL_POINTER);
     assert_int_equal(fattn_timer_create(ctx, NULL), FATTN_ERR_NULL_POINTER);
     assert_int_equal(fattn_timer_create(ctx, &t), FATTN_OK);
+    assert_int_equal(fattn_timer_is_device_clock(t), 0);
     assert_int_equal(fattn_timer_stop(t), FATTN_ERR_INVALID_ARGUMENT);
     assert_int_equal(fattn_timer_start(t), FATTN_OK);
     assert_int_equal(fattn_timer_elapsed_ms(t, &ms), FATTN_ERR_INVALID_ARGUMENT);

@@ -154,6 +154,7 @@ static void test_timer(void **state) {
     assert_int_equal(fattn_context_create(&ctx, FATTN_BACKEND_OPENCL, 0), FATTN_OK);
     fattn_timer *t = NULL;
     assert_int_equal(fattn_timer_create(ctx, &t), FATTN_OK);
+    assert_int_equal(fattn_timer_is_device_clock(t), 1);
     case_result r;
     assert_int_equal(harness_run(ctx, c, FATTN_F32, 7, HARNESS_TILED, &r), FATTN_OK);   /* builds the kernel */
     struct timespec a, b;

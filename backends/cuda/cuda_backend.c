@@ -138,6 +138,8 @@ static fattn_status cuda_buffer_wrap(void *state, void *native, size_t bytes, vo
     cuda_state *s = state;
     struct cudaPointerAttributes attr;
     (void)bytes;   /* CUDA cannot tell an allocation's size from a pointer */
+    fattn_status st = cuda_use(s, msg);   /* devicePointer is for the current device */
+    if (st != FATTN_OK) return st;
     CU_TRY(msg, cudaPointerGetAttributes(&attr, native));
     if (attr.type == cudaMemoryTypeUnregistered || (attr.type == cudaMemoryTypeHost && !attr.devicePointer))
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
@@ -145,7 +147,8 @@ static fattn_status cuda_buffer_wrap(void *state, void *native, size_t bytes, vo
     if (attr.type == cudaMemoryTypeDevice && attr.device != s->device)
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT, "the pointer is memory of CUDA device %d, the context is on %d",
                           attr.device, s->device);
-    return new_buf(native, 0, mem, msg);
+    /* Registered or mapped host memory: the kernels need its device address. */
+    return new_buf(attr.type == cudaMemoryTypeHost ? attr.devicePointer : native, 0, mem, msg);
 }
 
 /* Wrapped memory belongs to the caller: only fattn's own is freed. */
@@ -300,6 +303,7 @@ static fattn_status cuda_mark_elapsed(void *state, void *start, void *stop, doub
     float f = 0.0f;
     fattn_status st = cuda_use(state, msg);
     if (st != FATTN_OK) return st;
+    CU_TRY(msg, cudaEventSynchronize((cudaEvent_t)start));   /* it may be on another stream */
     CU_TRY(msg, cudaEventSynchronize((cudaEvent_t)stop));
     CU_TRY(msg, cudaEventElapsedTime(&f, (cudaEvent_t)start, (cudaEvent_t)stop));
     *ms = f;

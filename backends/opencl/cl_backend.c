@@ -245,11 +245,17 @@ static fattn_status cl_forward(void *state, const fattn_problem *p, const fattn_
  * (CL_DEVICE_GLOBAL_FREE_MEMORY_AMD, in KiB); core OpenCL has no such query. */
 static fattn_status cl_device_memory(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg) {
     cl_state *s = state;
-    char ext[8192] = "";
     cl_ulong size = 0;
-    size_t free_kb[2] = {0, 0};
-    CL_TRY(msg, clGetDeviceInfo(s->dev.device, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL));
-    if (!strstr(ext, "cl_amd_device_attribute_query"))
+    size_t free_kb[2] = {0, 0}, ext_len = 0;
+    CL_TRY(msg, clGetDeviceInfo(s->dev.device, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_len));
+    char *ext = malloc(ext_len + 1);
+    if (!ext) return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate the extension list");
+    cl_int err = clGetDeviceInfo(s->dev.device, CL_DEVICE_EXTENSIONS, ext_len, ext, NULL);
+    ext[err == CL_SUCCESS ? ext_len : 0] = '\0';
+    const int amd = strstr(ext, "cl_amd_device_attribute_query") != NULL;
+    free(ext);
+    CL_TRY(msg, err);
+    if (!amd)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "OpenCL cannot report free device memory on this device (only AMD's "
                           "cl_amd_device_attribute_query can)");
@@ -262,12 +268,13 @@ static fattn_status cl_device_memory(void *state, uint64_t *used, uint64_t *tota
     return FATTN_OK;
 }
 
-/* Timer marks: marker commands, whose completion time (CL_PROFILING_COMMAND_END)
- * is when everything queued before them has finished. */
+/* Timer marks: barrier commands, whose completion time (CL_PROFILING_COMMAND_END)
+ * is when everything queued before them has finished; a barrier, not a
+ * marker, so that on an out-of-order queue later work also waits for it. */
 static fattn_status cl_mark(void *state, void **mark, fattn_msg *msg) {
     cl_state *s = state;
     cl_event ev;
-    CL_TRY(msg, clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &ev));
+    CL_TRY(msg, clEnqueueBarrierWithWaitList(s->queue, 0, NULL, &ev));
     *mark = ev;
     return FATTN_OK;
 }
@@ -276,8 +283,8 @@ static fattn_status cl_mark_elapsed(void *state, void *start, void *stop, double
     (void)state;
     cl_event ev[2] = {(cl_event)start, (cl_event)stop};
     cl_ulong t[2];
-    CL_TRY(msg, clWaitForEvents(2, ev));
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2; i++) {   /* one by one: the marks may be on queues of two contexts */
+        CL_TRY(msg, clWaitForEvents(1, &ev[i]));
         cl_int err = clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof t[i], &t[i], NULL);
         if (err == CL_PROFILING_INFO_NOT_AVAILABLE)
             return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
@@ -285,7 +292,11 @@ static fattn_status cl_mark_elapsed(void *state, void *start, void *stop, double
                               "timers need it (the context's own queue has it)");
         CL_TRY(msg, err);
     }
-    *ms = t[1] >= t[0] ? (double)(t[1] - t[0]) * 1e-6 : 0.0;
+    if (t[0] == 0 || t[1] < t[0])   /* some drivers do not time barrier commands */
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the OpenCL driver gave no usable profiling times for barrier commands "
+                          "(start %llu, stop %llu)", (unsigned long long)t[0], (unsigned long long)t[1]);
+    *ms = (double)(t[1] - t[0]) * 1e-6;
     return FATTN_OK;
 }
 
