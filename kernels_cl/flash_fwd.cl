@@ -11,12 +11,10 @@
  * Rows are owned strided (ty + i*TQ) and keys and dim chunks too (tx + k*TK),
  * so neighbouring work-items touch neighbouring words of local memory.
  * f16 is read with vload_half and bf16 with shifts: no cl_khr_fp16 needed.
- * Every tunable has a default so this file compiles on its own; the host's
- * cl_local_bytes mirrors the layout below, pads included. */
+ * The host builds it after storage.cl (elem_t, LOAD, LOAD4, STORE); every
+ * tunable has a default, and the host's cl_local_bytes mirrors the layout
+ * below, pads included. */
 
-#ifndef DTYPE
-#define DTYPE 0          /* storage: 0 = f32, 1 = f16, 2 = bf16 */
-#endif
 #ifndef DPAD
 #define DPAD 64          /* head dim rounded up; the run-time D is <= DPAD */
 #endif
@@ -52,29 +50,6 @@
 #error "need BQ % TQ == 0, BKV % TK == 0, BKV % 4 == 0, DPAD % (4 * TK) == 0, PPAD % 4 == 0"
 #endif
 
-#if DTYPE == 0
-typedef float elem_t;
-#define LOAD(p, i) ((p)[i])
-#define LOAD4(p) vload4(0, (p))
-#define STORE(p, i, x) ((p)[i] = (x))
-#elif DTYPE == 1
-typedef half elem_t;
-#define LOAD(p, i) vload_half((i), (p))
-#define LOAD4(p) vload_half4(0, (p))
-#define STORE(p, i, x) vstore_half_rte((x), (i), (p))
-#else
-typedef ushort elem_t;
-#define LOAD(p, i) as_float((uint)(p)[i] << 16)
-#define LOAD4(p) as_float4(convert_uint4(vload4(0, (p))) << 16)
-#define STORE(p, i, x) ((p)[i] = bf16_round(x))
-/* Round to nearest even; NaN stays a (quiet) NaN. */
-inline ushort bf16_round(float x) {
-    uint u = as_uint(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (ushort)(u >> 16);
-}
-#endif
 
 /* Elements d .. d+3 of a row, zero past the run-time head dim D. */
 inline float4 load_row4(__global const elem_t *p, long base, int d, int D) {

@@ -4,33 +4,10 @@
  * of scores (already multiplied by scale * log2(e)) into probabilities, with
  * the causal mask and the log-sum-exp; unpack_out writes a dense float32
  * output back into the caller's strided O in its storage type, and zero_out
- * writes zeros there. */
+ * writes zeros there. The host builds it after storage.cl. */
 
-#ifndef DTYPE
-#define DTYPE 0   /* storage: 0 = f32, 1 = f16, 2 = bf16 */
-#endif
 #ifndef WG
 #define WG 256    /* softmax_rows work-group size, a power of two */
-#endif
-
-#if DTYPE == 0
-typedef float elem_t;
-#define LOAD(p, i) ((p)[i])
-#define STORE(p, i, x) ((p)[i] = (x))
-#elif DTYPE == 1
-typedef half elem_t;
-#define LOAD(p, i) vload_half((i), (p))
-#define STORE(p, i, x) vstore_half_rte((x), (i), (p))
-#else
-typedef ushort elem_t;
-#define LOAD(p, i) as_float((uint)(p)[i] << 16)
-#define STORE(p, i, x) ((p)[i] = bf16_round(x))
-inline ushort bf16_round(float x) {
-    uint u = as_uint(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (ushort)(u >> 16);
-}
 #endif
 
 /* global: (D, S, B*H) where H is the operand's own head count (Hq for Q,

@@ -74,7 +74,7 @@ static fattn_status run(cuda_state *s, const fattn_problem *p, const fattn_cuda_
                         fattn_msg *msg) {
     cublasHandle_t h = (cublasHandle_t)s->cublas;
     const int64_t Sq = p->seq_q, Sk = p->seq_kv, D = p->head_dim, group = p->heads_q / p->heads_kv;
-    const size_t es = p->dtype == FATTN_F32 ? 4 : 2, pes = es;   /* P is in the storage type */
+    const size_t es = p->dtype == FATTN_F32 ? 4 : 2;   /* P is in the storage type too */
     const cudaDataType t = data_type(p->dtype);
     const float alpha_s = a->scale_log2, one = 1.0f, zero = 0.0f;
     cublasStatus_t bs;
@@ -91,8 +91,8 @@ static fattn_status run(cuda_state *s, const fattn_problem *p, const fattn_cuda_
         }
     for (int64_t bh0 = 0; bh0 < p->batch * p->heads_q; bh0 += 65535) {
         const int64_t n = p->batch * p->heads_q - bh0 < 65535 ? p->batch * p->heads_q - bh0 : 65535;
-        cudaError_t err = fattn_cuda_naive_softmax(S + (size_t)(bh0 * Sq * Sk), (char *)P + (size_t)(bh0 * Sq * Sk) * pes,
-                                                   p->dtype == FATTN_F32 ? 0 : (int)p->dtype, a, bh0, n, s->stream);
+        cudaError_t err = fattn_cuda_naive_softmax(S + (size_t)(bh0 * Sq * Sk), (char *)P + (size_t)(bh0 * Sq * Sk) * es,
+                                                   (int)p->dtype, a, bh0, n, s->stream);
         if (err != cudaSuccess) return cuda_fail(msg, err, "the naive softmax kernel");
     }
     for (int64_t b = 0; b < p->batch; b++)
@@ -102,7 +102,7 @@ static fattn_status run(cuda_state *s, const fattn_problem *p, const fattn_cuda_
             char *o = (char *)a->o + (size_t)(b * a->o_sb + hk * group * a->o_sh) * es;
             /* O^T (D x Sq, ld o_ss) = V^T (D x Sk, ld v_ss) . P^T (Sk x Sq, ld Sk). */
             bs = blas.gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)D, (int)Sq, (int)Sk, &one, v, t, (int)a->v_ss, 0,
-                           (const char *)P + (size_t)(pair * Sq * Sk) * pes, p->dtype == FATTN_F32 ? CUDA_R_32F : t,
+                           (const char *)P + (size_t)(pair * Sq * Sk) * es, t,
                            (int)Sk, Sq * Sk, &zero, o, t, (int)a->o_ss, a->o_sh, (int)group, CUBLAS_COMPUTE_32F,
                            CUBLAS_GEMM_DEFAULT);
             if (bs != CUBLAS_STATUS_SUCCESS) return blas_fail(msg, bs, "GemmStridedBatchedEx (output)");
@@ -144,14 +144,14 @@ fattn_status cuda_forward_naive(void *state, const fattn_problem *p, fattn_msg *
         return blas_fail(msg, bs, "SetStream");
 
     const size_t pairs = (size_t)(p->batch * p->heads_q) * (size_t)p->seq_q * (size_t)p->seq_kv;   /* validated */
-    const size_t pes = p->dtype == FATTN_F32 ? 4 : 2;
+    const size_t es = p->dtype == FATTN_F32 ? 4 : 2;   /* P's element: the storage type */
     size_t bytes;
     if (__builtin_mul_overflow(pairs, sizeof(float), &bytes))
         return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "the naive score matrix does not fit in memory");
     float *S = NULL;
     void *P = NULL;
     CU_TRY(msg, cudaMallocAsync((void **)&S, pairs * sizeof(float), s->stream));
-    cudaError_t err = cudaMallocAsync(&P, pairs * pes, s->stream);
+    cudaError_t err = cudaMallocAsync(&P, pairs * es, s->stream);
     st = err == cudaSuccess ? run(s, p, &a, S, P, msg) : cuda_fail(msg, err, "cudaMallocAsync (P)");
     /* Freed in stream order, after the kernels that use them. */
     if (P) cudaFreeAsync(P, s->stream);

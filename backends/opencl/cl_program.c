@@ -17,9 +17,16 @@
 
 /* ---- Sources ----------------------------------------------------------------- */
 
-/* The source of kernel file `file`: malloc'd, NUL-terminated. */
-static fattn_status load_source(const char *file, char **out, size_t *len, fattn_msg *msg) {
+/* The source of kernel file `file`: malloc'd, NUL-terminated. From
+ * FATTN_KERNEL_DIR when it is set, unless `optional` and the file is not
+ * there; else the embedded copy. */
+static fattn_status load_source(const char *file, int optional, char **out, size_t *len, fattn_msg *msg) {
     const char *dir = fattn_env_kernel_dir();
+    char probe[4096];
+    if (dir && optional) {
+        snprintf(probe, sizeof probe, "%s/%s", dir, file);
+        if (access(probe, R_OK) != 0) dir = NULL;
+    }
     if (dir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, file);
@@ -51,6 +58,28 @@ static fattn_status load_source(const char *file, char **out, size_t *len, fattn
         return FATTN_OK;
     }
     return fattn_fail(msg, FATTN_ERR_INTERNAL, "kernel file %s is not embedded", file);
+}
+
+/* What the compiler gets for `file`: storage.cl (the storage types every
+ * kernel shares; a FATTN_KERNEL_DIR without it uses the embedded one), then
+ * the file. */
+static fattn_status program_source(const char *file, char **out, size_t *len, fattn_msg *msg) {
+    char *common = NULL, *own = NULL;
+    size_t clen = 0, olen = 0;
+    fattn_status st = load_source(file, 0, &own, &olen, msg);
+    if (st == FATTN_OK) st = load_source("storage.cl", 1, &common, &clen, msg);
+    char *both = st == FATTN_OK ? malloc(clen + 1 + olen + 1) : NULL;
+    if (st == FATTN_OK && !both) st = fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot join kernel sources");
+    if (both) {
+        memcpy(both, common, clen);
+        both[clen] = '\n';
+        memcpy(both + clen + 1, own, olen + 1);
+        *out = both;
+        *len = clen + 1 + olen;
+    }
+    free(common);
+    free(own);
+    return st;
 }
 
 /* ---- Disk cache ---------------------------------------------------------------- */
@@ -197,7 +226,7 @@ static fattn_status build_program(cl_program_cache *cache, cl_context ctx, cl_de
                                   fattn_msg *msg) {
     char *src = NULL;
     size_t len = 0;
-    fattn_status st = load_source(file, &src, &len, msg);
+    fattn_status st = program_source(file, &src, &len, msg);
     if (st != FATTN_OK) return st;
     char dir[4096];
     cache_key key = {0, 0};
