@@ -6,15 +6,16 @@
 #   bench  fattn_bench on NVIDIA OpenCL, every dtype, with the naive baseline
 #   peers  PyTorch SDPA (flash, cuDNN, efficient) on the same shapes, f32/f16/bf16
 #   pocl   fattn_bench on PoCL (the host CPU), every shape and dtype, one timed call each
-#   cuda   the CUDA conformance rows (every dtype, tiled and naive) and fattn_bench on CUDA
-#          with the naive baseline, seq 2048/4096/8192
+#   cuda   the CUDA conformance rows (every dtype, tiled and naive)
+#   cudabench  fattn_bench on CUDA with the naive baseline, seq 2048/4096/8192
+#   simt   bench/tune_cuda_simt.sh: the f32 CUDA-core kernel's tile candidates
 #   sanitize  compute-sanitizer memcheck and racecheck over a few CUDA cases
 # Results go to $OUT (or ./out).
 # Usage (on the GPU machine): source .devkit/env.sh && bash bench/run_gpu.sh [phase...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-out}
-phases=${*:-test tune bench peers pocl cuda sanitize}
+phases=${*:-test tune bench peers pocl cuda cudabench sanitize}
 mkdir -p "$out"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u; } | tee "$out/machine.txt"
 clinfo -l 2>&1 | tee -a "$out/machine.txt"
@@ -38,9 +39,12 @@ fi
 if has cuda; then
   FATTN_TEST_REQUIRE=cuda,cuda-naive FATTN_TEST_BACKENDS=cuda ./build/test_conformance > "$out/conformance_cuda.log" 2>&1
   echo "test_conformance (cuda) exit status: $?" | tee -a "$out/conformance_cuda.log"
-  grep -E "device|SKIPPED|FAILED|PASSED|case" "$out/conformance_cuda.log" | head -40
+  grep -E "device|SKIPPED|FAILED|PASSED|case" "$out/conformance_cuda.log" | grep -v "not in FATTN_TEST" | head -40
+fi
+if has cudabench; then
   ./build/fattn_bench --backend cuda --device 0 --iters 10 --naive --seqs 2048,4096,8192 | tee "$out/fattn_cuda.csv"
 fi
+if has simt; then bench/tune_cuda_simt.sh 90 | tee "$out/tune_simt.csv"; fi
 if has sanitize; then
   # A few shapes that reach every path: odd sizes, GQA, strides, causal, no keys, each dtype.
   export FATTN_TEST_BACKENDS=cuda FATTN_TEST_CASES="seq 65 dim 80,causal seq 127 dim 256,kv strides differ causal,no keys,batch 3"

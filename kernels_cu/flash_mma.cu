@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "cuda_kernels.h"
+#include "device_util.cuh"
 
 /* With no bucket built, the kernel and its helpers would be unused. */
 #if FATTN_CUDA_DPAD_32 || FATTN_CUDA_DPAD_64 || FATTN_CUDA_DPAD_128 || FATTN_CUDA_DPAD_256
@@ -23,18 +24,6 @@ namespace {
 /* Shared-memory rows are padded by 8 elements (16 bytes): the 8 row addresses
  * of one ldmatrix 8x8 matrix then fall in 8 distinct 4-bank groups. */
 constexpr int kPad = 8;
-
-__device__ __forceinline__ unsigned smem_u32(const void *p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void cp_async16(void *dst, const void *src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 /* volatile: these read shared memory that cp.async and other warps write, so
  * they must stay between the barriers they were written between. */
@@ -89,16 +78,6 @@ __device__ __forceinline__ T to_storage(float x)
         return __float2bfloat16_rn(x);
     else
         return __float2half_rn(x);
-}
-
-/* exp2f as the hardware does it (what --use_fast_math makes of exp2f):
- * ex2(-inf) = 0, relative error ~2^-22, subnormal results flushed to 0, all
- * far below what the storage types keep. */
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
 }
 
 /* A thread's 8-dim column chunk of row 0 of one (batch, head) operand. */

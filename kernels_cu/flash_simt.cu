@@ -1,15 +1,22 @@
 // Tiled FlashAttention forward on the CUDA cores (FFMA), every dtype, float32
 // arithmetic: the f32 path, and the f16/bf16 path below compute capability
-// 8.0. The same register-blocked design as kernels_cl/flash_fwd.cl: a block
-// owns BQ query rows of one (batch, head) and streams BKV-key tiles of K and
-// V through shared memory (online softmax); its TQ x TK threads each compute
-// RPT rows x KPT keys of S from float4 reads along d, then RPT rows x CPT
-// float4 chunks of O. Rows, keys and chunks are owned strided (ty + i*TQ,
-// tx + k*TK) so neighbouring threads read neighbouring shared words.
+// 8.0. A block owns BQ query rows of one (batch, head) and streams BKV-key
+// tiles of K and V through shared memory (online softmax); its TQ x TK
+// threads each compute RPT rows x KPT keys of S from float4 reads along d,
+// then RPT rows x CPT float4 chunks of O. Rows, keys and chunks are owned
+// strided (ty + i*TQ, tx + k*TK) so neighbouring threads read neighbouring
+// shared words, and a row's TK threads are neighbouring lanes of one warp, so
+// row maxima and sums are warp shuffles, not shared-memory round trips.
+//
+// K and V have a buffer each, so every load overlaps a product: V_j lands
+// while S = Q K_j^T is computed, K_j+1 while O += P V_j is. With 16-byte
+// aligned f32 rows (VEC) the tiles come by cp.async; otherwise each thread
+// issues all its loads of a tile before storing any.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "cuda_kernels.h"
+#include "device_util.cuh"
 
 #ifndef FATTN_CUDA_SIMT_HALF   // f16/bf16 instances, needed only below compute capability 8.0
 #define FATTN_CUDA_SIMT_HALF 1
@@ -37,6 +44,55 @@ __device__ __forceinline__ float4 load4(const T *row, int d, int D) {
     return x;
 }
 
+// Rows j0 .. j0+ROWS-1 of a (seq x D) operand with row stride ss into
+// dst[ROWS][LD] float4s, zero past n rows and past D. A thread copies chunk
+// tid % D4 of rows tid / D4 + it * NT / D4. VEC: f32 rows 16-byte aligned
+// and D % 4 == 0, so a float4 is wholly inside or outside.
+template <bool VEC, int ROWS, int D4, int LD, int NT, typename T>
+__device__ __forceinline__ void load_tile(float4 (*dst)[LD], const T *src, int64_t ss, int j0, int n, int D,
+                                          int tid) {
+    static_assert(NT % D4 == 0, "a thread keeps its chunk column");
+    constexpr int STEP = NT / D4, ITERS = (ROWS + STEP - 1) / STEP;
+    const int c = tid % D4, j = tid / D4;
+    const T *p = src + (int64_t)(j0 + j) * ss + 4 * c;
+    if constexpr (VEC) {
+#pragma unroll
+        for (int it = 0; it < ITERS; it++) {
+            const int r = j + it * STEP;
+            if (ROWS % STEP != 0 && r >= ROWS) break;
+            if (j0 + r < n && 4 * c < D)
+                cp_async16(&dst[r][c], p + it * STEP * ss);
+            else
+                dst[r][c] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        cp_async_commit();
+    } else {
+        float4 x[ITERS];   // every load in flight before the first store
+#pragma unroll
+        for (int it = 0; it < ITERS; it++) {
+            const int r = j + it * STEP;
+            x[it] = r < ROWS && j0 + r < n ? load4(p + it * STEP * ss, 0, D - 4 * c) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int it = 0; it < ITERS; it++)
+            if (j + it * STEP < ROWS) dst[j + it * STEP][c] = x[it];
+    }
+}
+
+// Max / sum over the TK neighbouring lanes that share a row.
+template <int TK>
+__device__ __forceinline__ float row_max(float x) {
+#pragma unroll
+    for (int off = TK / 2; off > 0; off >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, off));
+    return x;
+}
+template <int TK>
+__device__ __forceinline__ float row_sum(float x) {
+#pragma unroll
+    for (int off = TK / 2; off > 0; off >>= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
+    return x;
+}
+
 __device__ __forceinline__ int key_limit(int i, int Sq, int Sk, int causal) {
     if (!causal) return Sk;
     const long long lim = (long long)i + Sk - Sq + 1;
@@ -47,20 +103,21 @@ template <int DPAD, int BQ, int BKV, int TQ, int TK>
 struct Tiles {
     static constexpr int NT = TQ * TK, RPT = BQ / TQ, KPT = BKV / TK, D4 = DPAD / 4, CPT = D4 / TK;
     static constexpr int QPAD = TK < 8 ? 1 : 0, KPAD = 1, PPAD = 4;   // in float4s / floats: banks
-    static constexpr int SMEM = 16 * (BQ * (D4 + QPAD) + BKV * (D4 + KPAD)) + 4 * (BQ * (BKV + PPAD) + BQ * TK);
+    static constexpr int QLD = D4 + QPAD, KLD = D4 + KPAD, PLD = BKV + PPAD;
+    static constexpr int SMEM = 16 * (BQ * QLD + 2 * BKV * KLD) + 4 * BQ * PLD;
     static_assert(BQ % TQ == 0 && BKV % TK == 0 && BKV % 4 == 0 && D4 % TK == 0, "tile shape");
+    static_assert(TK <= 32 && 32 % TK == 0 && NT % 32 == 0, "a row's threads share a warp");
 };
 
-template <typename T, int DPAD, int BQ, int BKV, int TQ, int TK>
-__global__ void __launch_bounds__(TQ * TK) flash_simt(fattn_cuda_args a) {
+template <typename T, int DPAD, int BQ, int BKV, int TQ, int TK, int MINB, bool VEC>
+__global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a) {
     using C = Tiles<DPAD, BQ, BKV, TQ, TK>;
     constexpr int RPT = C::RPT, KPT = C::KPT, D4 = C::D4, CPT = C::CPT, NT = C::NT;
     extern __shared__ float4 smem[];
-    float4(*Qs)[D4 + C::QPAD] = reinterpret_cast<float4(*)[D4 + C::QPAD]>(smem);
-    // K for the scores, then V: the scores are finished (a barrier) before V lands.
-    float4(*KVs)[D4 + C::KPAD] = reinterpret_cast<float4(*)[D4 + C::KPAD]>(smem + BQ * (D4 + C::QPAD));
-    float(*Ps)[BKV + C::PPAD] = reinterpret_cast<float(*)[BKV + C::PPAD]>(smem + BQ * (D4 + C::QPAD) + BKV * (D4 + C::KPAD));
-    float(*red)[TK] = reinterpret_cast<float(*)[TK]>(&Ps[BQ][0]);
+    float4(*Qs)[C::QLD] = reinterpret_cast<float4(*)[C::QLD]>(smem);
+    float4(*Ks)[C::KLD] = reinterpret_cast<float4(*)[C::KLD]>(smem + BQ * C::QLD);
+    float4(*Vs)[C::KLD] = reinterpret_cast<float4(*)[C::KLD]>(smem + BQ * C::QLD + BKV * C::KLD);
+    float(*Ps)[C::PLD] = reinterpret_cast<float(*)[C::PLD]>(smem + BQ * C::QLD + 2 * BKV * C::KLD);
 
     const int tid = threadIdx.x, ty = tid / TK, tx = tid % TK;
     const int q0 = blockIdx.x * BQ, h = blockIdx.y, b = blockIdx.z, hk = h / a.group;
@@ -69,11 +126,17 @@ __global__ void __launch_bounds__(TQ * TK) flash_simt(fattn_cuda_args a) {
     const T *k = static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh;
     const T *v = static_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh;
 
+    // Tiles past what the block's last row sees are skipped, not masked.
+    const int kv_end = key_limit(min(q0 + BQ, Sq) - 1, Sq, Sk, a.causal);
+    if (kv_end > 0) load_tile<VEC, BKV, D4, C::KLD, NT>(Ks, k, a.k_ss, 0, Sk, D, tid);
+
     // Q scaled by scale * log2(e): the softmax runs on exp2.
-    for (int idx = tid; idx < BQ * D4; idx += NT) {
-        const int r = idx / D4, c = idx % D4, row = q0 + r;
-        float4 x = row < Sq ? load4(q + row * a.q_ss, 4 * c, D) : make_float4(0.f, 0.f, 0.f, 0.f);
-        Qs[r][c] = make_float4(x.x * a.scale_log2, x.y * a.scale_log2, x.z * a.scale_log2, x.w * a.scale_log2);
+    load_tile<false, BQ, D4, C::QLD, NT>(Qs, q, a.q_ss, q0, Sq, D, tid);
+    // Each thread scales the chunks it stored: no barrier between.
+#pragma unroll
+    for (int r = tid / D4; r < BQ; r += NT / D4) {
+        float4 &x = Qs[r][tid % D4];
+        x.x *= a.scale_log2, x.y *= a.scale_log2, x.z *= a.scale_log2, x.w *= a.scale_log2;
     }
 
     int lim[RPT];
@@ -88,16 +151,12 @@ __global__ void __launch_bounds__(TQ * TK) flash_simt(fattn_cuda_args a) {
 #pragma unroll
         for (int c = 0; c < CPT; c++) acc[i][c] = make_float4(0.f, 0.f, 0.f, 0.f);
     }
-    // Tiles past what the block's last row sees are skipped, not masked.
-    const int kv_end = key_limit(min(q0 + BQ, Sq) - 1, Sq, Sk, a.causal);
 
     for (int j0 = 0; j0 < kv_end; j0 += BKV) {
-        __syncthreads();   // the previous tile's readers of V and P are done
-        for (int idx = tid; idx < BKV * D4; idx += NT) {
-            const int j = idx / D4, c = idx % D4, key = j0 + j;
-            KVs[j][c] = key < Sk ? load4(k + key * a.k_ss, 4 * c, D) : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
+        // K_j landed; every reader of the previous V and P is done.
+        cp_async_wait_all();
         __syncthreads();
+        load_tile<VEC, BKV, D4, C::KLD, NT>(Vs, v, a.v_ss, j0, Sk, D, tid);
 
         float s[RPT][KPT];
 #pragma unroll
@@ -110,7 +169,7 @@ __global__ void __launch_bounds__(TQ * TK) flash_simt(fattn_cuda_args a) {
 #pragma unroll
             for (int i = 0; i < RPT; i++) qv[i] = Qs[ty + i * TQ][c];
 #pragma unroll
-            for (int kk = 0; kk < KPT; kk++) kv[kk] = KVs[tx + kk * TK][c];
+            for (int kk = 0; kk < KPT; kk++) kv[kk] = Ks[tx + kk * TK][c];
 #pragma unroll
             for (int i = 0; i < RPT; i++)
 #pragma unroll
@@ -132,28 +191,16 @@ __global__ void __launch_bounds__(TQ * TK) flash_simt(fattn_cuda_args a) {
                 if (j0 + tx + kk * TK >= lim[i]) s[i][kk] = -INFINITY;
                 mx = fmaxf(mx, s[i][kk]);
             }
-            red[ty + i * TQ][tx] = mx;
-        }
-        __syncthreads();   // also: every thread is done reading K
-
-        for (int idx = tid; idx < BKV * D4; idx += NT) {
-            const int j = idx / D4, c = idx % D4, key = j0 + j;
-            KVs[j][c] = key < Sk ? load4(v + key * a.v_ss, 4 * c, D) : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int i = 0; i < RPT; i++) {
-            const int r = ty + i * TQ;
-            float mx = -INFINITY;
-#pragma unroll
-            for (int t = 0; t < TK; t++) mx = fmaxf(mx, red[r][t]);
-            const float m_new = fmaxf(m_i[i], mx);
-            // A row that has seen no key yet keeps m = -inf: nothing to rescale.
-            const float alpha = m_new == -INFINITY ? 1.f : exp2f(m_i[i] - m_new);
+            const float m_new = fmaxf(m_i[i], row_max<TK>(mx));
+            // A row that has seen no key yet keeps m = -inf; its exponents
+            // are taken against 0 so masked scores give 0, not NaN.
+            const float m_use = m_new == -INFINITY ? 0.f : m_new;
+            const float alpha = ex2(m_i[i] - m_use);
             float psum = 0.f;
 #pragma unroll
             for (int kk = 0; kk < KPT; kk++) {
-                const float p = s[i][kk] == -INFINITY ? 0.f : exp2f(s[i][kk] - m_new);
-                Ps[r][tx + kk * TK] = p;
+                const float p = ex2(s[i][kk] - m_use);
+                Ps[ty + i * TQ][tx + kk * TK] = p;
                 psum += p;
             }
             l_i[i] = l_i[i] * alpha + psum;
@@ -163,7 +210,10 @@ __global__ void __launch_bounds__(TQ * TK) flash_simt(fattn_cuda_args a) {
                 acc[i][c].x *= alpha, acc[i][c].y *= alpha, acc[i][c].z *= alpha, acc[i][c].w *= alpha;
             }
         }
+        // V_j landed and P is written; every reader of K_j is done.
+        cp_async_wait_all();
         __syncthreads();
+        if (j0 + BKV < kv_end) load_tile<VEC, BKV, D4, C::KLD, NT>(Ks, k, a.k_ss, j0 + BKV, Sk, D, tid);
 
 #pragma unroll 2
         for (int j4 = 0; j4 < BKV / 4; j4++) {
@@ -172,8 +222,8 @@ __global__ void __launch_bounds__(TQ * TK) flash_simt(fattn_cuda_args a) {
             for (int i = 0; i < RPT; i++) pv[i] = *reinterpret_cast<const float4 *>(&Ps[ty + i * TQ][4 * j4]);
 #pragma unroll
             for (int c = 0; c < CPT; c++) {
-                const float4 v0 = KVs[4 * j4 + 0][tx + c * TK], v1 = KVs[4 * j4 + 1][tx + c * TK];
-                const float4 v2 = KVs[4 * j4 + 2][tx + c * TK], v3 = KVs[4 * j4 + 3][tx + c * TK];
+                const float4 v0 = Vs[4 * j4 + 0][tx + c * TK], v1 = Vs[4 * j4 + 1][tx + c * TK];
+                const float4 v2 = Vs[4 * j4 + 2][tx + c * TK], v3 = Vs[4 * j4 + 3][tx + c * TK];
 #pragma unroll
                 for (int i = 0; i < RPT; i++) {
                     float4 o = acc[i][c];
@@ -191,18 +241,11 @@ __global__ void __launch_bounds__(TQ * TK) flash_simt(fattn_cuda_args a) {
         }
     }
 
-    // The loop's last barrier passed every reader of red, so it is free.
-#pragma unroll
-    for (int i = 0; i < RPT; i++) red[ty + i * TQ][tx] = l_i[i];
-    __syncthreads();
-
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
-        const int r = ty + i * TQ, row = q0 + r;
+        const int row = q0 + ty + i * TQ;
+        const float l = row_sum<TK>(l_i[i]);   // every lane: the shuffle needs the whole warp
         if (row >= Sq) continue;
-        float l = 0.f;
-#pragma unroll
-        for (int t = 0; t < TK; t++) l += red[r][t];
         const float inv = l > 0.f ? 1.f / l : 0.f;
         T *o = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh + row * a.o_ss;
 #pragma unroll
@@ -223,36 +266,49 @@ __global__ void __launch_bounds__(TQ * TK) flash_simt(fattn_cuda_args a) {
 // on the H200 (bench/results/tune/): with shared memory not capped at 48 KiB
 // as in OpenCL, larger query tiles win (d64 128x64 over 64x48: +7%; d128
 // 64x32 on an 8x16 grid over 40x32: +17-32%).
-template <int BQ_, int BKV_, int TQ_, int TK_>
+// MINB: blocks per SM the registers are capped for (__launch_bounds__).
+template <int BQ_, int BKV_, int TQ_, int TK_, int MINB_ = 1>
 struct ShapeOf {
-    static constexpr int BQ = BQ_, BKV = BKV_, TQ = TQ_, TK = TK_;
+    static constexpr int BQ = BQ_, BKV = BKV_, TQ = TQ_, TK = TK_, MINB = MINB_;
 };
 template <int DPAD> struct Shape;
 template <> struct Shape<32> : ShapeOf<64, 64, 16, 8> {};
 template <> struct Shape<256> : ShapeOf<16, 16, 8, 8> {};
-// FATTN_SIMT_{BQ,BKV,TQ,TK}_<DPAD> (compile definitions) override the 64 and
-// 128 rows, for tile sweeps (bench/tune_cuda_simt.sh).
+// FATTN_SIMT_{BQ,BKV,TQ,TK,MINB}_<DPAD> (compile definitions; nvcc splits
+// values at commas, hence five) override the 64 and 128 rows, for tile
+// sweeps (bench/tune_cuda_simt.sh).
 #ifdef FATTN_SIMT_BQ_64
-template <> struct Shape<64> : ShapeOf<FATTN_SIMT_BQ_64, FATTN_SIMT_BKV_64, FATTN_SIMT_TQ_64, FATTN_SIMT_TK_64> {};
+template <> struct Shape<64>
+    : ShapeOf<FATTN_SIMT_BQ_64, FATTN_SIMT_BKV_64, FATTN_SIMT_TQ_64, FATTN_SIMT_TK_64, FATTN_SIMT_MINB_64> {};
 #else
-template <> struct Shape<64> : ShapeOf<128, 64, 16, 8> {};   // H200 f32 seq 8192: 30.2 TFLOP/s
+template <> struct Shape<64> : ShapeOf<128, 64, 16, 8, 2> {};
 #endif
 #ifdef FATTN_SIMT_BQ_128
-template <> struct Shape<128> : ShapeOf<FATTN_SIMT_BQ_128, FATTN_SIMT_BKV_128, FATTN_SIMT_TQ_128, FATTN_SIMT_TK_128> {};
+template <> struct Shape<128>
+    : ShapeOf<FATTN_SIMT_BQ_128, FATTN_SIMT_BKV_128, FATTN_SIMT_TQ_128, FATTN_SIMT_TK_128, FATTN_SIMT_MINB_128> {};
 #else
-template <> struct Shape<128> : ShapeOf<64, 32, 8, 16> {};   // H200 f32 seq 8192: 28.2 TFLOP/s
+template <> struct Shape<128> : ShapeOf<64, 32, 8, 16, 3> {};
 #endif
 
-template <typename T, int DPAD>
+template <typename T, int DPAD, bool VEC>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = Shape<DPAD>;
     using C = Tiles<DPAD, S::BQ, S::BKV, S::TQ, S::TK>;
-    auto kernel = flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK>;
+    auto kernel = flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC>;
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
     if (err != cudaSuccess) return err;
     const dim3 grid((unsigned)((a->seq_q + S::BQ - 1) / S::BQ), (unsigned)a->heads_q, (unsigned)a->batch);
     kernel<<<grid, C::NT, C::SMEM, stream>>>(*a);
     return cudaGetLastError();
+}
+
+// K and V rows can be copied as float4s: f32, 16-byte aligned bases, and
+// strides and head dim in multiples of 4 elements.
+bool vec_rows(const fattn_cuda_args *a) {
+    const int64_t strides[] = {a->k_sb, a->k_sh, a->k_ss, a->v_sb, a->v_sh, a->v_ss};
+    for (int64_t st : strides)
+        if (st % 4 != 0) return false;
+    return a->dtype == 0 && a->head_dim % 4 == 0 && (uintptr_t)a->k % 16 == 0 && (uintptr_t)a->v % 16 == 0;
 }
 
 template <int DPAD>
@@ -265,10 +321,11 @@ void tiles(int *bm, int *bn, int *smem) {
 
 template <int DPAD>
 cudaError_t by_dtype(const fattn_cuda_args *a, cudaStream_t stream) {
-    if (a->dtype == 0) return launch<float, DPAD>(a, stream);
+    if (a->dtype == 0)
+        return vec_rows(a) ? launch<float, DPAD, true>(a, stream) : launch<float, DPAD, false>(a, stream);
 #if FATTN_CUDA_SIMT_HALF
-    if (a->dtype == 1) return launch<__half, DPAD>(a, stream);
-    if (a->dtype == 2) return launch<__nv_bfloat16, DPAD>(a, stream);
+    if (a->dtype == 1) return launch<__half, DPAD, false>(a, stream);
+    if (a->dtype == 2) return launch<__nv_bfloat16, DPAD, false>(a, stream);
 #endif
     return cudaErrorInvalidValue;
 }
