@@ -142,7 +142,9 @@ static void test_tile_override(void **state) {
 }
 
 /* A device timer around a forward call: positive, and no longer than the
- * host clock around the whole start .. elapsed sequence. */
+ * host clock around the whole start .. elapsed sequence, give or take the
+ * two clocks' disagreement: NVIDIA's OpenCL driver timed this sequence
+ * (~780 ms, mostly host work) 1.1% longer than CLOCK_MONOTONIC did. */
 static void test_timer(void **state) {
     (void)state;
     require_opencl();
@@ -166,7 +168,7 @@ static void test_timer(void **state) {
     assert_int_equal(fattn_timer_elapsed_ms(t, &ms), FATTN_OK);
     clock_gettime(CLOCK_MONOTONIC, &b);
     const double host_ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) * 1e-6;
-    if (!(ms > 0.0 && ms <= host_ms + 1.0)) fail_msg("device timer %g ms, host clock around it %g ms", ms, host_ms);
+    if (!(ms > 0.0 && ms <= host_ms * 1.05 + 1.0)) fail_msg("device timer %g ms, host clock around it %g ms", ms, host_ms);
     fattn_timer_free(t);
     fattn_context_free(ctx);
 }
