@@ -40,6 +40,9 @@ if has cuda; then
   FATTN_TEST_REQUIRE=cuda,cuda-naive FATTN_TEST_BACKENDS=cuda ./build/test_conformance > "$out/conformance_cuda.log" 2>&1
   echo "test_conformance (cuda) exit status: $?" | tee -a "$out/conformance_cuda.log"
   grep -E "device|SKIPPED|FAILED|PASSED|case" "$out/conformance_cuda.log" | grep -v "not in FATTN_TEST" | head -40
+  FATTN_CUDA_SMALL_TILES=1 FATTN_TEST_REQUIRE=cuda FATTN_TEST_BACKENDS=cuda ./build/test_conformance \
+    > "$out/conformance_cuda_small.log" 2>&1
+  echo "test_conformance (cuda, FATTN_CUDA_SMALL_TILES=1) exit status: $?" | tee -a "$out/conformance_cuda_small.log"
 fi
 if has cudabench; then
   ./build/fattn_bench --backend cuda --device 0 --iters 10 --naive --seqs 2048,4096,8192 | tee "$out/fattn_cuda.csv"

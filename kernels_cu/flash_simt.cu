@@ -263,37 +263,49 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a) {
 }
 
 // Tile shapes per head-dim bucket. 64 and 128 from bench/tune_cuda_simt.sh
-// on the H200 (bench/results/tune/): with shared memory not capped at 48 KiB
-// as in OpenCL, larger query tiles win (d64 128x64 over 64x48: +7%; d128
-// 64x32 on an 8x16 grid over 40x32: +17-32%).
+// on the H200 (bench/results/tune/cuda-simt-v2-*): d64 96x64 on a 16x8 grid
+// (40.5 TFLOP/s f32 seq 8192, 84 KiB; 128x64 as fast but 100 KiB, more than
+// compute 7.0 / 8.6 / 8.9 give a block), d128 64x48 on 8x16 (39.1, 95 KiB;
+// 64x32 36.7, 64x64 at one block per SM 35.7, a 16x8 grid 35.2).
+// Shape<DPAD, true>: the fallback for devices that give a block less shared
+// memory than Shape<DPAD, false> needs (compute 7.5: 64 KiB); untuned.
 // MINB: blocks per SM the registers are capped for (__launch_bounds__).
 template <int BQ_, int BKV_, int TQ_, int TK_, int MINB_ = 1>
 struct ShapeOf {
     static constexpr int BQ = BQ_, BKV = BKV_, TQ = TQ_, TK = TK_, MINB = MINB_;
 };
-template <int DPAD> struct Shape;
-template <> struct Shape<32> : ShapeOf<64, 64, 16, 8> {};
-template <> struct Shape<256> : ShapeOf<16, 16, 8, 8> {};
+template <int DPAD, bool SMALL> struct Shape : Shape<DPAD, false> {};   // no smaller shape
+template <> struct Shape<32, false> : ShapeOf<64, 64, 16, 8> {};
+template <> struct Shape<256, false> : ShapeOf<16, 16, 8, 8> {};
+template <> struct Shape<64, true> : ShapeOf<64, 32, 16, 8> {};
+template <> struct Shape<128, true> : ShapeOf<32, 32, 8, 16> {};
 // FATTN_SIMT_{BQ,BKV,TQ,TK,MINB}_<DPAD> (compile definitions; nvcc splits
 // values at commas, hence five) override the 64 and 128 rows, for tile
 // sweeps (bench/tune_cuda_simt.sh).
 #ifdef FATTN_SIMT_BQ_64
-template <> struct Shape<64>
+template <> struct Shape<64, false>
     : ShapeOf<FATTN_SIMT_BQ_64, FATTN_SIMT_BKV_64, FATTN_SIMT_TQ_64, FATTN_SIMT_TK_64, FATTN_SIMT_MINB_64> {};
 #else
-template <> struct Shape<64> : ShapeOf<128, 64, 16, 8, 2> {};
+template <> struct Shape<64, false> : ShapeOf<96, 64, 16, 8, 2> {};
 #endif
 #ifdef FATTN_SIMT_BQ_128
-template <> struct Shape<128>
+template <> struct Shape<128, false>
     : ShapeOf<FATTN_SIMT_BQ_128, FATTN_SIMT_BKV_128, FATTN_SIMT_TQ_128, FATTN_SIMT_TK_128, FATTN_SIMT_MINB_128> {};
 #else
-template <> struct Shape<128> : ShapeOf<64, 32, 8, 16, 3> {};
+template <> struct Shape<128, false> : ShapeOf<64, 48, 8, 16, 2> {};
 #endif
+template <int DPAD, bool SMALL>
+using TilesOf = Tiles<DPAD, Shape<DPAD, SMALL>::BQ, Shape<DPAD, SMALL>::BKV, Shape<DPAD, SMALL>::TQ, Shape<DPAD, SMALL>::TK>;
+// Whether Shape<DPAD, true> is a shape of its own (else: no instance for it).
+template <int DPAD>
+constexpr bool has_small() {
+    return TilesOf<DPAD, true>::SMEM != TilesOf<DPAD, false>::SMEM;
+}
 
-template <typename T, int DPAD, bool VEC>
+template <typename T, int DPAD, bool SMALL, bool VEC>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
-    using S = Shape<DPAD>;
-    using C = Tiles<DPAD, S::BQ, S::BKV, S::TQ, S::TK>;
+    using S = Shape<DPAD, SMALL>;
+    using C = TilesOf<DPAD, SMALL>;
     auto kernel = flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC>;
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
     if (err != cudaSuccess) return err;
@@ -312,20 +324,28 @@ bool vec_rows(const fattn_cuda_args *a) {
 }
 
 template <int DPAD>
-void tiles(int *bm, int *bn, int *smem) {
-    using S = Shape<DPAD>;
-    *bm = S::BQ;
-    *bn = S::BKV;
-    *smem = Tiles<DPAD, S::BQ, S::BKV, S::TQ, S::TK>::SMEM;
+void tiles(int small, int *bm, int *bn, int *smem) {
+    if (small && has_small<DPAD>()) {
+        *bm = Shape<DPAD, true>::BQ, *bn = Shape<DPAD, true>::BKV, *smem = TilesOf<DPAD, true>::SMEM;
+    } else {
+        *bm = Shape<DPAD, false>::BQ, *bn = Shape<DPAD, false>::BKV, *smem = TilesOf<DPAD, false>::SMEM;
+    }
+}
+
+template <typename T, int DPAD, bool VEC>
+cudaError_t by_shape(const fattn_cuda_args *a, int small, cudaStream_t stream) {
+    if constexpr (has_small<DPAD>())
+        if (small) return launch<T, DPAD, true, VEC>(a, stream);
+    return launch<T, DPAD, false, VEC>(a, stream);
 }
 
 template <int DPAD>
-cudaError_t by_dtype(const fattn_cuda_args *a, cudaStream_t stream) {
+cudaError_t by_dtype(const fattn_cuda_args *a, int small, cudaStream_t stream) {
     if (a->dtype == 0)
-        return vec_rows(a) ? launch<float, DPAD, true>(a, stream) : launch<float, DPAD, false>(a, stream);
+        return vec_rows(a) ? by_shape<float, DPAD, true>(a, small, stream) : by_shape<float, DPAD, false>(a, small, stream);
 #if FATTN_CUDA_SIMT_HALF
-    if (a->dtype == 1) return launch<__half, DPAD, false>(a, stream);
-    if (a->dtype == 2) return launch<__nv_bfloat16, DPAD, false>(a, stream);
+    if (a->dtype == 1) return by_shape<__half, DPAD, false>(a, small, stream);
+    if (a->dtype == 2) return by_shape<__nv_bfloat16, DPAD, false>(a, small, stream);
 #endif
     return cudaErrorInvalidValue;
 }
@@ -344,31 +364,31 @@ extern "C" int fattn_cuda_dpad_built(int dpad) {
 
 extern "C" int fattn_cuda_simt_half_built(void) { return FATTN_CUDA_SIMT_HALF; }
 
-extern "C" cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad, cudaStream_t stream) {
+extern "C" cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad, int small, cudaStream_t stream) {
     switch (dpad) {
 #if FATTN_CUDA_DPAD_32
-    case 32: return by_dtype<32>(a, stream);
+    case 32: return by_dtype<32>(a, small, stream);
 #endif
 #if FATTN_CUDA_DPAD_64
-    case 64: return by_dtype<64>(a, stream);
+    case 64: return by_dtype<64>(a, small, stream);
 #endif
 #if FATTN_CUDA_DPAD_128
-    case 128: return by_dtype<128>(a, stream);
+    case 128: return by_dtype<128>(a, small, stream);
 #endif
 #if FATTN_CUDA_DPAD_256
-    case 256: return by_dtype<256>(a, stream);
+    case 256: return by_dtype<256>(a, small, stream);
 #endif
     default: return cudaErrorInvalidValue;
     }
 }
 
-extern "C" void fattn_cuda_flash_simt_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes) {
+extern "C" void fattn_cuda_flash_simt_tiles(int dpad, int small, int *block_m, int *block_n, int *smem_bytes) {
     *block_m = *block_n = *smem_bytes = 0;
     switch (dpad) {
-    case 32: tiles<32>(block_m, block_n, smem_bytes); break;
-    case 64: tiles<64>(block_m, block_n, smem_bytes); break;
-    case 128: tiles<128>(block_m, block_n, smem_bytes); break;
-    case 256: tiles<256>(block_m, block_n, smem_bytes); break;
+    case 32: tiles<32>(small, block_m, block_n, smem_bytes); break;
+    case 64: tiles<64>(small, block_m, block_n, smem_bytes); break;
+    case 128: tiles<128>(small, block_m, block_n, smem_bytes); break;
+    case 256: tiles<256>(small, block_m, block_n, smem_bytes); break;
     default: break;
     }
 }

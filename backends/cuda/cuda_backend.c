@@ -214,11 +214,27 @@ static fattn_status cuda_plan(void *state, const fattn_problem *p, fattn_plan *p
                           "%s (compute %d.%d) has no bf16/f16 tensor-core path, and this build has no "
                           "f16/bf16 CUDA-core kernels (FATTN_CUDA_SIMT_HALF=OFF)",
                           s->prop.name, s->prop.major, s->prop.minor);
-    int bm, bn, smem;
-    if (mma) fattn_cuda_flash_mma_tiles(dpad, &bm, &bn, &smem);
-    else fattn_cuda_flash_simt_tiles(dpad, &bm, &bn, &smem);
+    int bm, bn, smem, small = 0;
+    const size_t smem_max = s->prop.sharedMemPerBlockOptin;
+    if (mma) {
+        fattn_cuda_flash_mma_tiles(dpad, &bm, &bn, &smem);
+    } else {
+        /* FATTN_CUDA_SMALL_TILES=1 takes the small shapes anywhere, so that
+         * their path is tested on the GPUs that would not need them. */
+        const char *force = getenv("FATTN_CUDA_SMALL_TILES");
+        small = force && strcmp(force, "1") == 0;
+        fattn_cuda_flash_simt_tiles(dpad, small, &bm, &bn, &smem);
+        if ((size_t)smem > smem_max && !small) fattn_cuda_flash_simt_tiles(dpad, small = 1, &bm, &bn, &smem);
+    }
+    if ((size_t)smem > smem_max)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "head dim %lld: the %s kernel's %dx%d tile needs %d bytes of shared memory per "
+                          "block; %s (compute %d.%d) allows %zu",
+                          (long long)p->head_dim, mma ? "tensor-core" : "CUDA-core",
+                          bm, bn, smem, s->prop.name, s->prop.major, s->prop.minor, smem_max);
     plan->variant = mma ? VARIANT_MMA : VARIANT_SIMT;
     plan->detail[0] = dpad;
+    plan->detail[1] = small;
     plan->tiling.tile_q = bm;
     plan->tiling.tile_kv = bn;
     /* Resident blocks: as many as shared memory allows per SM (registers may allow fewer). */
@@ -267,7 +283,7 @@ static fattn_status cuda_forward(void *state, const fattn_problem *p, const fatt
         err = fattn_cuda_flash_mma(&a, plan->detail[0], s->prop.multiProcessorCount, s->stream);
         what = "the tensor-core attention kernel";
     } else {
-        err = fattn_cuda_flash_simt(&a, plan->detail[0], s->stream);
+        err = fattn_cuda_flash_simt(&a, plan->detail[0], plan->detail[1], s->stream);
         what = "the CUDA-core attention kernel";
     }
     return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, what);

@@ -54,9 +54,11 @@ cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, int num_sms
 /* Tile sizes the mma kernel uses for dpad (for the memory report). */
 void fattn_cuda_flash_mma_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes);
 
-/* CUDA-core kernel (FFMA, float32 arithmetic), every dtype, compute capability 7.0+. */
-cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad, cudaStream_t stream);
-void fattn_cuda_flash_simt_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes);
+/* CUDA-core kernel (FFMA, float32 arithmetic), every dtype, compute capability 7.0+.
+ * small: the tile shape for devices that give a block less shared memory than
+ * the tuned one needs (the tiles query says how much each takes). */
+cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad, int small, cudaStream_t stream);
+void fattn_cuda_flash_simt_tiles(int dpad, int small, int *block_m, int *block_n, int *smem_bytes);
 /* 1 when the CUDA-core kernel was built for f16/bf16 too (FATTN_CUDA_SIMT_HALF). */
 int fattn_cuda_simt_half_built(void);
 
