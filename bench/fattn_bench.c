@@ -1,21 +1,42 @@
-/* Throughput of fattn_forward on one backend and device, over the
- * FlashAttention papers' shapes (batch*seq = 16384, heads*dim = 2048) or one
- * shape from the command line, and optionally the naive baseline beside it
- * with the accounting module's bytes for both and the device memory each
- * call was measured to hold. Median of repeated calls after warm-up, timed
- * by the device's clock (fattn_timer: CUDA events, OpenCL profiling) where
- * the backend has one, else on the host around a synchronised call; the
- * clock column says which.
- * Inputs are random (never zeros). Prints one CSV row per shape. */
+/* fattn_bench: every available backend and device side by side on the
+ * FlashAttention papers' sweep (head dim 64 and 128, seq 512 .. 16384,
+ * batch*seq = 16384, heads*dim = 2048, causal and not) and any shape given
+ * on the command line, for each dtype. Per (backend, device, shape, dtype):
+ * the median time on the device's clock, TFLOP/s, the error against a
+ * float64 reference on sampled rows, the naive baseline, the accounting
+ * module's bytes and the device memory each path was measured to hold.
+ * Progress goes to stderr, a side-by-side table to stdout, CSV / JSON lines
+ * to files. --long: the long-sequence demonstration on each GPU. */
 #define _POSIX_C_SOURCE 200809L
-#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "fattn.h"
-#include "half.h"
+#include "measure.h"
+#include "report.h"
+
+enum { MAX_SHAPES = 256 };
+
+typedef struct config {
+    int kinds[3], all_devices, device;
+    int dtypes[3];
+    bench_shape shapes[MAX_SHAPES];
+    int nshapes;
+    bench_opts opts;
+    double budget_s;   /* per measurement; longer ones are reported skipped */
+    int long_demo;
+    int64_t long_seq;
+    FILE *csv, *json;
+    int table;
+} config;
+
+typedef struct results {
+    bench_result *r;
+    int n, cap;
+} results;
 
 static double now(void) {
     struct timespec ts;
@@ -23,246 +44,233 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* A CSV field: quoted, inner quotes doubled, line breaks (build logs) as spaces. */
-static void put_quoted(const char *text) {
-    putchar('"');
-    for (const char *c = text; *c; c++) {
-        if (*c == '"') putchar('"');
-        putchar(*c == '\n' || *c == '\r' ? ' ' : *c);
-    }
-    putchar('"');
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* A buffer of n random elements in [-1, 1]. */
-static fattn_status random_buffer(fattn_context *ctx, fattn_dtype t, size_t n, uint64_t seed,
-                                  fattn_buffer **out) {
-    const size_t es = fattn_dtype_size(t);
-    unsigned char *h = malloc(n * es);
-    if (!h) return FATTN_ERR_OUT_OF_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        float x = (float)((double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-        if (t == FATTN_F32) memcpy(h + i * 4, &x, 4);
-        else {
-            uint16_t b = t == FATTN_F16 ? fattn_f32_to_f16(x) : fattn_f32_to_bf16(x);
-            memcpy(h + i * 2, &b, 2);
-        }
-    }
-    fattn_status st = fattn_buffer_alloc(ctx, n * es, out);
-    if (st == FATTN_OK) st = fattn_buffer_write(*out, 0, h, n * es);
-    free(h);
-    return st;
-}
-
-typedef struct shape {
-    int64_t b, h, s, d;
-    int causal;
-} shape;
-
-typedef fattn_status (*forward_fn)(fattn_context *, const fattn_attention_desc *, const fattn_tensor *,
-                                   const fattn_tensor *, const fattn_tensor *, const fattn_tensor *,
-                                   const fattn_tensor *);
-
-/* Median milliseconds of `iters` forward+synchronize calls after `warmup`
- * calls (2 by default; the first builds or loads the kernels). */
-static int warmup = 2;
-
-static const char *clock_used = "host";
-
-static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_attention_desc *d,
-                              const fattn_tensor *x, int iters, double *out) {
-    double *ms = calloc((size_t)iters, sizeof *ms);
-    fattn_status st = ms ? FATTN_OK : FATTN_ERR_OUT_OF_MEMORY;
-    /* The device's own clock where the backend has one (CUDA events, OpenCL
-     * profiling); else the host clock around a synchronised call. */
-    fattn_timer *timer = NULL;
-    if (fattn_timer_create(ctx, &timer) != FATTN_OK) timer = NULL;
-    clock_used = fattn_timer_is_device_clock(timer) ? "device" : "host";
-    for (int i = -warmup; i < iters && st == FATTN_OK; i++) {
-        double t0 = now(), dev_ms = 0.0;
-        if (timer) st = fattn_timer_start(timer);
-        if (st == FATTN_OK) st = f(ctx, d, &x[0], &x[1], &x[2], &x[3], NULL);
-        if (st == FATTN_OK && timer) st = fattn_timer_stop(timer);
-        if (st == FATTN_OK && timer) st = fattn_timer_elapsed_ms(timer, &dev_ms);
-        if (st == FATTN_OK) st = fattn_context_synchronize(ctx);
-        if (i >= 0) ms[i] = timer ? dev_ms : (now() - t0) * 1e3;
-    }
-    fattn_timer_free(timer);
-    if (st == FATTN_OK) {
-        qsort(ms, (size_t)iters, sizeof *ms, cmp_double);
-        *out = ms[iters / 2];
-    }
-    free(ms);
-    return st;
-}
-
-/* Device memory the call holds while it runs: the reading right after the
- * (asynchronous) call returns, before synchronising, minus the one before the
- * call, after synchronising. "" where the backend cannot measure; about 0 on
- * synchronous backends (the CPU), which free before returning. */
-static void print_grown(fattn_context *ctx, forward_fn f, const fattn_attention_desc *d, const fattn_tensor *x) {
-    uint64_t used0, used1, total;
-    fattn_status st = fattn_context_synchronize(ctx);
-    if (st == FATTN_OK) st = fattn_context_device_memory(ctx, &used0, &total);
-    if (st == FATTN_OK) st = f(ctx, d, &x[0], &x[1], &x[2], &x[3], NULL);
-    if (st == FATTN_OK) st = fattn_context_device_memory(ctx, &used1, &total);
-    fattn_context_synchronize(ctx);
-    if (st == FATTN_OK) printf("%llu,", (unsigned long long)(used1 > used0 ? used1 - used0 : 0));
-    else printf(",");
-}
-
-static float elem(const unsigned char *h, fattn_dtype t, size_t i) {
-    if (t == FATTN_F32) {
-        float x;
-        memcpy(&x, h + 4 * i, 4);
-        return x;
-    }
-    uint16_t b;
-    memcpy(&b, h + 2 * i, 2);
-    return t == FATTN_F16 ? fattn_f16_to_f32(b) : fattn_bf16_to_f32(b);
-}
-
-/* Times the naive baseline and compares its output with the tiled kernel's,
- * which `o` holds on entry: a check that both ran on the same data. */
-static fattn_status max_diff_after(fattn_context *ctx, const fattn_attention_desc *d, const fattn_tensor *x,
-                                   fattn_buffer *o, size_t n, int iters, double *ms, double *diff) {
-    const size_t bytes = n * fattn_dtype_size(d->dtype);
-    unsigned char *tiled = malloc(bytes), *naive = malloc(bytes);
-    fattn_status st = tiled && naive ? fattn_buffer_read(o, 0, tiled, bytes) : FATTN_ERR_OUT_OF_MEMORY;
-    if (st == FATTN_OK) st = median_ms(ctx, fattn_forward_naive, d, x, iters, ms);
-    if (st == FATTN_OK) st = fattn_buffer_read(o, 0, naive, bytes);
-    *diff = 0.0;
-    for (size_t i = 0; st == FATTN_OK && i < n; i++) {
-        const double e = fabs((double)elem(tiled, d->dtype, i) - (double)elem(naive, d->dtype, i));
-        if (!(e <= *diff)) *diff = e;   /* NaN wins */
-    }
-    free(tiled);
-    free(naive);
-    return st;
-}
-
-static int bench_one(fattn_context *ctx, const char *label, fattn_dtype t, shape sh, int iters, int naive) {
-    fattn_attention_desc d = {.batch = sh.b, .heads_q = sh.h, .heads_kv = sh.h, .seq_q = sh.s,
-                              .seq_kv = sh.s, .head_dim = sh.d, .dtype = t, .causal = sh.causal};
-    const size_t n = (size_t)(sh.b * sh.h * sh.s * sh.d);
-    fattn_buffer *buf[4] = {0};
-    fattn_tensor x[4];
-    fattn_status st = FATTN_OK;
-    for (int i = 0; i < 4 && st == FATTN_OK; i++) {
-        st = random_buffer(ctx, t, n, 1234 + (uint64_t)i, &buf[i]);
-        if (st == FATTN_OK) st = fattn_tensor_init(&x[i], buf[i], t, FATTN_LAYOUT_BSHD, sh.h, sh.s, sh.d);
-    }
-    double med = 0.0, naive_ms = 0.0;
-    fattn_memory_report mem = {0};
-    if (st == FATTN_OK) st = median_ms(ctx, fattn_forward, &d, x, iters, &med);
-    if (st == FATTN_OK) st = fattn_context_memory_report(ctx, &d, &mem);
-    const char *dt = t == FATTN_F32 ? "f32" : t == FATTN_F16 ? "f16" : "bf16";
-    printf("%s,", label);
-    put_quoted(fattn_context_device_name(ctx));
-    printf(",%s,%lld,%lld,%lld,%lld,%d,", dt, (long long)sh.b, (long long)sh.h, (long long)sh.s, (long long)sh.d,
-           sh.causal);
-    if (st != FATTN_OK) {
-        printf("error,,,,,,,,,");
-        put_quoted(fattn_error_message(ctx));
-        putchar('\n');
-    } else {
-        printf("%.4f,%.3f,%llu,%llu,", med, fattn_flops(&d) / (med * 1e-3) / 1e12,
-               (unsigned long long)mem.flash_bytes, (unsigned long long)mem.naive_bytes);
-        print_grown(ctx, fattn_forward, &d, x);
-        /* The naive baseline is optional and may not fit: its failure is a value, not an error. */
-        double diff = -1.0;
-        fattn_status ns = naive ? max_diff_after(ctx, &d, x, buf[3], n, iters, &naive_ms, &diff)
-                                : FATTN_ERR_UNSUPPORTED;
-        if (ns == FATTN_OK) {
-            printf("%.4f,%.3f,", naive_ms, fattn_flops(&d) / (naive_ms * 1e-3) / 1e12);
-            print_grown(ctx, fattn_forward_naive, &d, x);
-            printf("%s,max |O_naive - O_tiled| = %.3g\n", clock_used, diff);
-        } else {
-            printf(",,,%s,", clock_used);
-            put_quoted(naive ? fattn_error_message(ctx) : "");
-            putchar('\n');
-        }
-    }
-    fflush(stdout);
-    for (int i = 0; i < 4; i++) fattn_buffer_free(buf[i]);
-    return st != FATTN_OK;
-}
-
 static void usage(void) {
     fprintf(stderr,
-            "usage: fattn_bench [--backend cpu|cuda|opencl] [--device N] [--dtype f32|f16|bf16|all]\n"
-            "                   [--seq S --dim D [--batch B --heads H] [--causal]] [--iters N]\n"
-            "                   [--warmup N] [--naive]   (--naive: also time fattn_forward_naive)\n"
-            "                   [--seqs S1,S2,...]\n"
-            "Without --seq: seq 4096 and 8192 (or --seqs), dim 64 and 128, causal and not, batch*seq = 16384,\n"
-            "heads*dim = 2048.\n");
+            "usage: fattn_bench [--backend all|cpu|cuda|opencl] [--device all|N] [--dtype all|f32|f16|bf16]\n"
+            "                   [--seqs S1,S2,..] [--dims D1,D2] [--causal both|0|1] [--shape BxHxSxD[c]]...\n"
+            "                   [--no-sweep] [--quick] [--iters N] [--warmup N] [--no-naive] [--check-rows N]\n"
+            "                   [--budget SECONDS] [--csv FILE|-] [--json FILE|-] [--long [--long-seq N]]\n"
+            "                   [--csv-header]\n"
+            "Default sweep: seq 512..16384, dim 64 and 128, causal and not, batch*seq = 16384, heads*dim = 2048,\n"
+            "every dtype, every backend and device; 10 timed calls after 2 warm-ups; a measurement whose\n"
+            "estimated time passes --budget (default 10 s) is reported as skipped.\n"
+            "--quick: seq 256..1024, dim 64, batch*seq = 2048, heads*dim = 512, 3 calls, budget 2 s.\n"
+            "--shape: 2x16x4096x128c is batch 2, 16 heads, seq 4096, dim 128, causal (added to the sweep).\n"
+            "--long: batch 1, 16 heads, dim 128, causal, seq --long-seq (131072) on every GPU, bf16 and f32.\n");
+}
+
+static int parse_list(const char *v, int64_t *out, int max) {
+    int n = 0;
+    for (const char *c = v; *c && n < max; c = strchr(c, ',') ? strchr(c, ',') + 1 : "")
+        if (atoll(c) > 0) out[n++] = atoll(c);
+    return n;
+}
+
+static int parse_shape(const char *v, bench_shape *s) {
+    long long b, h, q, d;
+    char c = 0;
+    if (sscanf(v, "%lldx%lldx%lldx%lld%c", &b, &h, &q, &d, &c) < 4 || b < 1 || h < 1 || q < 1 || d < 1) return 0;
+    *s = (bench_shape){b, h, q, d, c == 'c'};
+    return 1;
+}
+
+static FILE *open_out(const char *path) {
+    if (strcmp(path, "-") == 0) return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f) fprintf(stderr, "fattn_bench: cannot write %s\n", path);
+    return f;
+}
+
+/* The papers' sweep: total tokens and heads*dim fixed, ascending seq (the
+ * budget estimates each shape from the one before). */
+static void add_sweep(config *c, const int64_t *seqs, int nseq, const int64_t *dims, int ndim, int causal_mask,
+                      int64_t tokens, int64_t width) {
+    for (int di = 0; di < ndim; di++)
+        for (int cz = 0; cz < 2; cz++) {
+            if (!(causal_mask & (1 << cz))) continue;
+            for (int si = 0; si < nseq && c->nshapes < MAX_SHAPES; si++) {
+                const int64_t s = seqs[si], d = dims[di];
+                c->shapes[c->nshapes++] = (bench_shape){tokens / s > 0 ? tokens / s : 1, width / d > 0 ? width / d : 1,
+                                                        s, d, cz};
+            }
+        }
+}
+
+static bench_result *push(results *rs) {
+    if (rs->n == rs->cap) {
+        int cap = rs->cap ? 2 * rs->cap : 64;
+        bench_result *r = realloc(rs->r, (size_t)cap * sizeof *r);
+        if (!r) return NULL;
+        rs->r = r, rs->cap = cap;
+    }
+    bench_result *r = &rs->r[rs->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+static void progress(int k, int total, const bench_result *r, double t0) {
+    fprintf(stderr, "[%3d/%d %5.0fs] %-6s %d %-4s b%-3lld h%-3lld seq %-6lld d%-3lld %-6s ", k, total, now() - t0,
+            r->backend, r->device, bench_dtype_name(r->dtype), (long long)r->shape.b, (long long)r->shape.h,
+            (long long)r->shape.s, (long long)r->shape.d, r->shape.causal ? "causal" : "");
+    if (strcmp(r->status, "ok") != 0) fprintf(stderr, "%s: %s\n", r->status, r->note);
+    else {
+        fprintf(stderr, "%8.3f ms %7.2f TFLOP/s", r->ms, r->tflops);
+        if (r->max_err >= 0) fprintf(stderr, "  err %.1e", r->max_err);
+        if (r->naive_ok) fprintf(stderr, "  naive %7.2f TFLOP/s", r->naive_tflops);
+        else if (strncmp(r->naive_note, "impossible", 10) == 0) fprintf(stderr, "  naive %s", r->naive_note);
+        fputc('\n', stderr);
+    }
+}
+
+/* Measures one device over the shapes and dtypes; rates[dtype][0/1] carry
+ * the last tiled / naive throughput for the budget's estimates. */
+static void run_device(const config *c, fattn_backend_kind kind, int dev, const bench_shape *shapes, int nshapes,
+                       const bench_opts *o, results *rs, int *k, int total, double t0) {
+    fattn_context *ctx;
+    if (fattn_context_create(&ctx, kind, dev) != FATTN_OK) {
+        fprintf(stderr, "fattn_bench: %s device %d: %s\n", fattn_backend_name(kind), dev, fattn_error_message(NULL));
+        return;
+    }
+    const fattn_dtype all[3] = {FATTN_F32, FATTN_F16, FATTN_BF16};
+    uint64_t used, mem_total;
+    if (c->long_demo && fattn_context_device_memory(ctx, &used, &mem_total) == FATTN_OK)
+        for (int t = 0; t < 3; t++)
+            if (c->dtypes[t]) {   /* Q, K, V and O resident; 10% left to the runtime */
+                const double per_token = 4.0 * (double)shapes[0].h * (double)shapes[0].d * (double)fattn_dtype_size(all[t]);
+                fprintf(stderr, "fattn_bench: %s device %d holds Q, K, V and O of up to %.0f tokens in %s "
+                        "(%d heads, dim %lld)\n", fattn_backend_name(kind), dev, 0.9 * (double)mem_total / per_token,
+                        bench_dtype_name(all[t]), (int)shapes[0].h, (long long)shapes[0].d);
+            }
+    for (int t = 0; t < 3; t++) {
+        if (!c->dtypes[t]) continue;
+        double rate[2] = {0, 0};   /* FLOP/s of the last tiled and naive runs */
+        for (int i = 0; i < nshapes; i++) {
+            bench_result *r = push(rs);
+            if (!r) break;
+            snprintf(r->backend, sizeof r->backend, "%s", fattn_backend_name(kind));
+            r->device = dev;
+            snprintf(r->device_name, sizeof r->device_name, "%s", fattn_context_device_name(ctx));
+            r->dtype = all[t];
+            r->shape = shapes[i];
+            const double flops = bench_flops(shapes[i]), calls = o->warmup + o->iters;
+            bench_opts oo = *o;
+            if (rate[1] > 0 && flops / rate[1] * calls > c->budget_s) oo.naive = 0;
+            if (rate[0] > 0 && flops / rate[0] * calls > c->budget_s) {
+                snprintf(r->status, sizeof r->status, "skipped");
+                snprintf(r->note, sizeof r->note, "estimated %.0f s, over --budget %.0f s", flops / rate[0] * calls,
+                         c->budget_s);
+            } else {
+                bench_measure(ctx, &oo, r);
+                if (o->naive && !oo.naive)
+                    snprintf(r->naive_note, sizeof r->naive_note, "skipped: estimated %.0f s, over --budget",
+                             flops / rate[1] * calls);
+                if (strcmp(r->status, "ok") == 0) rate[0] = flops / (r->ms * 1e-3);
+                if (r->naive_ok) rate[1] = flops / (r->naive_ms * 1e-3);
+            }
+            progress(++*k, total, r, t0);
+            if (c->csv) report_csv(c->csv, r);
+            if (c->json) report_json(c->json, r);
+        }
+    }
+    fattn_context_free(ctx);
 }
 
 int main(int argc, char **argv) {
-    fattn_backend_kind kind = FATTN_BACKEND_AUTO;
-    int device = -1, iters = 10, causal = 0, naive = 0;
-    int64_t seq = 0, dim = 128, batch = 0, heads = 0;
-    int64_t seqs[8] = {4096, 8192};
-    int nseqs = 2;
-    const char *dts = "all";
+    config c = {.kinds = {1, 1, 1}, .all_devices = 1, .dtypes = {1, 1, 1},
+                .opts = {.iters = 10, .warmup = 2, .naive = 1, .check_rows = 16},
+                .budget_s = 10.0, .long_seq = 131072, .table = 1};
+    int64_t seqs[16] = {512, 1024, 2048, 4096, 8192, 16384}, dims[4] = {64, 128};
+    int nseq = 6, ndim = 2, causal_mask = 3, sweep = 1, quick = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--causal")) { causal = 1; continue; }
-        if (!strcmp(a, "--naive")) { naive = 1; continue; }
+        if (!strcmp(a, "--csv-header")) { report_csv_header(stdout); return 0; }
+        if (!strcmp(a, "--no-naive")) { c.opts.naive = 0; continue; }
+        if (!strcmp(a, "--no-sweep")) { sweep = 0; continue; }
+        if (!strcmp(a, "--quick")) { quick = 1; continue; }
+        if (!strcmp(a, "--long")) { c.long_demo = 1; continue; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(); return 0; }
         if (!v) { usage(); return 2; }
         i++;
         if (!strcmp(a, "--backend")) {
-            if (fattn_backend_from_name(v, &kind) != FATTN_OK) { usage(); return 2; }
-        } else if (!strcmp(a, "--device")) device = atoi(v);
-        else if (!strcmp(a, "--dtype")) dts = v;
-        else if (!strcmp(a, "--seq")) seq = atoll(v);
-        else if (!strcmp(a, "--seqs")) {   /* the sweep's sequence lengths, comma-separated */
-            nseqs = 0;
-            for (const char *c = v; *c && nseqs < 8; c = strchr(c, ',') ? strchr(c, ',') + 1 : "")
-                if (atoll(c) > 0) seqs[nseqs++] = atoll(c);
-            if (!nseqs) { usage(); return 2; }
+            fattn_backend_kind kind;
+            if (strcmp(v, "all") == 0) continue;
+            if (fattn_backend_from_name(v, &kind) != FATTN_OK || kind == FATTN_BACKEND_AUTO) { usage(); return 2; }
+            for (int k = 0; k < 3; k++) c.kinds[k] = (int)kind == k + 1;
+        } else if (!strcmp(a, "--device")) {
+            c.all_devices = strcmp(v, "all") == 0;
+            c.device = atoi(v);
+        } else if (!strcmp(a, "--dtype")) {
+            const char *names[3] = {"f32", "f16", "bf16"};
+            for (int k = 0; k < 3; k++) c.dtypes[k] = !strcmp(v, "all") || !strcmp(v, names[k]);
+        } else if (!strcmp(a, "--seqs")) nseq = parse_list(v, seqs, 16);
+        else if (!strcmp(a, "--dims")) ndim = parse_list(v, dims, 4);
+        else if (!strcmp(a, "--causal")) causal_mask = !strcmp(v, "0") ? 1 : !strcmp(v, "1") ? 2 : 3;
+        else if (!strcmp(a, "--shape")) {
+            if (c.nshapes == MAX_SHAPES || !parse_shape(v, &c.shapes[c.nshapes])) { usage(); return 2; }
+            c.nshapes++;
+        } else if (!strcmp(a, "--iters")) c.opts.iters = atoi(v) > 0 ? atoi(v) : 1;
+        else if (!strcmp(a, "--warmup")) c.opts.warmup = atoi(v) > 0 ? atoi(v) : 0;
+        else if (!strcmp(a, "--check-rows")) c.opts.check_rows = atoi(v) > 0 ? atoi(v) : 0;
+        else if (!strcmp(a, "--budget")) c.budget_s = atof(v) > 0 ? atof(v) : 1e30;
+        else if (!strcmp(a, "--long-seq")) c.long_seq = atoll(v) > 0 ? atoll(v) : c.long_seq;
+        else if (!strcmp(a, "--csv")) {
+            if (!(c.csv = open_out(v))) return 2;
+            if (c.csv == stdout) c.table = 0;
+        } else if (!strcmp(a, "--json")) {
+            if (!(c.json = open_out(v))) return 2;
+            if (c.json == stdout) c.table = 0;
+        } else { usage(); return 2; }
+    }
+    if (!nseq || !ndim) { usage(); return 2; }
+    if (quick) {
+        const int64_t qs[3] = {256, 512, 1024}, qd[1] = {64};
+        add_sweep(&c, qs, 3, qd, 1, causal_mask, 2048, 512);
+        c.opts.iters = 3, c.opts.warmup = 1, c.budget_s = 2.0;
+    } else if (sweep && !c.long_demo) {
+        add_sweep(&c, seqs, nseq, dims, ndim, causal_mask, 16384, 2048);
+    }
+    if (c.csv) report_csv_header(c.csv);
+
+    /* Every (backend, device) to run, GPUs only for the long demo. */
+    struct { fattn_backend_kind kind; int dev; } devs[64];
+    int ndev = 0;
+    for (int k = 0; k < 3; k++) {
+        const fattn_backend_kind kind = (fattn_backend_kind)(k + 1);
+        if (!c.kinds[k]) continue;
+        fattn_backend_info info;
+        if (fattn_backend_get_info(kind, &info) != FATTN_OK || info.device_count == 0) {
+            fprintf(stderr, "fattn_bench: %s: skipped (%s)\n", fattn_backend_name(kind),
+                    info.reason[0] ? info.reason : "no devices");
+            continue;
         }
-        else if (!strcmp(a, "--dim")) dim = atoll(v);
-        else if (!strcmp(a, "--batch")) batch = atoll(v);
-        else if (!strcmp(a, "--heads")) heads = atoll(v);
-        else if (!strcmp(a, "--iters")) iters = atoi(v);
-        else if (!strcmp(a, "--warmup")) warmup = atoi(v) < 0 ? 0 : atoi(v);
-        else { usage(); return 2; }
+        const int n = c.long_demo ? (kind == FATTN_BACKEND_CPU ? 0 : info.gpu_count) : info.device_count;
+        for (int d = 0; d < n && ndev < 64; d++)
+            if (c.all_devices || d == c.device) devs[ndev].kind = kind, devs[ndev++].dev = d;
     }
-    if (iters < 1) iters = 1;
-    fattn_context *ctx;
-    if (fattn_context_create(&ctx, kind, device) != FATTN_OK) {
-        fprintf(stderr, "fattn_bench: %s\n", fattn_error_message(NULL));
-        return 1;
+    if (c.long_demo && ndev == 0) {
+        fprintf(stderr, "fattn_bench: no GPU here; the long-sequence demonstration runs on GPUs only\n");
+        return 0;
     }
-    shape shapes[2 * 8 * 2];
-    int ns = 0;
-    if (seq > 0) {
-        shapes[ns++] = (shape){batch ? batch : (16384 / seq > 0 ? 16384 / seq : 1),
-                               heads ? heads : (2048 / dim > 0 ? 2048 / dim : 1), seq, dim, causal};
-    } else {
-        for (int64_t d = 64; d <= 128; d *= 2)
-            for (int i = 0; i < nseqs; i++)
-                for (int c = 0; c < 2; c++) {
-                    const int64_t s = seqs[i];
-                    shapes[ns++] = (shape){16384 / s > 0 ? 16384 / s : 1, 2048 / d, s, d, c};
-                }
+    bench_shape long_shape = {1, 16, c.long_seq, 128, 1};
+    const bench_shape *shapes = c.long_demo ? &long_shape : c.shapes;
+    const int nshapes = c.long_demo ? 1 : c.nshapes;
+    bench_opts o = c.opts;
+    if (c.long_demo) {
+        o.iters = 3, o.warmup = 1, c.budget_s = 1e30;
+        if (c.dtypes[0] && c.dtypes[1] && c.dtypes[2]) c.dtypes[1] = 0;   /* bf16 and f32 */
     }
-    const fattn_dtype all[3] = {FATTN_F32, FATTN_F16, FATTN_BF16};
-    int failures = 0;
-    printf("backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops,flash_bytes,naive_bytes,"
-           "flash_measured_bytes,naive_ms,naive_tflops,naive_measured_bytes,clock,note\n");
-    for (int t = 0; t < 3; t++) {
-        const char *names[3] = {"f32", "f16", "bf16"};
-        if (strcmp(dts, "all") && strcmp(dts, names[t])) continue;
-        for (int i = 0; i < ns; i++)
-            failures += bench_one(ctx, fattn_context_backend_name(ctx), all[t], shapes[i], iters, naive);
-    }
-    fattn_context_free(ctx);
-    return failures != 0;
+    const int total = ndev * nshapes * (c.dtypes[0] + c.dtypes[1] + c.dtypes[2]);
+    fprintf(stderr, "fattn_bench: %d device(s), %d shape(s), %d measurement(s)\n", ndev, nshapes, total);
+    results rs = {0};
+    int k = 0;
+    const double t0 = now();
+    for (int i = 0; i < ndev; i++) run_device(&c, devs[i].kind, devs[i].dev, shapes, nshapes, &o, &rs, &k, total, t0);
+    if (c.table) report_table(stdout, rs.r, rs.n);
+    int errors = 0;
+    for (int i = 0; i < rs.n; i++) errors += strcmp(rs.r[i].status, "error") == 0;
+    if (c.csv && c.csv != stdout) fclose(c.csv);
+    if (c.json && c.json != stdout) fclose(c.json);
+    free(rs.r);
+    if (errors) fprintf(stderr, "fattn_bench: %d measurement(s) failed (see the notes)\n", errors);
+    return errors != 0;
 }

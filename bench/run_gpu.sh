@@ -9,6 +9,8 @@
 #   cuda   the CUDA conformance rows (every dtype, tiled and naive)
 #   cudabench  fattn_bench on CUDA with the naive baseline, seq 2048/4096/8192
 #   simt   bench/tune_cuda_simt.sh: the f32 CUDA-core kernel's tile candidates
+#   compare  bench/compare.sh --long: every backend and device over the papers' sweep, the
+#          long-sequence demonstration and the PyTorch peers, one table and the charts
 #   sanitize  compute-sanitizer memcheck and racecheck over a few CUDA cases
 # Results go to $OUT (or ./out).
 # Usage (on the GPU machine): source .devkit/env.sh && bash bench/run_gpu.sh [phase...]
@@ -34,7 +36,7 @@ fi
 if has tune; then bench/tune_opencl.sh build 0 64 128 | tee "$out/tune.csv"; fi
 # Device 0 is the GPU: GPUs are listed first.
 if has bench; then
-  ./build/fattn_bench --backend opencl --device 0 --iters 5 --naive | tee "$out/fattn_opencl_nvidia.csv"
+  ./build/fattn_bench --backend opencl --device 0 --iters 5 --seqs 4096,8192 --csv "$out/fattn_opencl_nvidia.csv"
 fi
 if has cuda; then
   FATTN_TEST_REQUIRE=cuda,cuda-naive FATTN_TEST_BACKENDS=cuda ./build/test_conformance > "$out/conformance_cuda.log" 2>&1
@@ -45,9 +47,10 @@ if has cuda; then
   echo "test_conformance (cuda, FATTN_CUDA_SMALL_TILES=1) exit status: $?" | tee -a "$out/conformance_cuda_small.log"
 fi
 if has cudabench; then
-  ./build/fattn_bench --backend cuda --device 0 --iters 10 --naive --seqs 2048,4096,8192 | tee "$out/fattn_cuda.csv"
+  ./build/fattn_bench --backend cuda --device 0 --iters 10 --seqs 2048,4096,8192 --csv "$out/fattn_cuda.csv"
 fi
 if has simt; then bench/tune_cuda_simt.sh 90 | tee "$out/tune_simt.csv"; fi
+if has compare; then bash bench/compare.sh --long --out "$out/compare" -- --iters 5 --budget 4; fi
 if has sanitize; then
   # A few shapes that reach every path: odd sizes, GQA, strides, causal, no keys, each dtype.
   export FATTN_TEST_BACKENDS=cuda FATTN_TEST_CASES="seq 65 dim 80,causal seq 127 dim 256,kv strides differ causal,no keys,batch 3"
@@ -66,6 +69,7 @@ if has peers; then
   done 2>/dev/null | tee "$out/peers.jsonl"
 fi
 if has pocl; then
-  timeout 400 ./build/fattn_bench --backend opencl --device 1 --iters 1 --warmup 1 | tee "$out/fattn_opencl_pocl.csv"
+  timeout 400 ./build/fattn_bench --backend opencl --device 1 --iters 1 --warmup 1 --seqs 4096,8192 --no-naive \
+    --budget 1e9 --csv "$out/fattn_opencl_pocl.csv"
 fi
 exit 0

@@ -26,12 +26,13 @@ for d in 64 128; do
   done
 done
 wait
-echo "dim,shape,backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops,flash_bytes,naive_bytes,flash_measured_bytes,naive_ms,naive_tflops,naive_measured_bytes,clock,note"
+echo "dim,shape,$("${dirs[0]##*:}/fattn_bench" --csv-header)"
 for entry in "${dirs[@]}"; do
   IFS=: read -r d c dir <<< "$entry"
   [ -x "$dir/fattn_bench" ] || { echo "$d,\"$c\",build failed"; continue; }
-  for causal in "" --causal; do
-    "$dir/fattn_bench" --backend cuda --dtype f32 --seq "$seq" --dim $d --iters 5 $causal | tail -1 |
+  for causal in "" c; do
+    "$dir/fattn_bench" --backend cuda --dtype f32 --no-sweep --shape "$((16384 / seq))x$((2048 / d))x${seq}x$d$causal" \
+      --iters 5 --no-naive --check-rows 0 --csv - 2>/dev/null | tail -1 |
       sed "s|^|$d,\"$c\",|"
   done
 done

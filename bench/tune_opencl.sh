@@ -20,13 +20,14 @@ tiles_64="64x32/16x8 64x32/16x4 64x48/16x8 64x48/16x16 64x48/8x16 64x48/8x8 64x4
 tiles_128="64x16/16x8 32x32/8x16 32x32/8x32 32x32/4x16 32x32/16x32 32x40/8x8 24x32/8x16 16x48/4x16 \
 40x32/8x16"
 
-echo "tiles,backend,device,dtype,batch,heads,seq,dim,causal,ms,tflops,flash_bytes,naive_bytes,naive_ms,naive_tflops,note"
+echo "tiles,$("$build/fattn_bench" --csv-header)"
 for d in $dims; do
   var=tiles_$d
   for t in ${!var}; do
-    for c in "" --causal; do
+    for c in "" c; do
       FATTN_OPENCL_TILES="$d:$t" "$build/fattn_bench" --backend opencl --device "$device" --dtype f32 \
-        --seq 8192 --dim "$d" --iters 3 $c | tail -1 | sed "s|^|$t,|"
+        --no-sweep --shape "$((16384 / 8192))x$((2048 / d))x8192x$d$c" --iters 3 --no-naive --check-rows 0 \
+        --csv - 2>/dev/null | tail -1 | sed "s|^|$t,|"
     done
   done
 done

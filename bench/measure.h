@@ -1,0 +1,50 @@
+/* One benchmark measurement: a problem on one context, timed, checked
+ * against a float64 reference on sampled rows, with the naive baseline and
+ * the device memory each path was measured to hold. */
+#ifndef FATTN_BENCH_MEASURE_H
+#define FATTN_BENCH_MEASURE_H
+
+#include <stdint.h>
+
+#include "fattn.h"
+
+typedef struct bench_shape {
+    int64_t b, h, s, d;
+    int causal;
+} bench_shape;
+
+typedef struct bench_opts {
+    int iters, warmup;
+    int naive;          /* also time fattn_forward_naive */
+    int check_rows;     /* rows compared with the float64 reference; 0: no check */
+} bench_opts;
+
+typedef struct bench_result {
+    char backend[16];
+    int device;
+    char device_name[256];
+    fattn_dtype dtype;
+    bench_shape shape;
+    char status[16];         /* "ok", "error", "skipped" */
+    char note[512];          /* the error or the reason for a skip */
+    const char *clock;       /* "device" (events / profiling) or "host" */
+    double ms, tflops;
+    uint64_t flash_bytes, naive_bytes;   /* the accounting module's */
+    int64_t flash_measured;  /* device memory the call held, measured; -1 unknown */
+    double max_err;          /* max |O - reference| over the sampled rows; -1 not checked */
+    int err_rows;
+    int naive_ok;
+    double naive_ms, naive_tflops;
+    int64_t naive_measured;
+    char naive_note[512];    /* why the naive baseline did not run */
+} bench_result;
+
+/* Fills r (r->backend, device, shape and dtype first set by the caller). */
+void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r);
+
+/* FLOPs of a shape (fattn_flops of its description). */
+double bench_flops(bench_shape sh);
+
+const char *bench_dtype_name(fattn_dtype t);
+
+#endif
