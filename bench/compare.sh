@@ -2,6 +2,7 @@
 # The cross-vendor comparison in one command: fattn_bench over every available
 # backend and device, the PyTorch SDPA peers where PyTorch sees an NVIDIA GPU,
 # then one side-by-side table (and PNG charts where matplotlib is installed).
+# FATTN_COMMIT names the commit in machine.txt where the checkout has no history.
 # Usage: bench/compare.sh [--quick] [--long] [--out DIR] [--build DIR] [-- fattn_bench options]
 #   --quick  the short sweep (seconds on a laptop CPU); default: the papers' sweep
 #   --long   also the long-sequence demonstration (seq 131072, causal) on each GPU
@@ -21,7 +22,7 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$build/fattn_bench" ] || { echo "compare.sh: build first ($build/fattn_bench is missing)" >&2; exit 1; }
 mkdir -p "$out"
-{ date -u; git rev-parse --short HEAD 2>/dev/null || echo "commit: not a git checkout";
+{ date -u; echo "commit ${FATTN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}";
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   uname -srm; } > "$out/machine.txt" 2>&1 || true
 "$build/fattn_bench" $quick --json "$out/fattn.jsonl" --csv "$out/fattn.csv" "${extra[@]}" | tee "$out/fattn_table.txt" || true

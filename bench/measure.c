@@ -66,30 +66,40 @@ typedef fattn_status (*forward_fn)(fattn_context *, const fattn_attention_desc *
 
 /* Median milliseconds of o->iters calls after o->warmup, on the device's own
  * clock where the backend has one (CUDA events, OpenCL profiling), else on
- * the host around a synchronised call. */
+ * the host around a synchronised call. A device clock that fails mid-run
+ * (a driver without usable profiling times) falls back to the host's, said
+ * once on stderr. */
 static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_attention_desc *d,
                               const fattn_tensor *x, const bench_opts *o, double *out, const char **clock) {
-    double *ms = calloc((size_t)o->iters, sizeof *ms);
-    if (!ms) return FATTN_ERR_OUT_OF_MEMORY;
+    double *host = calloc((size_t)o->iters, sizeof *host), *dev = calloc((size_t)o->iters, sizeof *dev);
     fattn_timer *timer = NULL;
     if (fattn_timer_create(ctx, &timer) != FATTN_OK) timer = NULL;
-    *clock = fattn_timer_is_device_clock(timer) ? "device" : "host";
-    fattn_status st = FATTN_OK;
+    int use_dev = fattn_timer_is_device_clock(timer);
+    fattn_status st = host && dev ? FATTN_OK : FATTN_ERR_OUT_OF_MEMORY;
     for (int i = -o->warmup; i < o->iters && st == FATTN_OK; i++) {
         double t0 = now(), dev_ms = 0.0;
         if (timer) st = fattn_timer_start(timer);
         if (st == FATTN_OK) st = f(ctx, d, &x[0], &x[1], &x[2], &x[3], NULL);
         if (st == FATTN_OK && timer) st = fattn_timer_stop(timer);
-        if (st == FATTN_OK && timer) st = fattn_timer_elapsed_ms(timer, &dev_ms);
         if (st == FATTN_OK) st = fattn_context_synchronize(ctx);
-        if (i >= 0) ms[i] = timer ? dev_ms : (now() - t0) * 1e3;
+        const double host_ms = (now() - t0) * 1e3;
+        if (st == FATTN_OK && use_dev && fattn_timer_elapsed_ms(timer, &dev_ms) != FATTN_OK) {
+            static int told;
+            if (!told++) fprintf(stderr, "fattn_bench: device clock failed (%s); timing on the host\n",
+                                 fattn_error_message(ctx));
+            use_dev = 0;
+        }
+        if (i >= 0) host[i] = host_ms, dev[i] = dev_ms;
     }
     fattn_timer_free(timer);
+    *clock = use_dev ? "device" : "host";
     if (st == FATTN_OK) {
+        double *ms = use_dev ? dev : host;
         qsort(ms, (size_t)o->iters, sizeof *ms, cmp_double);
         *out = ms[o->iters / 2];
     }
-    free(ms);
+    free(host);
+    free(dev);
     return st;
 }
 

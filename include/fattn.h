@@ -161,7 +161,7 @@ FATTN_API fattn_status fattn_context_synchronize(fattn_context *ctx);
 FATTN_API fattn_status fattn_context_device_memory(fattn_context *ctx, uint64_t *used, uint64_t *total);
 
 /* Device-side timing of the work queued between start and stop on the
- * context's queue: CUDA events, OpenCL profiling of barrier commands (the
+ * context's queue: CUDA events, OpenCL profiling of an empty mark kernel (the
  * queue needs CL_QUEUE_PROFILING_ENABLE, which the context's own has), the
  * host clock on the synchronous CPU backend. start and stop only enqueue;
  * elapsed waits for both marks. Keep the same stream between start and stop.

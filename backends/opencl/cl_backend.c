@@ -268,13 +268,26 @@ static fattn_status cl_device_memory(void *state, uint64_t *used, uint64_t *tota
     return FATTN_OK;
 }
 
-/* Timer marks: barrier commands, whose completion time (CL_PROFILING_COMMAND_END)
- * is when everything queued before them has finished; a barrier, not a
- * marker, so that on an out-of-order queue later work also waits for it. */
+/* Timer marks: an empty one-work-item kernel (kernels_cl/mark.cl) between
+ * two barriers, so that on an out-of-order queue too it runs after all
+ * earlier work and before all later work. A kernel, not a barrier or marker
+ * command: NVIDIA's driver gives those zero or stale profiling times. The
+ * interval runs from the end of the start mark to the start of the stop mark. */
 static fattn_status cl_mark(void *state, void **mark, fattn_msg *msg) {
     cl_state *s = state;
+    cl_kernel k;
+    fattn_status st = cl_get_kernel(&s->cache, s->context, s->dev.device, "mark.cl", "fattn_mark",
+                                    "-cl-std=CL1.2", &k, msg);
+    if (st != FATTN_OK) return st;
+    const size_t one = 1;
     cl_event ev;
-    CL_TRY(msg, clEnqueueBarrierWithWaitList(s->queue, 0, NULL, &ev));
+    CL_TRY(msg, clEnqueueBarrierWithWaitList(s->queue, 0, NULL, NULL));
+    CL_TRY(msg, clEnqueueNDRangeKernel(s->queue, k, 1, NULL, &one, &one, 0, NULL, &ev));
+    cl_int err = clEnqueueBarrierWithWaitList(s->queue, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clReleaseEvent(ev);
+        CL_TRY(msg, err);
+    }
     *mark = ev;
     return FATTN_OK;
 }
@@ -282,19 +295,20 @@ static fattn_status cl_mark(void *state, void **mark, fattn_msg *msg) {
 static fattn_status cl_mark_elapsed(void *state, void *start, void *stop, double *ms, fattn_msg *msg) {
     (void)state;
     cl_event ev[2] = {(cl_event)start, (cl_event)stop};
+    const cl_profiling_info which[2] = {CL_PROFILING_COMMAND_END, CL_PROFILING_COMMAND_START};
     cl_ulong t[2];
     for (int i = 0; i < 2; i++) {   /* one by one: the marks may be on queues of two contexts */
         CL_TRY(msg, clWaitForEvents(1, &ev[i]));
-        cl_int err = clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof t[i], &t[i], NULL);
+        cl_int err = clGetEventProfilingInfo(ev[i], which[i], sizeof t[i], &t[i], NULL);
         if (err == CL_PROFILING_INFO_NOT_AVAILABLE)
             return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                               "the command queue was created without CL_QUEUE_PROFILING_ENABLE; "
                               "timers need it (the context's own queue has it)");
         CL_TRY(msg, err);
     }
-    if (t[0] == 0 || t[1] < t[0])   /* some drivers do not time barrier commands */
+    if (t[0] == 0 || t[1] < t[0])
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the OpenCL driver gave no usable profiling times for barrier commands "
+                          "the OpenCL driver gave no usable profiling times for the timer's mark kernels "
                           "(start %llu, stop %llu)", (unsigned long long)t[0], (unsigned long long)t[1]);
     *ms = (double)(t[1] - t[0]) * 1e-6;
     return FATTN_OK;
