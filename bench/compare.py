@@ -76,22 +76,26 @@ def charts(fattn, peers, out):
         print("compare.py: no matplotlib, no charts (apt-get install python3-matplotlib)")
         return []
     cols = columns(fattn, peers)
+    # Implementations under 1 TFLOP/s everywhere (CPUs) would be invisible bars: table only.
+    best = {n: max([r.get("tflops", 0) or 0 for r in c.values()] or [0]) for n, c in cols.items()}
+    drawn = [n for n in cols if best[n] >= 1]
+    left_out = [n for n in cols if best[n] < 1]
+    colour = {n: f"C{i % 10}" for i, n in enumerate(drawn)}
     made = []
     for dt in OrderedDict.fromkeys(r["dtype"] for r in fattn):
         dims = sorted({r["dim"] for r in fattn if r["dtype"] == dt})
+        impls = [n for n in drawn if any(k[0] == dt and cell(r) not in ("–", "refused", "skipped", "error")
+                                         for k, r in cols[n].items())]
         fig, axes = plt.subplots(len(dims), 2, figsize=(15, 4.2 * len(dims)), squeeze=False)
+        w = 0.8 / max(len(impls), 1)
         for i, d in enumerate(dims):
             for c in (0, 1):
                 ax = axes[i][c]
                 seqs = sorted({r["seq"] for r in fattn if r["dtype"] == dt and r["dim"] == d})
-                impls = [n for n in cols if any(cell(cols[n].get((dt, s, d, c))) not in ("–", "refused", "skipped", "error")
-                                                for s in seqs)]
-                w = 0.8 / max(len(impls), 1)
                 for j, n in enumerate(impls):
                     ys = [cols[n].get((dt, s, d, c), {}).get("tflops", 0) or 0 for s in seqs]
-                    bars = ax.bar([x + j * w for x in range(len(seqs))], ys, w, label=n)
-                    ax.bar_label(bars, labels=[f"{y:.0f}" if y >= 1 else (f"{y:.2f}" if y else "") for y in ys],
-                                 fontsize=6, rotation=90, padding=2)
+                    bars = ax.bar([x + j * w for x in range(len(seqs))], ys, w, label=n, color=colour[n])
+                    ax.bar_label(bars, labels=[f"{y:.0f}" if y else "" for y in ys], fontsize=6, rotation=90, padding=2)
                 ax.set_xticks([x + w * (len(impls) - 1) / 2 for x in range(len(seqs))], [str(s) for s in seqs])
                 ax.set_xlabel("sequence length")
                 ax.set_ylabel("TFLOP/s")
@@ -99,7 +103,8 @@ def charts(fattn, peers, out):
                 ax.margins(y=0.15)
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
-        fig.suptitle(f"Attention forward throughput, {dt} (batch·seq 16384, heads·dim 2048)")
+        note = f" — not drawn (under 1 TFLOP/s, see table.md): {', '.join(left_out)}" if left_out else ""
+        fig.suptitle(f"Attention forward throughput, {dt} (batch·seq 16384, heads·dim 2048){note}", fontsize=10)
         fig.tight_layout(rect=(0, 0.08, 1, 0.96))
         path = os.path.join(out, f"throughput_{dt}.png")
         fig.savefig(path, dpi=110)

@@ -36,4 +36,8 @@ if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
 else
   echo "compare.sh: no PyTorch with a CUDA GPU here: no peers" >&2
 fi
-python3 bench/compare.py "$out/fattn.jsonl" $peers --out "$out"
+# Charts need matplotlib: Debian's python3-matplotlib lives in /usr/bin/python3,
+# which may not be the python3 first on PATH.
+py=python3
+python3 -c "import matplotlib" 2>/dev/null || { [ -x /usr/bin/python3 ] && py=/usr/bin/python3; }
+"$py" bench/compare.py "$out/fattn.jsonl" $peers --out "$out"

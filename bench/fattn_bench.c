@@ -27,6 +27,7 @@ typedef struct config {
     int nshapes;
     bench_opts opts;
     double budget_s;   /* per measurement; longer ones are reported skipped */
+    double fail_above; /* exit status 1 if a sampled error exceeds it (0: never) */
     int long_demo;
     int64_t long_seq;
     FILE *csv, *json;
@@ -50,13 +51,14 @@ static void usage(void) {
             "                   [--seqs S1,S2,..] [--dims D1,D2] [--causal both|0|1] [--shape BxHxSxD[c]]...\n"
             "                   [--no-sweep] [--quick] [--iters N] [--warmup N] [--no-naive] [--check-rows N]\n"
             "                   [--budget SECONDS] [--csv FILE|-] [--json FILE|-] [--long [--long-seq N]]\n"
-            "                   [--csv-header]\n"
+            "                   [--fail-above ERR] [--csv-header]\n"
             "Default sweep: seq 512..16384, dim 64 and 128, causal and not, batch*seq = 16384, heads*dim = 2048,\n"
             "every dtype, every backend and device; 10 timed calls after 2 warm-ups; a measurement whose\n"
             "estimated time passes --budget (default 10 s) is reported as skipped.\n"
             "--quick: seq 256..1024, dim 64, batch*seq = 2048, heads*dim = 512, 3 calls, budget 2 s.\n"
             "--shape: 2x16x4096x128c is batch 2, 16 heads, seq 4096, dim 128, causal (added to the sweep).\n"
-            "--long: batch 1, 16 heads, dim 128, causal, seq --long-seq (131072) on every GPU, bf16 and f32.\n");
+            "--long: batch 1, 16 heads, dim 128, causal, seq --long-seq (131072) on every GPU, bf16 and f32.\n"
+            "--fail-above: exit status 1 if a sampled error exceeds ERR (or was not checked).\n");
 }
 
 static int parse_list(const char *v, int64_t *out, int max) {
@@ -212,6 +214,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--warmup")) c.opts.warmup = atoi(v) > 0 ? atoi(v) : 0;
         else if (!strcmp(a, "--check-rows")) c.opts.check_rows = atoi(v) > 0 ? atoi(v) : 0;
         else if (!strcmp(a, "--budget")) c.budget_s = atof(v) > 0 ? atof(v) : 1e30;
+        else if (!strcmp(a, "--fail-above")) c.fail_above = atof(v);
         else if (!strcmp(a, "--long-seq")) c.long_seq = atoll(v) > 0 ? atoll(v) : c.long_seq;
         else if (!strcmp(a, "--csv")) {
             if (!(c.csv = open_out(v))) return 2;
@@ -267,7 +270,16 @@ int main(int argc, char **argv) {
     for (int i = 0; i < ndev; i++) run_device(&c, devs[i].kind, devs[i].dev, shapes, nshapes, &o, &rs, &k, total, t0);
     if (c.table) report_table(stdout, rs.r, rs.n);
     int errors = 0;
-    for (int i = 0; i < rs.n; i++) errors += strcmp(rs.r[i].status, "error") == 0;
+    for (int i = 0; i < rs.n; i++) {
+        const bench_result *r = &rs.r[i];
+        errors += strcmp(r->status, "error") == 0;
+        if (c.fail_above > 0 && strcmp(r->status, "ok") == 0 && !(r->max_err <= c.fail_above)) {
+            fprintf(stderr, "fattn_bench: %s %d %s seq %lld dim %lld: error %.3g above --fail-above %.3g\n", r->backend,
+                    r->device, bench_dtype_name(r->dtype), (long long)r->shape.s, (long long)r->shape.d, r->max_err,
+                    c.fail_above);
+            errors++;
+        }
+    }
     if (c.csv && c.csv != stdout) fclose(c.csv);
     if (c.json && c.json != stdout) fclose(c.json);
     free(rs.r);

@@ -169,7 +169,8 @@ static void fail(fattn_context *ctx, bench_result *r, const char *what) {
 
 static void human_bytes(char *buf, size_t len, double bytes) {
     if (bytes >= 1099511627776.0) snprintf(buf, len, "%.1f TiB", bytes / 1099511627776.0);
-    else snprintf(buf, len, "%.1f GiB", bytes / 1073741824.0);
+    else if (bytes >= 1073741824.0) snprintf(buf, len, "%.1f GiB", bytes / 1073741824.0);
+    else snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
 }
 
 /* The naive baseline, where the backend has one and S and P fit the device. */
@@ -185,7 +186,9 @@ static void measure_naive(fattn_context *ctx, const bench_opts *o, const fattn_a
     }
     const char *clock;
     if (median_ms(ctx, fattn_forward_naive, d, x, o, &r->naive_ms, &clock) != FATTN_OK) {
-        snprintf(r->naive_note, sizeof r->naive_note, "%s", fattn_error_message(ctx));
+        char need[32];
+        human_bytes(need, sizeof need, (double)r->naive_bytes);
+        snprintf(r->naive_note, sizeof r->naive_note, "failed (S and P need %s): %s", need, fattn_error_message(ctx));
         return;
     }
     r->naive_ok = 1;
