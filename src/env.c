@@ -1,6 +1,7 @@
 /* The only file that reads the environment; README.md has the table. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "env.h"
 
@@ -57,6 +58,11 @@ fattn_status fattn_env_cpu_threads(int *out, fattn_msg *msg) {
 }
 
 const char *fattn_env_module_dir(void) { return env_value("FATTN_MODULE_DIR"); }
+
+int fattn_env_cuda_small_tiles(void) {
+    const char *v = env_value("FATTN_CUDA_SMALL_TILES");
+    return v && strcmp(v, "1") == 0;
+}
 
 const char *fattn_env_opencl_platform(void) { return env_value("FATTN_OPENCL_PLATFORM"); }
 const char *fattn_env_opencl_device(void) { return env_value("FATTN_OPENCL_DEVICE"); }

@@ -30,6 +30,10 @@ const char *fattn_env_kernel_dir(void);
 const char *fattn_env_opencl_tiles(void);
 /* FATTN_OPENCL_OPTIONS: extra OpenCL compiler options for every kernel build. */
 const char *fattn_env_opencl_options(void);
+/* CUDA backend (the module compiles this file too):
+ * FATTN_CUDA_SMALL_TILES=1: the CUDA-core kernel's small-shared-memory tiles
+ * on any GPU (tests that path); 1 if set to "1", else 0. */
+int fattn_env_cuda_small_tiles(void);
 /* HOME and XDG_CACHE_HOME, for the default cache directory. */
 const char *fattn_env_home(void);
 const char *fattn_env_xdg_cache(void);

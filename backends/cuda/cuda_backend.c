@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cuda_common.h"
+#include "env.h"
 
 enum { VARIANT_SIMT = 0, VARIANT_MMA = 1 };
 
@@ -221,8 +222,7 @@ static fattn_status cuda_plan(void *state, const fattn_problem *p, fattn_plan *p
     } else {
         /* FATTN_CUDA_SMALL_TILES=1 takes the small shapes anywhere, so that
          * their path is tested on the GPUs that would not need them. */
-        const char *force = getenv("FATTN_CUDA_SMALL_TILES");
-        small = force && strcmp(force, "1") == 0;
+        small = fattn_env_cuda_small_tiles();
         fattn_cuda_flash_simt_tiles(dpad, small, &bm, &bn, &smem);
         if ((size_t)smem > smem_max && !small) fattn_cuda_flash_simt_tiles(dpad, small = 1, &bm, &bn, &smem);
     }
