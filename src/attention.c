@@ -105,10 +105,16 @@ fattn_status fattn_attention_host(fattn_context *ctx, const fattn_attention_desc
             return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s (host array) is NULL", names[i]);
 
     fattn_buffer *buf[HCOUNT] = {0};
+    int wrapped[HCOUNT] = {0};
     fattn_tensor t[HCOUNT];
     for (int i = 0; i < HCOUNT && st == FATTN_OK; i++) {
         if (!host[i] || bytes[i] == 0) continue;
-        if (ctx->vt->native_is_host)   /* the CPU backend computes in place: no copies */
+        /* The CPU backend computes in place, without copies, on arrays
+         * aligned to their element; others (and misaligned arrays, which
+         * fattn_forward refuses) are copied, as they are for GPUs. */
+        const size_t align = i == HL ? sizeof(float) : es;
+        wrapped[i] = ctx->vt->native_is_host && (uintptr_t)host[i] % align == 0;
+        if (wrapped[i])
             st = fattn_buffer_wrap(ctx, (void *)host[i], bytes[i], &buf[i]);
         else if ((st = fattn_buffer_alloc(ctx, bytes[i], &buf[i])) == FATTN_OK && i < HO)
             st = fattn_buffer_write(buf[i], 0, host[i], bytes[i]);
@@ -122,11 +128,9 @@ fattn_status fattn_attention_host(fattn_context *ctx, const fattn_attention_desc
         fattn_tensor_init_lse(&t[HL], buf[HL], hq, desc->seq_q);
         st = fattn_forward(ctx, desc, &t[HQ], &t[HK], &t[HV], &t[HO], lse ? &t[HL] : NULL);
     }
-    if (st == FATTN_OK && !ctx->vt->native_is_host) {
-        st = fattn_buffer_read(buf[HO], 0, o, bytes[HO]);
-        if (st == FATTN_OK && lse) st = fattn_buffer_read(buf[HL], 0, lse, bytes[HL]);
-    }
-    if (st == FATTN_OK && ctx->vt->native_is_host) st = fattn_context_synchronize(ctx);
+    for (int i = HO; i < HCOUNT && st == FATTN_OK; i++)
+        if (buf[i] && !wrapped[i]) st = fattn_buffer_read(buf[i], 0, (void *)host[i], bytes[i]);
+    if (st == FATTN_OK) st = fattn_context_synchronize(ctx);
     for (int i = 0; i < HCOUNT; i++) fattn_buffer_free(buf[i]);
     return st;
 }

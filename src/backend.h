@@ -12,7 +12,7 @@
 
 /* Bumped whenever this header changes incompatibly; the core refuses a
  * module built against another value. */
-#define FATTN_BACKEND_ABI 3
+#define FATTN_BACKEND_ABI 4
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
@@ -94,20 +94,23 @@ typedef struct fattn_plan {
 
 typedef struct fattn_backend_vtable {
     int abi;                       /* FATTN_BACKEND_ABI */
+    /* sizeof(fattn_backend_vtable) where the module was built: the core
+     * refuses a module whose table is smaller than its own, or that leaves a
+     * required slot NULL, instead of calling through a missing pointer. */
+    size_t size;
     fattn_backend_kind kind;
     const char *name;
     /* 1 when the backend's buffers are host memory (the CPU backend): the
      * host convenience call then wraps the caller's arrays instead of copying. */
     int native_is_host;
-    /* 1 when buffer_native returns an address (host or device pointer), so
-     * overlapping operands can be found across buffer wrappers. */
-    int native_is_address;
 
     /* Counts devices; a missing driver is device_count 0 plus a reason. */
     void (*probe)(fattn_probe *out);
     fattn_status (*device_name)(int device, char *buf, size_t len, fattn_msg *msg);
 
-    /* A per-context state for one device. */
+    /* A per-context state for one device. On success open may leave a note
+     * in msg (e.g. "disk cache off: ..."); the core appends it to the
+     * context's device description, so a degraded mode is never silent. */
     fattn_status (*open)(int device, void **state, fattn_msg *msg);
     void (*close)(void *state);
 
@@ -128,6 +131,16 @@ typedef struct fattn_backend_vtable {
     fattn_status (*buffer_read)(void *state, void *mem, size_t offset, void *dst, size_t bytes,
                                 fattn_msg *msg);
     void *(*buffer_native)(void *state, void *mem);
+    /* Where a buffer's memory lies, for the core's overlap and alignment
+     * checks: *root names the allocation it is part of and *start is the
+     * byte position of the buffer's first byte in that allocation's space.
+     * Address backends (CPU, CUDA) give root NULL and start = the address,
+     * so wrappers of the same memory meet; OpenCL gives the top cl_mem of a
+     * sub-buffer chain and the sub-buffer's origin, so two wrappers of one
+     * cl_mem, or a buffer and its sub-buffer, meet too. The core requires
+     * start to be a multiple of the element size of each tensor on it. */
+    fattn_status (*buffer_region)(void *state, void *mem, const void **root, uint64_t *start,
+                                  fattn_msg *msg);
 
     /* Can this problem run, and how: FATTN_ERR_UNSUPPORTED with a reason if
      * not. forward() receives the plan that this returned. */

@@ -122,8 +122,8 @@ fattn_status fattn_context_create(fattn_context **out, fattn_backend_kind backen
     }
     if (backend == FATTN_BACKEND_AUTO) backend = auto_choice();
 
-    const fattn_backend_vtable *vt;
-    int count;
+    const fattn_backend_vtable *vt = NULL;
+    int count = 0;
     if ((st = usable_backend(backend, &vt, &count)) != FATTN_OK) return st;
     if (device >= count)
         return fattn_ctx_fail(NULL, FATTN_ERR_NO_DEVICE,
@@ -135,12 +135,21 @@ fattn_status fattn_context_create(fattn_context **out, fattn_backend_kind backen
     ctx->vt = vt;
     ctx->device = device;
     ctx->refs = 1;
+    tm->text[0] = '\0';
     if ((st = vt->open(device, &ctx->state, tm)) != FATTN_OK) {
         free(ctx);
         return st;
     }
+    /* A note from open (a degraded mode, e.g. no disk cache) stays visible
+     * in the device description. */
+    char note[sizeof ctx->device_name];
+    snprintf(note, sizeof note, "%s", tm->text);
     if (vt->device_name(device, ctx->device_name, sizeof ctx->device_name, tm) != FATTN_OK)
         snprintf(ctx->device_name, sizeof ctx->device_name, "%s device %d", vt->name, device);
+    if (note[0]) {
+        const size_t n = strlen(ctx->device_name);
+        snprintf(ctx->device_name + n, sizeof ctx->device_name - n, " [%s]", note);
+    }
     tm->text[0] = '\0';
     *out = ctx;
     return FATTN_OK;

@@ -11,7 +11,7 @@ struct fattn_context {
     int device;
     int refs;                  /* 1 for the context + 1 per live buffer */
     int released;              /* fattn_context_free was called */
-    char device_name[256];
+    char device_name[512];
     fattn_msg msg;             /* detail of the last failure */
 };
 

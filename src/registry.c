@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "env.h"
 #include "registry.h"
@@ -17,7 +19,7 @@ typedef struct module_slot {
     const char *not_built;     /* reason when file is NULL */
     int tried;
     const fattn_backend_vtable *vt;
-    char reason[256];
+    char reason[512];
 } module_slot;
 
 #ifdef FATTN_CUDA_MODULE
@@ -58,26 +60,112 @@ static void own_dir(char *dir, size_t len) {
     }
 }
 
+/* What is wrong with a module's table, or NULL when the core can use it.
+ * The ABI number is read first: it sits at the same place in every version,
+ * and says how to read the rest. */
+static const char *table_problem(const fattn_backend_vtable *vt, fattn_backend_kind kind,
+                                 char *buf, size_t len) {
+    if (!vt) return "its " FATTN_MODULE_SYMBOL "() returned no table";
+    if (vt->abi != FATTN_BACKEND_ABI) {
+        snprintf(buf, len, "it is built for backend ABI %d, this libfattn needs %d (a stale build?)",
+                 vt->abi, FATTN_BACKEND_ABI);
+        return buf;
+    }
+    if (vt->size < sizeof *vt) {
+        snprintf(buf, len, "its table is %zu bytes, this libfattn needs %zu", vt->size, sizeof *vt);
+        return buf;
+    }
+    if (vt->kind != kind) {
+        snprintf(buf, len, "it is a module of backend %d, not %s", (int)vt->kind,
+                 fattn_backend_name(kind));
+        return buf;
+    }
+    /* Slots the core calls without checking. */
+    const struct {
+        const char *name;
+        int set;
+    } required[] = {
+        {"name", vt->name != NULL},
+        {"probe", vt->probe != NULL},
+        {"device_name", vt->device_name != NULL},
+        {"open", vt->open != NULL},
+        {"close", vt->close != NULL},
+        {"buffer_alloc", vt->buffer_alloc != NULL},
+        {"buffer_free", vt->buffer_free != NULL},
+        {"buffer_write", vt->buffer_write != NULL},
+        {"buffer_read", vt->buffer_read != NULL},
+        {"buffer_native", vt->buffer_native != NULL},
+        {"buffer_region", vt->buffer_region != NULL},
+        {"plan", vt->plan != NULL},
+        {"forward", vt->forward != NULL},
+    };
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (!required[i].set) {
+            snprintf(buf, len, "its table leaves the required slot '%s' empty", required[i].name);
+            return buf;
+        }
+    const int marks = (vt->mark != NULL) + (vt->mark_elapsed != NULL) + (vt->mark_free != NULL);
+    if (marks != 0 && marks != 3) return "its table has some but not all of mark, mark_elapsed, mark_free";
+    return NULL;
+}
+
+/* Opens one candidate file and checks its table. Returns 1 with *vt set, 0
+ * with the reason when the file is there but unusable, -1 when `path` is a
+ * full path to nothing (the next candidate is then tried). */
+static int try_module(const char *path, fattn_backend_kind kind, const fattn_backend_vtable **vt,
+                      char *reason, size_t len) {
+    if (strchr(path, '/') && access(path, F_OK) != 0) return -1;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(reason, len, "cannot load %.200s: %.290s", path, e ? e : "dlopen failed");
+        return 0;
+    }
+    fattn_backend_module_fn fn;
+    *(void **)&fn = dlsym(h, FATTN_MODULE_SYMBOL);
+    char where[1024], why[200];
+    Dl_info info;
+    /* The file the loader actually opened, for the messages. */
+    snprintf(where, sizeof where, "%s",
+             fn && dladdr(*(void **)&fn, &info) && info.dli_fname ? info.dli_fname : path);
+    const char *problem = fn ? table_problem(fn(), kind, why, sizeof why)
+                             : "it has no symbol " FATTN_MODULE_SYMBOL;
+    if (problem) {
+        snprintf(reason, len, "refused %.300s: %.150s; rebuild fattn or remove that file", where, problem);
+        dlclose(h);
+        return 0;
+    }
+    *vt = fn();   /* the module stays loaded for the life of the process */
+    return 1;
+}
+
 /* Tries FATTN_MODULE_DIR, then the library's own directory, then the
- * loader's search path. Keeps the first dlerror for the reason. */
-static void *open_module(const char *file, char *reason, size_t len) {
+ * loader's search path. A file that is there but cannot be used stops the
+ * search with its reason: falling back to another copy would hide it. */
+static const fattn_backend_vtable *open_module(const char *file, fattn_backend_kind kind,
+                                               char *reason, size_t len) {
     char path[4096], dir[2048];
     const char *env_dir = fattn_env_module_dir();
-    void *h = NULL;
-    reason[0] = '\0';
+    const fattn_backend_vtable *vt = NULL;
+    struct stat sb;
+    int r;
     if (env_dir) {
+        if (env_dir[0] != '/' || stat(env_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            snprintf(reason, len,
+                     "FATTN_MODULE_DIR='%s' is not %s; set it to the absolute path of the folder "
+                     "that holds %s, or unset it",
+                     env_dir, env_dir[0] != '/' ? "an absolute path" : "an existing directory", file);
+            return NULL;
+        }
         snprintf(path, sizeof path, "%s/%s", env_dir, file);
-        if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL))) return h;
-        snprintf(reason, len, "%s", dlerror());
+        if ((r = try_module(path, kind, &vt, reason, len)) >= 0) return vt;
     }
     own_dir(dir, sizeof dir);
     if (dir[0]) {
         snprintf(path, sizeof path, "%s%s", dir, file);
-        if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL))) return h;
-        if (!reason[0]) snprintf(reason, len, "%s", dlerror());
+        if ((r = try_module(path, kind, &vt, reason, len)) >= 0) return vt;
     }
-    if ((h = dlopen(file, RTLD_NOW | RTLD_LOCAL))) return h;
-    if (!reason[0]) snprintf(reason, len, "%s", dlerror());
+    if ((r = try_module(file, kind, &vt, reason, len)) >= 0) return vt;
     return NULL;
 }
 
@@ -87,23 +175,7 @@ static void load_slot(module_slot *s, fattn_backend_kind kind) {
         snprintf(s->reason, sizeof s->reason, "%s", s->not_built);
         return;
     }
-    char why[200];
-    void *h = open_module(s->file, why, sizeof why);
-    if (!h) {
-        snprintf(s->reason, sizeof s->reason, "cannot load %s: %s", s->file, why);
-        return;
-    }
-    fattn_backend_module_fn fn;
-    *(void **)&fn = dlsym(h, FATTN_MODULE_SYMBOL);
-    const fattn_backend_vtable *vt = fn ? fn() : NULL;
-    if (!vt || vt->abi != FATTN_BACKEND_ABI || vt->kind != kind) {
-        snprintf(s->reason, sizeof s->reason,
-                 "%s is not a fattn %s module of backend ABI %d (stale build?)", s->file,
-                 fattn_backend_name(kind), FATTN_BACKEND_ABI);
-        dlclose(h);
-        return;
-    }
-    s->vt = vt;   /* the module stays loaded for the life of the process */
+    s->vt = open_module(s->file, kind, s->reason, sizeof s->reason);
 }
 
 const fattn_backend_vtable *fattn_registry_get(fattn_backend_kind kind, char *reason,

@@ -96,12 +96,13 @@ static int elements_overlap(const dim_ *dims, int n) {
     return 0;
 }
 
-/* Byte range [first, last] a tensor touches; empty when some extent is 0.
- * Where native handles are addresses (host or device pointers), ranges are
- * absolute, so two wrappers of the same memory are seen to overlap. */
+/* Byte range [first, last] a tensor touches, in the space of the allocation
+ * `root` its buffer lies in (the backend's buffer_region): wrappers of the
+ * same memory, and OpenCL sub-buffers of one cl_mem, share a root, so their
+ * overlaps are found. Empty when some extent is 0. */
 typedef struct range_ {
-    const void *base;
-    int64_t first, last;
+    const void *root;
+    uint64_t first, last;
     int empty;
 } range_;
 
@@ -109,7 +110,7 @@ static fattn_status check_tensor(fattn_context *ctx, const char *name, const fat
                                  fattn_dtype want, int64_t B, int64_t H, int64_t S, int64_t D,
                                  int is_output, int is_lse, range_ *r) {
     if (!t) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s (the tensor) is NULL", name);
-    r->base = t->buffer;
+    r->root = NULL;
     r->empty = (S == 0);
     if (t->dtype != want)
         return fattn_ctx_fail(ctx, FATTN_ERR_DTYPE, "%s->dtype is %s but must be %s%s", name,
@@ -153,19 +154,25 @@ static fattn_status check_tensor(fattn_context *ctx, const char *name, const fat
     if (is_output && elements_overlap(dims, is_lse ? 3 : 4))
         return fattn_ctx_fail(ctx, FATTN_ERR_STRIDE,
                               "%s strides make different output elements share memory", name);
-    r->first = t->offset * esize;
-    r->last = bytes - 1;
-    if (ctx->vt->native_is_address) {
-        const uintptr_t at = (uintptr_t)ctx->vt->buffer_native(ctx->state, t->buffer->mem);
-        r->base = NULL;
-        r->first += (int64_t)at;   /* user-space addresses stay below 2^63 */
-        r->last += (int64_t)at;
-    }
+    uint64_t start = 0;
+    fattn_status st = ctx->vt->buffer_region(ctx->state, t->buffer->mem, &r->root, &start, &ctx->msg);
+    if (st != FATTN_OK) return st;
+    /* Element offsets keep the alignment of the buffer's start, so that is
+     * the one thing to check: kernels and the CPU load whole elements. */
+    if (start % (uint64_t)esize != 0)
+        return fattn_ctx_fail(ctx, FATTN_ERR_MISALIGNED,
+                              "%s: its buffer starts at address 0x%llx, which is not a multiple of "
+                              "%d bytes (one %s element); pass memory aligned to the element size "
+                              "(fattn_buffer_alloc's is)",
+                              name, (unsigned long long)start, (int)esize, dtype_name(want));
+    if (__builtin_add_overflow(start, (uint64_t)t->offset * (uint64_t)esize, &r->first) ||
+        __builtin_add_overflow(start, (uint64_t)bytes - 1, &r->last))
+        return fattn_ctx_fail(ctx, FATTN_ERR_OVERFLOW, "%s: its byte range overflows 64 bits", name);
     return FATTN_OK;
 }
 
 static int ranges_meet(const range_ *a, const range_ *b) {
-    return !a->empty && !b->empty && a->base == b->base && a->first <= b->last &&
+    return !a->empty && !b->empty && a->root == b->root && a->first <= b->last &&
            b->first <= a->last;
 }
 
@@ -193,14 +200,14 @@ fattn_status fattn_validate(fattn_context *ctx, const fattn_attention_desc *d,
     static const char *const names[3] = {"q", "k", "v"};
     for (int i = 0; i < 3; i++) {
         if (ranges_meet(&ro, inputs[i]))
-            return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "o overlaps %s in the same buffer",
+            return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "o overlaps %s in the same memory",
                                   names[i]);
         if (lse && ranges_meet(&rl, inputs[i]))
             return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
-                                  "lse overlaps %s in the same buffer", names[i]);
+                                  "lse overlaps %s in the same memory", names[i]);
     }
     if (lse && ranges_meet(&rl, &ro))
-        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "lse overlaps o in the same buffer");
+        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "lse overlaps o in the same memory");
 
     p->batch = B;
     p->heads_q = Hq;

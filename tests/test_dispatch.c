@@ -127,6 +127,15 @@ static void *mock_native(void *state, void *mem) {
     return mem;
 }
 
+static fattn_status mock_region(void *state, void *mem, const void **root, uint64_t *start,
+                                fattn_msg *msg) {
+    (void)state;
+    (void)msg;
+    *root = NULL;
+    *start = (uint64_t)(uintptr_t)mem;
+    return FATTN_OK;
+}
+
 static fattn_status mock_plan(void *state, const fattn_problem *p, fattn_plan *plan,
                               fattn_msg *msg) {
     (void)p;
@@ -157,6 +166,7 @@ static void make_mock(fattn_backend_kind k, const char *name, void (*probe)(fatt
     fattn_backend_vtable *vt = &mock_vt[k];
     memset(vt, 0, sizeof *vt);
     vt->abi = FATTN_BACKEND_ABI;
+    vt->size = sizeof *vt;
     vt->kind = k;
     vt->name = name;
     vt->native_is_host = 0;
@@ -172,6 +182,7 @@ static void make_mock(fattn_backend_kind k, const char *name, void (*probe)(fatt
     vt->buffer_write = mock_write;
     vt->buffer_read = mock_read;
     vt->buffer_native = mock_native;
+    vt->buffer_region = mock_region;
     vt->plan = mock_plan;
     vt->forward = mock_forward;
     vt->forward_naive = NULL;   /* optional: fattn_forward_naive is then unsupported */

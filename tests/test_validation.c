@@ -335,7 +335,7 @@ static void test_status_strings(void **state) {
 #undef ROW_
     };
     const size_t n = sizeof table / sizeof table[0];
-    assert_int_equal(n, 21);
+    assert_int_equal(n, 22);
     for (size_t i = 0; i < n; i++) {
         const char *s = fattn_status_string(table[i].status);
         assert_non_null(s);
@@ -348,7 +348,7 @@ static void test_status_strings(void **state) {
             assert_string_not_equal(s, fattn_status_string(table[j].status));
         }
     }
-    const int outside[] = {-999, -21, 1, 12345, INT32_MIN};
+    const int outside[] = {-999, -22, 1, 12345, INT32_MIN};
     for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++)
         assert_string_equal(fattn_status_string((fattn_status)outside[i]), "unknown status");
 }
@@ -691,6 +691,100 @@ static void test_overlap(void **state) {
     t[TK] = t[TQ];
     t[TV] = t[TQ];
     EXPECT_ACCEPTED(fx, &self, t);
+}
+
+/* Two wrappers of the same memory are one memory: O written through one must
+ * not overlap Q read through the other. */
+static void test_overlap_across_wrappers(void **state) {
+    fixture *fx = *state;
+    const fattn_attention_desc *d = &fx->desc;
+    fattn_tensor t[NT];
+    fattn_buffer *alias = NULL;
+    assert_true(fx->nbufs < MAX_BUFS);
+    EXPECT(fx->ctx, fattn_buffer_wrap(fx->ctx, fattn_buffer_native(fx->t[TQ].buffer),
+                                      fx->bytes[TQ], &alias),
+           FATTN_OK, "");
+    fx->bufs[fx->nbufs++] = alias;
+    copy_tensors(t, fx);
+    t[TO].buffer = alias;
+    EXPECT_REJECTED(fx, d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "o overlaps q");
+    copy_tensors(t, fx);
+    t[TL].buffer = alias;
+    EXPECT_REJECTED(fx, d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "lse overlaps q");
+}
+
+/* ---- FATTN_ERR_MISALIGNED ------------------------------------------------------ */
+
+/* A tensor whose memory is not aligned to its element is refused (loads of
+ * whole elements would be undefined behaviour, and fault on strict-alignment
+ * CPUs and GPUs); fattn_attention_host copies such arrays instead. */
+static void test_misaligned(void **state) {
+    fixture *fx = *state;
+    const fattn_attention_desc *d = &fx->desc;
+    fattn_tensor t[NT];
+    /* Room for the largest tensor one byte in, inside memory fattn owns. */
+    size_t most = 0;
+    for (int i = 0; i < NT; i++) most = fx->bytes[i] > most ? fx->bytes[i] : most;
+    fattn_buffer *big = fx_alloc(fx, most + 8);
+    unsigned char *base = fattn_buffer_native(big);
+    for (int i = 0; i < NT; i++) {
+        for (int shift = 1; shift < 4; shift++) {
+            fattn_buffer *odd = NULL;
+            assert_true(fx->nbufs < MAX_BUFS);
+            assert_int_equal(fattn_buffer_wrap(fx->ctx, base + shift, fx->bytes[i], &odd), FATTN_OK);
+            memcpy(base + shift, fattn_buffer_native(fx->t[i].buffer), fx->bytes[i]);
+            copy_tensors(t, fx);
+            t[i].buffer = odd;
+            char needle[16];
+            snprintf(needle, sizeof needle, "%s: ", tname[i]);
+            fx->bufs[fx->nbufs++] = odd;
+            EXPECT_REJECTED(fx, d, t, 0, FATTN_ERR_MISALIGNED, needle);
+            fattn_buffer_free(odd);
+            fx->nbufs--;
+        }
+    }
+    /* f16 needs 2-byte alignment only: an odd address fails, +2 runs. */
+    fattn_attention_desc h = *d;
+    h.dtype = FATTN_F16;
+    const size_t hq = fx->bytes[TQ] / 2;
+    fattn_buffer *hb[2] = {NULL, NULL};
+    fattn_tensor ht[NT];
+    copy_tensors(ht, fx);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(fattn_buffer_wrap(fx->ctx, base + 1 + i, hq, &hb[i]), FATTN_OK);
+        ht[TQ].buffer = hb[i];
+        ht[TQ].dtype = FATTN_F16;
+        ht[TK].dtype = ht[TV].dtype = ht[TO].dtype = FATTN_F16;
+        const fattn_status st = fattn_forward(fx->ctx, &h, &ht[TQ], &ht[TK], &ht[TV], &ht[TO], NULL);
+        assert_int_equal(st, i == 0 ? FATTN_ERR_MISALIGNED : FATTN_OK);
+        fattn_buffer_free(hb[i]);
+    }
+
+    /* The host convenience call copies misaligned arrays: same answer as
+     * aligned ones, bit for bit. */
+    host_io ref = host_io_make(fx), odd = host_io_make(fx);
+    assert_int_equal(fattn_attention_host(fx->ctx, d, FATTN_LAYOUT_BHSD, ref.q, ref.k, ref.v,
+                                          ref.o, ref.lse),
+                     FATTN_OK);
+    unsigned char *mem = malloc(fx->bytes[TQ] + fx->bytes[TK] + fx->bytes[TV] + fx->bytes[TO] +
+                                fx->bytes[TL] + 8);
+    assert_non_null(mem);
+    unsigned char *p = mem + 1;
+    const void *in[3] = {ref.q, ref.k, ref.v};
+    unsigned char *at[5];
+    for (int i = 0; i < NT; i++) {
+        at[i] = p;
+        if (i < TO) memcpy(p, in[i], fx->bytes[i]);
+        p += fx->bytes[i];
+    }
+    assert_int_equal(fattn_attention_host(fx->ctx, d, FATTN_LAYOUT_BHSD, at[TQ], at[TK], at[TV],
+                                          (float *)(void *)at[TO], (float *)(void *)at[TL]),
+                     FATTN_OK);
+    assert_memory_equal(at[TO], ref.o, fx->bytes[TO]);
+    assert_memory_equal(at[TL], ref.lse, fx->bytes[TL]);
+    free(mem);
+    host_io_free(&ref);
+    host_io_free(&odd);
 }
 
 /* ---- FATTN_ERR_STRIDE --------------------------------------------------------- */
@@ -1188,6 +1282,8 @@ int main(void) {
         T_(test_heads),
         T_(test_invalid_argument),
         T_(test_overlap),
+        T_(test_overlap_across_wrappers),
+        T_(test_misaligned),
         T_(test_stride),
         T_(test_buffer_too_small),
         T_(test_dtype),

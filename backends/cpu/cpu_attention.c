@@ -46,17 +46,23 @@ static int64_t key_limit(const fattn_problem *p, int64_t i) {
     return lim < 0 ? 0 : (lim > p->seq_kv ? p->seq_kv : lim);
 }
 
-/* Writes a finished row: O = acc / l and LSE = m + log(l), or 0 and -inf for
- * a row that saw no key. acc is overwritten. */
+/* The value a row's scores are shifted by before exp: its running max, or 0
+ * while that is -inf (no finite score yet), so that exp never sees
+ * -inf - (-inf). A NaN score never becomes the max and reaches l as NaN. */
+static inline float shift_of(float m) { return m == -INFINITY ? 0.0f : m; }
+
+/* Writes a finished row: O = acc / l and LSE = m + log(l); a row with no
+ * finite score (l == 0) gets 0 and -inf, and a NaN l (a NaN or +inf score)
+ * stays NaN in both. acc is overwritten. */
 static void finish_row(const fattn_problem *p, int64_t b, int64_t h, int64_t i, float *acc,
                        float m, float l) {
     const int64_t D = p->head_dim;
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const float inv = l == 0.0f ? 0.0f : 1.0f / l;
     for (int64_t d = 0; d < D; d++) acc[d] *= inv;
     cpu_store_row((void *)cpu_elem(&p->o, p->dtype, b, h, i), acc, p->dtype, D);
     if (p->has_lse) {
         float *lse = (float *)(void *)cpu_elem(&p->lse, FATTN_F32, b, h, i);
-        *lse = l > 0.0f ? m + logf(l) : -INFINITY;
+        *lse = l == 0.0f ? -INFINITY : m + logf(l);
     }
 }
 
@@ -110,12 +116,13 @@ static void tiled_item(void *arg, int64_t item, float *scratch) {
                 mx = S[j] > mx ? S[j] : mx;
             }
             const float m_new = mx > m[i] ? mx : m[i];
-            const float alpha = expf(m[i] - m_new);   /* exp(-inf) = 0 on the first tile */
+            const float shift = shift_of(m_new);
+            const float alpha = expf(m[i] - shift);   /* 0 while m[i] is -inf */
             float sum = 0.0f;
             float *a = acc + i * D;
             for (int64_t d = 0; d < D; d++) a[d] *= alpha;
             for (int64_t j = 0; j < jn; j++) {
-                const float pj = expf(S[j] - m_new);
+                const float pj = expf(S[j] - shift);
                 const float *vj = V + j * D;
                 sum += pj;
                 for (int64_t d = 0; d < D; d++) a[d] += pj * vj[d];
@@ -162,8 +169,9 @@ static void naive_item(void *arg, int64_t row, float *scratch) {
         S[j] = j < lim ? dot(q, kv, D) : -INFINITY;
         mx = S[j] > mx ? S[j] : mx;
     }
+    const float shift = shift_of(mx);
     for (int64_t j = 0; j < Sk; j++) {
-        P[j] = j < lim ? expf(S[j] - mx) : 0.0f;
+        P[j] = j < lim ? expf(S[j] - shift) : 0.0f;
         sum += P[j];
     }
     memset(out, 0, (size_t)D * sizeof(float));

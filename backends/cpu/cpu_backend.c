@@ -116,6 +116,15 @@ static void *cpu_buffer_native(void *state, void *mem) {
     return ((cpu_buffer *)mem)->ptr;
 }
 
+static fattn_status cpu_buffer_region(void *state, void *mem, const void **root, uint64_t *start,
+                                      fattn_msg *msg) {
+    (void)state;
+    (void)msg;
+    *root = NULL;   /* one address space */
+    *start = (uint64_t)(uintptr_t)((cpu_buffer *)mem)->ptr;
+    return FATTN_OK;
+}
+
 static fattn_status cpu_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
     const cpu_state *s = state;
     if (p->tile_q > CPU_TILE_MAX || p->tile_kv > CPU_TILE_MAX)
@@ -157,10 +166,10 @@ static fattn_status cpu_device_memory(void *state, uint64_t *used, uint64_t *tot
 
 static const fattn_backend_vtable cpu_vtable = {
     .abi = FATTN_BACKEND_ABI,
+    .size = sizeof(fattn_backend_vtable),
     .kind = FATTN_BACKEND_CPU,
     .name = "cpu",
     .native_is_host = 1,
-    .native_is_address = 1,
     .probe = cpu_probe,
     .device_name = cpu_device_name,
     .open = cpu_open,
@@ -173,6 +182,7 @@ static const fattn_backend_vtable cpu_vtable = {
     .buffer_write = cpu_buffer_write,
     .buffer_read = cpu_buffer_read,
     .buffer_native = cpu_buffer_native,
+    .buffer_region = cpu_buffer_region,
     .plan = cpu_plan,
     .forward = cpu_forward,
     .forward_naive = cpu_forward_naive,

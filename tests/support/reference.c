@@ -36,17 +36,20 @@ void ref_attention(const fattn_attention_desc *d, const ref_view *q, const ref_v
                     s[j] = dot * scale;
                     if (s[j] > mx) mx = s[j];
                 }
+                /* fattn's semantics: -inf scores weigh 0, a row without a
+                 * finite score gives O = 0 and LSE = -inf, NaN propagates. */
+                const double shift = mx == -INFINITY ? 0.0 : mx;
                 for (int64_t j = 0; j < lim; j++) {
-                    s[j] = exp(s[j] - mx);
+                    s[j] = exp(s[j] - shift);
                     sum += s[j];
                 }
                 double *o = out + ((b * d->heads_q + h) * Sq + i) * D;
                 for (int64_t x = 0; x < D; x++) {
                     double acc = 0.0;
                     for (int64_t j = 0; j < lim; j++) acc += s[j] * ref_get(v, b, hk, j, x);
-                    o[x] = lim > 0 ? acc / sum : 0.0;
+                    o[x] = sum == 0.0 ? acc * 0.0 : acc / sum;
                 }
-                lse[(b * d->heads_q + h) * Sq + i] = lim > 0 ? mx + log(sum) : -INFINITY;
+                lse[(b * d->heads_q + h) * Sq + i] = sum == 0.0 ? -INFINITY : mx + log(sum);
             }
         }
     free(s);

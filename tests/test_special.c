@@ -1,0 +1,361 @@
+/* Special values, the same on every backend and path (issue 10, findings 2
+ * and 10). The semantics, as the README states them:
+ *   - a -inf score weighs 0 wherever it falls (first, middle or last key
+ *     tile), and the rest of the row is exact; a score that overflows float32
+ *     to -inf is the same;
+ *   - a row with no finite score gets O = 0 and LSE = -inf, never NaN;
+ *   - NaN propagates: a NaN or +inf score (NaN in Q or K, inf - inf) makes
+ *     the row's O and LSE NaN; a NaN in V at a visible key makes that output
+ *     element NaN and leaves LSE alone; keys the causal mask hides are not
+ *     read, so a NaN there changes nothing.
+ * Each head of one call is one scenario (heads have their own K and V). The
+ * expected values come from the double reference, which follows the same
+ * rules; NaN must meet NaN, infinities must be equal, finite values within
+ * the dtype's tolerance. Outputs start as a finite sentinel, so an unwritten
+ * element shows even where NaN is expected. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "half.h"
+#include "harness.h"
+#include "reference.h"
+
+enum { N_KEYS = 300, DIM = 16, SENTINEL = 1000 };
+
+/* What each head of the main call holds. */
+enum scenario {
+    FINITE,        /* control: nothing special */
+    NEG_FIRST,     /* -inf scores for keys [0, 70): the first tile(s) on every backend */
+    NEG_MIDDLE,    /* -inf for keys [100, 190) */
+    NEG_LAST,      /* -inf for keys [N-70, N): the last tile(s) */
+    NEG_SCATTER,   /* -inf for every third key */
+    NEG_ALL_BUT,   /* -inf for every key but 137: O = V[137] */
+    NEG_ALL,       /* -inf for every key: O = 0, LSE = -inf */
+    NAN_Q,         /* a NaN in Q: the row is NaN */
+    NAN_K,         /* a NaN in K of key 150: the row is NaN */
+    NAN_V,         /* a NaN in V of key 150, dim 3: O[3] is NaN, the rest exact */
+    POS_INF,       /* a +inf score at key 42: the row is NaN */
+    SCENARIOS
+};
+
+static const char *const scenario_name[SCENARIOS] = {
+    "finite", "-inf first tile", "-inf middle tile", "-inf last tile", "-inf scattered",
+    "-inf all but one key", "-inf every key", "NaN in Q", "NaN in K", "NaN in V", "+inf score"};
+
+static int neg_inf_key(int s, int j) {
+    switch (s) {
+    case NEG_FIRST: return j < 70;
+    case NEG_MIDDLE: return j >= 100 && j < 190;
+    case NEG_LAST: return j >= N_KEYS - 70;
+    case NEG_SCATTER: return j % 3 == 0;
+    case NEG_ALL_BUT: return j != 137;
+    case NEG_ALL: return 1;
+    default: return 0;
+    }
+}
+
+static uint64_t rng_next(uint64_t *s) {   /* splitmix64 */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* In [lo, hi]: never zero, so a -inf in K times Q stays -inf. */
+static float rng_range(uint64_t *s, float lo, float hi) {
+    return lo + (hi - lo) * (float)((double)(rng_next(s) >> 11) / 9007199254740992.0);
+}
+
+static void put(void *base, fattn_dtype t, int64_t i, float x) {
+    if (t == FATTN_F32) ((float *)base)[i] = x;
+    else if (t == FATTN_F16) ((uint16_t *)base)[i] = fattn_f32_to_f16(x);
+    else ((uint16_t *)base)[i] = fattn_f32_to_bf16(x);
+}
+
+/* One call's host data: BSHD with batch 1, so element (s, h, d) of a tensor
+ * with H heads is at (s * H + h) * DIM + d. */
+typedef struct problem {
+    fattn_attention_desc desc;
+    void *q, *k, *v;
+} problem;
+
+static void problem_alloc(problem *p, fattn_dtype t, int64_t heads, int64_t sq, int64_t sk) {
+    memset(&p->desc, 0, sizeof p->desc);
+    p->desc.batch = 1;
+    p->desc.heads_q = p->desc.heads_kv = heads;
+    p->desc.seq_q = sq;
+    p->desc.seq_kv = sk;
+    p->desc.head_dim = DIM;
+    p->desc.dtype = t;
+    const size_t es = fattn_dtype_size(t);
+    p->q = calloc((size_t)(heads * sq * DIM), es);
+    p->k = calloc((size_t)(heads * sk * DIM), es);
+    p->v = calloc((size_t)(heads * sk * DIM), es);
+    assert_true(p->q && p->k && p->v);
+}
+
+static void problem_free(problem *p) {
+    free(p->q);
+    free(p->k);
+    free(p->v);
+}
+
+/* Q positive (so Q times a -inf key element is -inf, never NaN), K and V in
+ * [-1, 1] without zeros. */
+static void fill_random(problem *p, uint64_t seed) {
+    const fattn_attention_desc *d = &p->desc;
+    const fattn_dtype t = d->dtype;
+    for (int64_t i = 0; i < d->heads_q * d->seq_q * DIM; i++) put(p->q, t, i, rng_range(&seed, 0.1f, 1.0f));
+    for (int64_t i = 0; i < d->heads_kv * d->seq_kv * DIM; i++) {
+        float x = rng_range(&seed, 0.1f, 1.0f), y = rng_range(&seed, 0.1f, 1.0f);
+        put(p->k, t, i, (rng_next(&seed) & 1) ? x : -x);
+        put(p->v, t, i, (rng_next(&seed) & 1) ? y : -y);
+    }
+}
+
+static int64_t at(const problem *p, int64_t s, int64_t h, int64_t dim) {
+    return (s * p->desc.heads_q + h) * DIM + dim;
+}
+
+static void build_scenarios(problem *p, fattn_dtype t, uint64_t seed) {
+    problem_alloc(p, t, SCENARIOS, 3, N_KEYS);
+    fill_random(p, seed);
+    for (int h = 0; h < SCENARIOS; h++) {
+        for (int j = 0; j < N_KEYS; j++)
+            if (neg_inf_key(h, j)) put(p->k, t, at(p, j, h, 0), -INFINITY);
+        if (h == NAN_Q) put(p->q, t, at(p, 1, h, 5), NAN);   /* row 1 only */
+        if (h == NAN_K) put(p->k, t, at(p, 150, h, 7), NAN);
+        if (h == NAN_V) put(p->v, t, at(p, 150, h, 3), NAN);
+        if (h == POS_INF) put(p->k, t, at(p, 42, h, 0), INFINITY);
+    }
+}
+
+/* Scores that overflow float32 to -inf from finite inputs: Q = 60000 (f16's
+ * range) on dim 0, the set keys -60000 there, scale 1e30, so their scores are
+ * -3.6e39 scaled; the other keys are 0 on dim 0 and every other dim is 0 for
+ * K: their scores are exactly 0. O is then the mean of V over those keys and
+ * LSE the log of their count. */
+static void build_overflow(problem *p, fattn_dtype t, uint64_t seed) {
+    problem_alloc(p, t, 2, 2, N_KEYS);
+    fill_random(p, seed);
+    p->desc.scale = 1e30f;
+    for (int h = 0; h < 2; h++) {
+        for (int i = 0; i < 2; i++) put(p->q, t, at(p, i, h, 0), 60000.0f);
+        for (int j = 0; j < N_KEYS; j++) {
+            for (int x = 0; x < DIM; x++) put(p->k, t, at(p, j, h, x), 0.0f);
+            /* head 0: the first 200 keys overflow; head 1: all but the last. */
+            if (h == 0 ? j < 200 : j != N_KEYS - 1) put(p->k, t, at(p, j, h, 0), -60000.0f);
+        }
+    }
+}
+
+/* Causal, seq_q 2: row 0 does not see the last key, whose K is NaN. */
+static void build_causal_hidden(problem *p, fattn_dtype t, uint64_t seed) {
+    problem_alloc(p, t, 1, 2, N_KEYS);
+    fill_random(p, seed);
+    p->desc.causal = 1;
+    put(p->k, t, at(p, N_KEYS - 1, 0, 2), NAN);
+}
+
+static float get(const void *base, fattn_dtype t, int64_t i) {
+    if (t == FATTN_F32) return ((const float *)base)[i];
+    if (t == FATTN_F16) return fattn_f16_to_f32(((const uint16_t *)base)[i]);
+    return fattn_bf16_to_f32(((const uint16_t *)base)[i]);
+}
+
+/* Runs p on ctx (tiled or naive) through device buffers. Returns the
+ * status; o and lse hold what came back. */
+static fattn_status run_on(fattn_context *ctx, const problem *p, int naive, void *o, float *lse) {
+    const fattn_attention_desc *d = &p->desc;
+    const size_t es = fattn_dtype_size(d->dtype);
+    const size_t nq = (size_t)(d->heads_q * d->seq_q * DIM), nk = (size_t)(d->heads_kv * d->seq_kv * DIM);
+    const size_t rows = (size_t)(d->heads_q * d->seq_q);
+    const size_t bytes[5] = {nq * es, nk * es, nk * es, nq * es, rows * sizeof(float)};
+    const void *src[3] = {p->q, p->k, p->v};
+    fattn_buffer *b[5] = {0};
+    fattn_tensor t[5];
+    fattn_status st = FATTN_OK;
+    /* A finite sentinel, far from any answer, in O and LSE. */
+    for (size_t i = 0; i < nq; i++) put(o, d->dtype, (int64_t)i, SENTINEL);
+    for (size_t i = 0; i < rows; i++) lse[i] = SENTINEL;
+    for (int i = 0; i < 5 && st == FATTN_OK; i++) {
+        st = fattn_buffer_alloc(ctx, bytes[i], &b[i]);
+        if (st == FATTN_OK) st = fattn_buffer_write(b[i], 0, i < 3 ? src[i] : i == 3 ? o : (void *)lse, bytes[i]);
+    }
+    if (st == FATTN_OK) {
+        for (int i = 0; i < 4; i++)
+            fattn_tensor_init(&t[i], b[i], d->dtype, FATTN_LAYOUT_BSHD, d->heads_q, i == 1 || i == 2 ? d->seq_kv : d->seq_q, DIM);
+        fattn_tensor_init_lse(&t[4], b[4], d->heads_q, d->seq_q);
+        st = (naive ? fattn_forward_naive : fattn_forward)(ctx, d, &t[0], &t[1], &t[2], &t[3], &t[4]);
+    }
+    if (st == FATTN_OK) st = fattn_buffer_read(b[3], 0, o, bytes[3]);
+    if (st == FATTN_OK) st = fattn_buffer_read(b[4], 0, lse, bytes[4]);
+    for (int i = 0; i < 5; i++) fattn_buffer_free(b[i]);
+    return st;
+}
+
+/* NaN meets NaN, an infinity its equal, a finite value its reference within
+ * tol (relative for LSE). */
+static int agrees(double got, double want, double tol, int relative) {
+    if (isnan(want)) return isnan(got);
+    if (isinf(want)) return got == want;
+    return fabs(got - want) <= tol * (relative ? fmax(1.0, fabs(want)) : 1.0);
+}
+
+/* Checks every row of p's result; prints the first disagreements. Returns
+ * how many elements disagree. names: a label per head, or NULL. */
+static int check(const problem *p, const void *o, const float *lse, const char *what,
+                 const char *const *names) {
+    const fattn_attention_desc *d = &p->desc;
+    const int64_t H = d->heads_q, S = d->seq_q;
+    double *ro = malloc((size_t)(H * S * DIM) * sizeof(double)), *rl = malloc((size_t)(H * S) * sizeof(double));
+    assert_true(ro && rl);
+    const ref_view q = {p->q, d->dtype, 0, H * S * DIM, DIM, H * DIM};
+    const ref_view k = {p->k, d->dtype, 0, H * d->seq_kv * DIM, DIM, H * DIM};
+    const ref_view v = {p->v, d->dtype, 0, H * d->seq_kv * DIM, DIM, H * DIM};
+    ref_attention(d, &q, &k, &v, ro, rl);
+    const double tol = harness_tolerance(d->dtype);
+    int bad = 0;
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < S; i++) {
+            const int64_t row = h * S + i;   /* the reference's [b][h][s] order */
+            for (int64_t x = 0; x < DIM; x++) {
+                const double got = get(o, d->dtype, at(p, i, h, x)), want = ro[row * DIM + x];
+                if (!agrees(got, want, tol, 0) && bad++ < 6)
+                    print_error("%s: %s head %lld row %lld: O[%lld] = %g, want %g\n", what,
+                                names ? names[h] : "", (long long)h, (long long)i, (long long)x, got, want);
+            }
+            const double got = lse[h * S + i], want = rl[row];   /* lse is [h][s] */
+            if (!agrees(got, want, 1e-5, 1) && bad++ < 6)
+                print_error("%s: %s head %lld row %lld: LSE = %g, want %g\n", what, names ? names[h] : "",
+                            (long long)h, (long long)i, got, want);
+        }
+    free(ro);
+    free(rl);
+    return bad;
+}
+
+/* The rules themselves, checked on the reference once (so the reference
+ * cannot drift into agreeing with a wrong backend). */
+static void test_reference_follows_the_rules(void **state) {
+    (void)state;
+    problem p;
+    build_scenarios(&p, FATTN_F32, 1);
+    const int64_t H = SCENARIOS, S = 3;
+    double *ro = malloc((size_t)(H * S * DIM) * sizeof(double)), *rl = malloc((size_t)(H * S) * sizeof(double));
+    assert_true(ro && rl);
+    const ref_view q = {p.q, FATTN_F32, 0, 0, DIM, H * DIM}, k = {p.k, FATTN_F32, 0, 0, DIM, H * DIM},
+                   v = {p.v, FATTN_F32, 0, 0, DIM, H * DIM};
+    ref_attention(&p.desc, &q, &k, &v, ro, rl);
+    for (int i = 0; i < S; i++) {
+        const int64_t r = (int64_t)NEG_ALL * S + i, r1 = (int64_t)NEG_ALL_BUT * S + i;
+        assert_true(isinf(rl[r]) && rl[r] < 0);
+        for (int x = 0; x < DIM; x++) {
+            assert_true(ro[r * DIM + x] == 0.0);
+            assert_true(fabs(ro[r1 * DIM + x] - get(p.v, FATTN_F32, at(&p, 137, NEG_ALL_BUT, x))) < 1e-12);
+            assert_true(isnan(ro[((int64_t)NAN_K * S + i) * DIM + x]));
+            assert_true(isnan(ro[((int64_t)POS_INF * S + i) * DIM + x]));
+            assert_true(isnan(ro[((int64_t)NAN_V * S + i) * DIM + x]) == (x == 3));
+            assert_true(isnan(ro[((int64_t)NAN_Q * S + i) * DIM + x]) == (i == 1));
+        }
+        assert_true(isnan(rl[(int64_t)NAN_K * S + i]) && isfinite(rl[(int64_t)NAN_V * S + i]));
+    }
+    free(ro);
+    free(rl);
+    problem_free(&p);
+}
+
+typedef struct special_state {
+    fattn_backend_kind kind;
+    int naive;
+} special_state;
+
+static void skip_unless_required(const char *what, const char *reason) {
+    const char *required = getenv("FATTN_TEST_REQUIRE");
+    if (required && strstr(required, what))
+        fail_msg("%s is required (FATTN_TEST_REQUIRE=%s) but unavailable: %s", what, required, reason);
+    print_message("[  SKIPPED ] %s: %s\n", what, reason);
+    skip();
+}
+
+static void test_backend(void **state) {
+    const special_state *ss = *state;
+    fattn_backend_info info;
+    assert_int_equal(fattn_backend_get_info(ss->kind, &info), FATTN_OK);
+    const char *only = getenv("FATTN_TEST_BACKENDS");
+    if (only && *only && !strstr(only, info.name)) {
+        print_message("[  SKIPPED ] %s: not in FATTN_TEST_BACKENDS=%s\n", info.name, only);
+        skip();
+    }
+    if (!info.available) skip_unless_required(info.name, info.reason);
+    int bad = 0;
+    for (int dev = 0; dev < info.device_count; dev++) {
+        fattn_context *ctx = NULL;
+        if (fattn_context_create(&ctx, ss->kind, dev) != FATTN_OK)
+            fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
+        for (int dt = FATTN_F32; dt <= FATTN_BF16; dt++) {
+            for (int which = 0; which < 3; which++) {
+                problem p;
+                if (which == 0) build_scenarios(&p, (fattn_dtype)dt, 0x5eed + (uint64_t)dt);
+                else if (which == 1) build_overflow(&p, (fattn_dtype)dt, 0x0f10 + (uint64_t)dt);
+                else build_causal_hidden(&p, (fattn_dtype)dt, 0xca05 + (uint64_t)dt);
+                const size_t nq = (size_t)(p.desc.heads_q * p.desc.seq_q);
+                void *o = malloc(nq * DIM * 4);
+                float *lse = malloc(nq * sizeof(float));
+                assert_true(o && lse);
+                char what[256];
+                snprintf(what, sizeof what, "%s device %d %s%s %s", info.name, dev, harness_dtype_name((fattn_dtype)dt),
+                         ss->naive ? " naive" : "",
+                         which == 0 ? "scenarios" : which == 1 ? "overflow to -inf" : "causal-hidden NaN");
+                const fattn_status st = run_on(ctx, &p, ss->naive, o, lse);
+                if (st == FATTN_ERR_UNSUPPORTED && ss->naive) {
+                    char name[64], reason[512];
+                    snprintf(name, sizeof name, "%s-naive", info.name);
+                    snprintf(reason, sizeof reason, "%s", fattn_error_message(ctx));
+                    free(o);
+                    free(lse);
+                    problem_free(&p);
+                    fattn_context_free(ctx);
+                    skip_unless_required(name, reason);
+                }
+                if (st != FATTN_OK) {
+                    print_error("%s: %s: %s\n", what, fattn_status_string(st), fattn_error_message(ctx));
+                    bad++;
+                } else {
+                    const int n = check(&p, o, lse, what, which == 0 ? scenario_name : NULL);
+                    if (n) print_error("%s: %d elements disagree\n", what, n);
+                    bad += n;
+                }
+                free(o);
+                free(lse);
+                problem_free(&p);
+            }
+        }
+        fattn_context_free(ctx);
+    }
+    assert_int_equal(bad, 0);
+}
+
+#define BACKEND(kind, naive, label) {label, test_backend, NULL, NULL, &(special_state){kind, naive}}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reference_follows_the_rules),
+        BACKEND(FATTN_BACKEND_CPU, 0, "cpu"),
+        BACKEND(FATTN_BACKEND_CPU, 1, "cpu naive"),
+        BACKEND(FATTN_BACKEND_CUDA, 0, "cuda"),
+        BACKEND(FATTN_BACKEND_CUDA, 1, "cuda naive"),
+        BACKEND(FATTN_BACKEND_OPENCL, 0, "opencl"),
+        BACKEND(FATTN_BACKEND_OPENCL, 1, "opencl naive"),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
