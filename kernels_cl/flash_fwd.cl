@@ -198,7 +198,10 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
         if (row >= Sq) continue;
         float l = 0.0f;
         for (int t = 0; t < TK; t++) l += red[r][t];
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        /* l == 0: no finite score, so O = 0 and lse = -inf. A NaN or +inf
+         * score made l NaN (fmax skips NaN, but exp2 of it reaches l), and
+         * NaN it stays in both. */
+        const float inv = l == 0.0f ? 0.0f : 1.0f / l;
         const long ob = o_off + b * o_sb + h * o_sh + row * o_ss;
         for (int c = 0; c < CPT; c++) {
             const int d = 4 * (tx + c * TK);
@@ -210,6 +213,6 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
         }
         if (has_lse && tx == 0)
             lse[l_off + b * l_sb + h * l_sh + row * l_ss] =
-                l > 0.0f ? (m_i[i] + log2(l)) * M_LN2_F : -INFINITY;
+                l == 0.0f ? -INFINITY : (m_i[i] + log2(l)) * M_LN2_F;
     }
 }

@@ -28,6 +28,31 @@ __kernel void unpack_out(__global const float *in, __global elem_t *o, long off,
     STORE(o, dst, in[((long)bh * S + s) * D + d]);
 }
 
+/* flag[0] = 1 where the float32 [B][H][S][D] array x holds a NaN or an
+ * infinity. global: (D, S, B*H). */
+__kernel void find_nonfinite(__global const float *x, long off, long sb, long sh, long ss, int H,
+                             __global int *flag) {
+    const int d = get_global_id(0), s = get_global_id(1), bh = get_global_id(2);
+    if (!isfinite(x[off + (long)(bh / H) * sb + (long)(bh % H) * sh + (long)s * ss + d])) flag[0] = 1;
+}
+
+/* O = P V over the keys each row sees (bottom-right causal), for pairs bh0,
+ * bh0 + 1, ... of P: what the GEMM computes, except that a hidden key's
+ * value is not multiplied by its zero weight. V and O are float32 (the f32
+ * operands, or the packed copies). global: (D, Sq, pairs). */
+__kernel void pv_visible(__global const float *P, __global const float *v, long v_off, long v_sb,
+                         long v_sh, long v_ss, __global float *o, long o_off, long o_sb, long o_sh,
+                         long o_ss, int Hq, int group, int Sk, int bh0) {
+    const int d = get_global_id(0), i = get_global_id(1), bh = bh0 + get_global_id(2);
+    const int Sq = get_global_size(1);
+    const int b = bh / Hq, h = bh % Hq, lim = clamp(i + Sk - Sq + 1, 0, Sk);
+    const long pb = ((long)get_global_id(2) * Sq + i) * Sk;
+    const long vb = v_off + (long)b * v_sb + (long)(h / group) * v_sh + d;
+    float acc = 0.0f;
+    for (int j = 0; j < lim; j++) acc = mad(P[pb + j], v[vb + (long)j * v_ss], acc);
+    o[o_off + (long)b * o_sb + (long)h * o_sh + (long)i * o_ss + d] = acc;
+}
+
 /* Zeros into the caller's O (seq_kv = 0). global: (D, Sq, B*Hq). */
 __kernel void zero_out(__global elem_t *o, long off, long sb, long sh, long ss, int H) {
     const int d = get_global_id(0), s = get_global_id(1), bh = get_global_id(2);
@@ -36,8 +61,9 @@ __kernel void zero_out(__global elem_t *o, long off, long sb, long sh, long ss, 
 
 /* One work-group per query row of (batch, head) pairs bh0, bh0 + 1, ...:
  * global (WG * Sq, pairs), local (WG, 1); S and P hold those pairs only.
- * Keys j >= the row's limit (bottom-right causal) get probability 0; a row
- * that sees no key gets all zeros and lse = -inf. */
+ * Keys j >= the row's limit (bottom-right causal) and -inf scores get
+ * probability 0; a row with no finite score gets all zeros and lse = -inf;
+ * a NaN or +inf score makes the row's P and lse NaN (as in flash_fwd.cl). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void softmax_rows(__global const float *S, __global float *P, __global float *lse, long l_off,
                   long l_sb, long l_sh, long l_ss, int has_lse, int Hq, int Sq, int Sk, int causal, int bh0) {
@@ -57,8 +83,9 @@ void softmax_rows(__global const float *S, __global float *P, __global float *ls
     mx = red[0];
     barrier(CLK_LOCAL_MEM_FENCE);
 
+    /* -inf scores skip exp2: with mx = -inf it would give NaN. */
     float sum = 0.0f;
-    for (int j = tid; j < lim; j += WG) sum += exp2(S[base + j] - mx);
+    for (int j = tid; j < lim; j += WG) sum += S[base + j] == -INFINITY ? 0.0f : exp2(S[base + j] - mx);
     red[tid] = sum;
     for (int w = WG / 2; w > 0; w /= 2) {
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -67,9 +94,12 @@ void softmax_rows(__global const float *S, __global float *P, __global float *ls
     barrier(CLK_LOCAL_MEM_FENCE);
     sum = red[0];
 
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    for (int j = tid; j < Sk; j += WG) P[base + j] = j < lim ? exp2(S[base + j] - mx) * inv : 0.0f;
+    const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+    for (int j = tid; j < Sk; j += WG) {
+        const float s = j < lim ? S[base + j] : -INFINITY;
+        P[base + j] = s == -INFINITY ? 0.0f : exp2(s - mx) * inv;
+    }
     if (has_lse && tid == 0)
         lse[l_off + (long)(bh / Hq) * l_sb + (long)(bh % Hq) * l_sh + (long)i * l_ss] =
-            sum > 0.0f ? (mx + log2(sum)) * M_LN2_F : -INFINITY;
+            sum == 0.0f ? -INFINITY : (mx + log2(sum)) * M_LN2_F;
 }

@@ -37,6 +37,7 @@ static void cl_close(void *state) {
     cl_state *s = state;
     if (!s) return;
     cl_cache_release(&s->cache);
+    cl_disk_cache_close(&s->cache);
     if (s->queue && s->queue != s->own_queue) clReleaseCommandQueue(s->queue);
     if (s->own_queue) clReleaseCommandQueue(s->own_queue);
     if (s->context) clReleaseContext(s->context);
@@ -46,6 +47,7 @@ static void cl_close(void *state) {
 static fattn_status cl_open(int device, void **state, fattn_msg *msg) {
     cl_state *s = calloc(1, sizeof *s);
     if (!s) return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate the OpenCL state");
+    s->cache.disk_fd = -1;
     fattn_status st = entry_at(device, &s->dev, msg);
     cl_int err = CL_SUCCESS;
     if (st == FATTN_OK) {
@@ -58,6 +60,8 @@ static fattn_status cl_open(int device, void **state, fattn_msg *msg) {
                             cl_error_name(err), (int)err);
     }
     if (st == FATTN_OK) st = cl_read_limits(s->dev.device, s->dev.type, &s->limits, msg);
+    /* Last: on success it may leave a note (disk cache off) in msg. */
+    if (st == FATTN_OK) st = cl_disk_cache_open(&s->cache, msg);
     if (st != FATTN_OK) {
         cl_close(s);
         return st;
@@ -117,6 +121,13 @@ static fattn_status new_buf(cl_mem mem, int owned, void **out, fattn_msg *msg) {
 
 static fattn_status cl_buffer_alloc(void *state, size_t bytes, void **mem, fattn_msg *msg) {
     cl_state *s = state;
+    /* Drivers may accept any size lazily (NVIDIA's took 2^62 bytes). */
+    if ((uint64_t)bytes > s->limits.max_alloc || (uint64_t)bytes > s->limits.global_mem)
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY,
+                          "cannot allocate %zu bytes: the OpenCL device allows at most %llu bytes in "
+                          "one buffer and has %llu bytes of global memory",
+                          bytes, (unsigned long long)s->limits.max_alloc,
+                          (unsigned long long)s->limits.global_mem);
     cl_int err;
     cl_mem m = clCreateBuffer(s->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (err != CL_SUCCESS)
@@ -169,6 +180,31 @@ static fattn_status cl_buffer_read(void *state, void *mem, size_t offset, void *
 static void *cl_buffer_native(void *state, void *mem) {
     (void)state;
     return ((cl_buf *)mem)->mem;
+}
+
+/* The top cl_mem of a sub-buffer chain and the buffer's byte origin in it:
+ * two wrappers of one cl_mem, or a cl_mem and a sub-buffer of it, then meet
+ * in the core's overlap check. OpenCL 1.2 allows no sub-buffer of a
+ * sub-buffer; the walk is bounded anyway. */
+static fattn_status cl_buffer_root(void *state, void *mem, const void **root, uint64_t *start,
+                                   fattn_msg *msg) {
+    (void)state;
+    cl_mem m = ((cl_buf *)mem)->mem;
+    uint64_t at = 0;
+    for (int depth = 0; depth < 16; depth++) {
+        cl_mem parent = NULL;
+        size_t offset = 0;
+        CL_TRY(msg, clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL));
+        if (!parent) {
+            *root = m;
+            *start = at;
+            return FATTN_OK;
+        }
+        CL_TRY(msg, clGetMemObjectInfo(m, CL_MEM_OFFSET, sizeof offset, &offset, NULL));
+        at += offset;
+        m = parent;
+    }
+    return fattn_fail(msg, FATTN_ERR_DEVICE, "the cl_mem's chain of parent buffers is longer than 16");
 }
 
 static fattn_status cl_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
@@ -226,7 +262,7 @@ static fattn_status cl_forward(void *state, const fattn_problem *p, const fattn_
     CL_TRY(msg, clSetKernelArg(k, a++, sizeof causal, &causal));
 
     /* The kernel's own limit can be below the device's (registers per work-item). */
-    const size_t nt = (size_t)(t.tq * t.tk);
+    const size_t nt = (size_t)t.tq * (size_t)t.tk;
     size_t kernel_wg = 0;
     CL_TRY(msg, clGetKernelWorkGroupInfo(k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kernel_wg,
                                          &kernel_wg, NULL));
@@ -321,10 +357,10 @@ static void cl_mark_free(void *state, void *mark) {
 
 static const fattn_backend_vtable cl_vtable = {
     .abi = FATTN_BACKEND_ABI,
+    .size = sizeof(fattn_backend_vtable),
     .kind = FATTN_BACKEND_OPENCL,
     .name = "opencl",
     .native_is_host = 0,
-    .native_is_address = 0,   /* cl_mem handles, not addresses */
     .probe = cl_probe,
     .device_name = cl_device_name,
     .open = cl_open,
@@ -337,6 +373,7 @@ static const fattn_backend_vtable cl_vtable = {
     .buffer_write = cl_buffer_write,
     .buffer_read = cl_buffer_read,
     .buffer_native = cl_buffer_native,
+    .buffer_region = cl_buffer_root,   /* cl_buffer_region is an OpenCL type */
     .plan = cl_plan,
     .forward = cl_forward,
     .forward_naive = cl_forward_naive,

@@ -48,6 +48,7 @@ typedef struct cl_limits {
     size_t max_wg;         /* work-items per group */
     size_t preferred_multiple;   /* work-items per warp or wavefront; 1 if the driver does not say */
     uint64_t max_alloc;    /* bytes in one buffer */
+    uint64_t global_mem;   /* bytes of device memory */
     int vendor_class;      /* CL_CLASS_* */
     int compute_units;
     int softmax_wg;        /* the naive softmax's work-group: a power of two <= 256 */
@@ -77,7 +78,20 @@ typedef struct cl_program_cache {
     cl_cached_program entries[CL_MAX_PROGRAMS];
     int count;
     int disk_hits, builds;   /* for tests and the benchmark */
+    /* The disk cache, resolved and checked once per context by
+     * cl_disk_cache_open: the directory, held open so that it cannot be
+     * swapped after the check (-1: no disk cache), and its secret key. */
+    int disk_fd;
+    uint64_t disk_secret[2];
 } cl_program_cache;
+
+/* Finds, creates and checks the disk cache directory: FATTN_CACHE_DIR, else
+ * $XDG_CACHE_HOME/fattn, else $HOME/.cache/fattn. An explicit FATTN_CACHE_DIR
+ * that cannot be used fails with FATTN_ERR_ENVIRONMENT; a directory that is
+ * not private to the user, or a default one that cannot be used, leaves the
+ * disk cache off with a note in msg (status FATTN_OK). */
+fattn_status cl_disk_cache_open(cl_program_cache *cache, fattn_msg *msg);
+void cl_disk_cache_close(cl_program_cache *cache);
 
 /* The kernel `name` from kernel file `file` built with `options`: from the
  * context's cache, else from the disk cache, else compiled (and then written
@@ -85,6 +99,7 @@ typedef struct cl_program_cache {
 fattn_status cl_get_kernel(cl_program_cache *cache, cl_context ctx, cl_device_id dev,
                            const char *file, const char *name, const char *options,
                            cl_kernel *out, fattn_msg *msg);
+/* Releases the programs (they belong to one cl_context); the disk cache stays. */
 void cl_cache_release(cl_program_cache *cache);
 
 /* Embedded kernel sources (generated at build time by embed_kernels.cmake). */
@@ -95,6 +110,10 @@ typedef struct cl_embedded_source {
 } cl_embedded_source;
 extern const cl_embedded_source cl_embedded_sources[];
 extern const size_t cl_embedded_source_count;
+/* The macros the kernels define or test, taken from their sources at build
+ * time: fattn sets them, FATTN_OPENCL_OPTIONS may not. */
+extern const char *const cl_kernel_macros[];
+extern const size_t cl_kernel_macro_count;
 
 /* ---- The backend state (cl_backend.c) ------------------------------------------ */
 

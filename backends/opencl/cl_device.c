@@ -4,6 +4,7 @@
  * case-insensitive name substring). */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,10 @@ const char *cl_error_name(cl_int err) {
     E(CL_INVALID_ARG_SIZE) E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION)
     E(CL_INVALID_WORK_GROUP_SIZE) E(CL_INVALID_WORK_ITEM_SIZE) E(CL_INVALID_GLOBAL_OFFSET)
     E(CL_INVALID_EVENT) E(CL_INVALID_OPERATION) E(CL_INVALID_BUFFER_SIZE)
-    E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_PLATFORM)
+    E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_PLATFORM) E(CL_INVALID_DEVICE_TYPE)
+    E(CL_INVALID_PROPERTY) E(CL_INVALID_QUEUE_PROPERTIES) E(CL_INVALID_HOST_PTR)
+    E(CL_MISALIGNED_SUB_BUFFER_OFFSET) E(CL_PROFILING_INFO_NOT_AVAILABLE)
+    E(CL_INVALID_COMPILER_OPTIONS) E(CL_INVALID_LINKER_OPTIONS) E(CL_LINK_PROGRAM_FAILURE)
     case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
 #undef E
     default: return "unknown OpenCL error";
@@ -45,35 +49,68 @@ static int type_rank(cl_device_type t) {
     return 2;   /* CPUs and anything else last */
 }
 
-int cl_list_devices(cl_device_entry *out, int max, char *reason, size_t reason_len) {
+/* Global queries (probe, device_name, open's device lookup) may run on many
+ * threads at once, and the first of them initialises the ICD loader and the
+ * drivers: eight threads doing that together crashed inside PoCL, or were
+ * told "no OpenCL device found" all but one. Every enumeration and device
+ * query made outside a context holds this lock. */
+static pthread_mutex_t enum_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The first failing call of an enumeration, so that the reason names the
+ * driver's code instead of only "no device". A platform's "no device"
+ * (CL_DEVICE_NOT_FOUND, also what PoCL says when its devices failed to
+ * start) gives way to any other error. */
+typedef struct first_error {
+    cl_int err;
+    char call[64];
+    cl_uint platform;
+} first_error;
+
+static void keep_error(first_error *e, cl_int err, const char *call, cl_uint platform) {
+    const int replaceable = e->err == CL_SUCCESS || (e->err == CL_DEVICE_NOT_FOUND && err != CL_DEVICE_NOT_FOUND);
+    if (err == CL_SUCCESS || !replaceable) return;
+    e->err = err;
+    snprintf(e->call, sizeof e->call, "%s", call);
+    e->platform = platform;
+}
+
+static int list_locked(cl_device_entry *out, int max, char *reason, size_t reason_len) {
     cl_platform_id plats[16];
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(16, plats, &np);
     reason[0] = '\0';
     if (err != CL_SUCCESS || np == 0) {
         snprintf(reason, reason_len, "no OpenCL platform (clGetPlatformIDs: %s, %d)",
-                 cl_error_name(err), (int)err);
+                 err == CL_SUCCESS ? "none listed" : cl_error_name(err), (int)err);
         return 0;
     }
+    if (np > 16) np = 16;
     const char *pf = fattn_env_opencl_platform(), *df = fattn_env_opencl_device();
     cl_device_entry all[64];
     char names[64][256];
-    int n = 0;
-    for (cl_uint p = 0; p < np && p < 16; p++) {
+    int n = 0, seen = 0;
+    first_error first = {CL_SUCCESS, "", 0};
+    for (cl_uint p = 0; p < np; p++) {
         char pname[256] = "";
-        if (clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL) != CL_SUCCESS) continue;
-        if (!matches(pf, (int)p, pname)) continue;
+        err = clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
+        keep_error(&first, err, "clGetPlatformInfo(CL_PLATFORM_NAME)", p);
+        if (err != CL_SUCCESS || !matches(pf, (int)p, pname)) continue;
         cl_device_id devs[16];
         cl_uint nd = 0;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, devs, &nd) != CL_SUCCESS) continue;
+        err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, devs, &nd);
+        keep_error(&first, err, "clGetDeviceIDs", p);
+        if (err != CL_SUCCESS) continue;
         for (cl_uint d = 0; d < nd && d < 16 && n < 64; d++) {
             all[n].platform = plats[p];
             all[n].device = devs[d];
             names[n][0] = '\0';
+            seen++;
             /* A device that cannot say what it is is not offered. */
-            if (clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof all[n].type, &all[n].type, NULL) == CL_SUCCESS &&
-                clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof names[n], names[n], NULL) == CL_SUCCESS)
-                n++;
+            err = clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof all[n].type, &all[n].type, NULL);
+            if (err == CL_SUCCESS)
+                err = clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof names[n], names[n], NULL);
+            keep_error(&first, err, "clGetDeviceInfo", p);
+            n += err == CL_SUCCESS;
         }
     }
     /* Stable order: GPUs, accelerators, then CPUs; the device filter then
@@ -84,18 +121,32 @@ int cl_list_devices(cl_device_entry *out, int max, char *reason, size_t reason_l
             if (type_rank(all[i].type) != rank) continue;
             if (matches(df, listed++, names[i]) && count < max) out[count++] = all[i];
         }
-    if (count == 0)
-        snprintf(reason, reason_len, "no OpenCL device%s%s%s%s%s", pf || df ? " matches" : " found",
-                 pf ? " FATTN_OPENCL_PLATFORM=" : "", pf ? pf : "", df ? " FATTN_OPENCL_DEVICE=" : "",
-                 df ? df : "");
+    if (count == 0) {
+        int w = snprintf(reason, reason_len, "no OpenCL device %s%s%s%s%s (%u platform%s, %d device%s seen)",
+                         pf || df ? "matches" : "found", pf ? " FATTN_OPENCL_PLATFORM=" : "", pf ? pf : "",
+                         df ? " FATTN_OPENCL_DEVICE=" : "", df ? df : "", np, np == 1 ? "" : "s", seen,
+                         seen == 1 ? "" : "s");
+        if (first.err != CL_SUCCESS && w > 0 && (size_t)w < reason_len)
+            snprintf(reason + w, reason_len - (size_t)w, "; %s on platform %u failed: %s (%d)", first.call,
+                     first.platform, cl_error_name(first.err), (int)first.err);
+    }
     return count;
+}
+
+int cl_list_devices(cl_device_entry *out, int max, char *reason, size_t reason_len) {
+    pthread_mutex_lock(&enum_lock);
+    const int n = list_locked(out, max, reason, reason_len);
+    pthread_mutex_unlock(&enum_lock);
+    return n;
 }
 
 void cl_describe(cl_device_id dev, char *buf, size_t len) {
     char name[256] = "", version[128] = "", driver[128] = "";
+    pthread_mutex_lock(&enum_lock);
     if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS) snprintf(name, sizeof name, "?");
     if (clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof version, version, NULL) != CL_SUCCESS) snprintf(version, sizeof version, "?");
     if (clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof driver, driver, NULL) != CL_SUCCESS) snprintf(driver, sizeof driver, "?");
+    pthread_mutex_unlock(&enum_lock);
     /* Trim the "OpenCL 3.0 PoCL HSTR: ..." style tails to the version number. */
     char *sp = strchr(version + (strncmp(version, "OpenCL ", 7) == 0 ? 7 : 0), ' ');
     if (sp) *sp = '\0';

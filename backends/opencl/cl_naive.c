@@ -100,13 +100,33 @@ static fattn_status kernel(naive_run *r, const char *name, cl_kernel *k) {
                          r->msg);
 }
 
-/* Sets the five arguments (mem, offset, three strides) of a strided operand. */
-static fattn_status set_operand(naive_run *r, cl_kernel k, cl_uint first, const fattn_operand *op) {
-    const cl_mem m = cl_mem_of(op);
-    const cl_long f[4] = {op->offset, op->stride_batch, op->stride_head, op->stride_seq};
-    CL_TRY(r->msg, clSetKernelArg(k, first, sizeof m, &m));
+/* A strided [B][H][S][D] array: the caller's operand or a packed copy. */
+typedef struct view {
+    cl_mem mem;
+    cl_long offset, stride_batch, stride_head, stride_seq;
+} view;
+
+static view operand_view(const fattn_operand *op) {
+    const view v = {cl_mem_of(op), op->offset, op->stride_batch, op->stride_head, op->stride_seq};
+    return v;
+}
+
+/* A dense copy made by pack (or the dense float32 O). */
+static view dense_view(cl_mem mem, int64_t heads, int64_t seq, int64_t D) {
+    const view v = {mem, 0, heads * seq * D, seq * D, D};
+    return v;
+}
+
+/* Sets the five arguments (mem, offset, three strides) of a strided array. */
+static fattn_status set_view(naive_run *r, cl_kernel k, cl_uint first, view v) {
+    const cl_long f[4] = {v.offset, v.stride_batch, v.stride_head, v.stride_seq};
+    CL_TRY(r->msg, clSetKernelArg(k, first, sizeof v.mem, &v.mem));
     for (int j = 0; j < 4; j++) CL_TRY(r->msg, clSetKernelArg(k, first + 1 + (cl_uint)j, sizeof f[j], &f[j]));
     return FATTN_OK;
+}
+
+static fattn_status set_operand(naive_run *r, cl_kernel k, cl_uint first, const fattn_operand *op) {
+    return set_view(r, k, first, operand_view(op));
 }
 
 static fattn_status launch3(naive_run *r, cl_kernel k, int64_t d, int64_t s, int64_t bh) {
@@ -163,6 +183,47 @@ static fattn_status softmax(naive_run *r, cl_mem s_mem, cl_mem p_mem, int64_t bh
     return FATTN_OK;
 }
 
+/* Whether the float32 V (the caller's f32 operand or its packed copy) holds
+ * a NaN or an infinity: one pass over V, then a blocking read of the flag. */
+static fattn_status v_nonfinite(naive_run *r, view v, int *found) {
+    const fattn_problem *p = r->p;
+    const cl_int H = (cl_int)p->heads_kv;
+    cl_int err, flag = 0;
+    cl_kernel k;
+    fattn_status st = kernel(r, "find_nonfinite", &k);
+    if (st == FATTN_OK) st = set_view(r, k, 0, v);
+    if (st != FATTN_OK) return st;
+    cl_mem f = clCreateBuffer(r->s->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof flag, &flag,
+                              &err);
+    CL_TRY(r->msg, err);
+    if ((err = clSetKernelArg(k, 5, sizeof H, &H)) == CL_SUCCESS &&
+        (err = clSetKernelArg(k, 6, sizeof f, &f)) == CL_SUCCESS) {
+        st = launch3(r, k, p->head_dim, p->seq_kv, p->batch * p->heads_kv);
+        if (st == FATTN_OK)
+            err = clEnqueueReadBuffer(r->s->queue, f, CL_TRUE, 0, sizeof flag, &flag, 0, NULL, NULL);
+    }
+    clReleaseMemObject(f);
+    CL_TRY(r->msg, err);
+    *found = flag != 0;
+    return st;
+}
+
+/* O = P V over the keys each row sees, for pairs bh0 .. bh0+count, where a
+ * GEMM would multiply a hidden key's NaN or infinity by its zero weight. */
+static fattn_status pv_visible(naive_run *r, cl_mem P, view v, view o, int64_t bh0, int64_t count) {
+    const fattn_problem *p = r->p;
+    const cl_int ints[4] = {(cl_int)p->heads_q, (cl_int)(p->heads_q / p->heads_kv), (cl_int)p->seq_kv,
+                            (cl_int)bh0};
+    cl_kernel k;
+    fattn_status st = kernel(r, "pv_visible", &k);
+    if (st == FATTN_OK) st = set_view(r, k, 1, v);
+    if (st == FATTN_OK) st = set_view(r, k, 6, o);
+    if (st != FATTN_OK) return st;
+    CL_TRY(r->msg, clSetKernelArg(k, 0, sizeof P, &P));
+    for (cl_uint i = 0; i < 4; i++) CL_TRY(r->msg, clSetKernelArg(k, 11 + i, sizeof(cl_int), &ints[i]));
+    return launch3(r, k, p->head_dim, p->seq_q, count);
+}
+
 /* The element offset of (b, h)'s matrix for query-head pairs bh0 .. bh0+count,
  * where h is divided by `group` for K and V. A packed operand is dense. */
 static void offsets(size_t *out, const fattn_problem *p, const fattn_operand *op, int packed,
@@ -214,6 +275,13 @@ static fattn_status run(naive_run *r) {
     const size_t ld_k = direct_qkv ? (size_t)p->k.stride_seq : (size_t)D;
     const size_t ld_v = direct_qkv ? (size_t)p->v.stride_seq : (size_t)D;
     if (!direct_o && (st = temp_buffer(r, T_O, BH * Sq * D))) return st;
+    /* Causal: keys a row does not see weigh 0 in P, and a GEMM multiplies
+     * them all the same (0 * inf = NaN); with a NaN or infinity in V, O is
+     * a loop over each row's visible keys instead. */
+    const view v_view = direct_qkv ? operand_view(&p->v) : dense_view(v, p->heads_kv, Sk, D);
+    const view o_view = direct_o ? operand_view(&p->o) : dense_view(r->temp[T_O], p->heads_q, Sq, D);
+    int visible_only = 0;
+    if (p->causal && (st = v_nonfinite(r, v_view, &visible_only))) return st;
     /* Every S and P chunk exists at once: the naive method's whole footprint. */
     for (int c = 0; c < r->chunks && st == FATTN_OK; c++) {
         const int64_t n = BH - c * r->chunk < r->chunk ? BH - c * r->chunk : r->chunk;
@@ -238,7 +306,8 @@ static fattn_status run(naive_run *r) {
                                           &queue, NULL),
                    "SgemmBatched (scores)");
         if (st == FATTN_OK) st = softmax(r, S, P, bh0, n);
-        if (st != FATTN_OK) break;
+        if (st == FATTN_OK && visible_only) st = pv_visible(r, P, v_view, o_view, bh0, n);
+        if (st != FATTN_OK || visible_only) continue;
         /* O = P V, straight into the caller's O when CLBlast can address it. */
         for (int64_t i = 0; i < n; i++) {
             r->alphas[i] = 1.0f;

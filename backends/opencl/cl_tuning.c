@@ -1,7 +1,9 @@
 /* Tile sizes per device class, fitted to the device's local memory and
  * work-group limits read at run time. Nothing here assumes a warp width: the
  * work-items sharing a row synchronise through local memory and barriers. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cl_common.h"
@@ -37,9 +39,12 @@ static const tuning_row table[] = {
 
 /* Most rows or keys per work-item before registers run out. */
 #define CL_MAX_PER_ITEM 16
+/* Largest number FATTN_OPENCL_TILES may give: far past any device, and
+ * small enough that no product of two overflows, even in int. */
+#define CL_TILE_MAX 4096
 
 fattn_status cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *out, fattn_msg *msg) {
-    cl_ulong local = 0, alloc = 0;
+    cl_ulong local = 0, alloc = 0, global = 0;
     size_t wg = 0, multiple = 0;
     cl_uint cu = 0;
     char vendor[256] = "";
@@ -47,6 +52,7 @@ fattn_status cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *ou
     CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL));
     CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL));
     CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof alloc, &alloc, NULL));
+    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL));
     CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL));
     /* OpenCL 3.0 only (0x1067, CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE):
      * older drivers reject the query, and then nothing is preferred. */
@@ -56,6 +62,7 @@ fattn_status cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *ou
     out->preferred_multiple = multiple;
     out->compute_units = (int)cu;
     out->max_alloc = (uint64_t)alloc;
+    out->global_mem = (uint64_t)global;
     out->softmax_wg = 1;
     while (out->softmax_wg < 256 && (size_t)out->softmax_wg * 2 <= wg) out->softmax_wg *= 2;
     if (type & CL_DEVICE_TYPE_CPU) out->vendor_class = CL_CLASS_CPU;
@@ -88,34 +95,64 @@ static void shape(cl_tiles *t, int tq, int tk) {
     t->tk = pow2_divisor(t->bkv, tk < t->dpad / 4 ? tk : t->dpad / 4);
 }
 
+/* Work-items per group. */
+static size_t items(const cl_tiles *t) { return (size_t)t->tq * (size_t)t->tk; }
+
 static int fits_device(const cl_limits *lim, const cl_tiles *t) {
-    return cl_local_bytes(t) <= lim->local_mem && (size_t)(t->tq * t->tk) <= lim->max_wg;
+    return cl_local_bytes(t) <= lim->local_mem && items(t) <= lim->max_wg;
 }
 
 static int fits(const cl_limits *lim, const cl_tiles *t) {
     return fits_device(lim, t) && t->bq / t->tq <= CL_MAX_PER_ITEM && t->bkv / t->tk <= CL_MAX_PER_ITEM;
 }
 
+/* One number of FATTN_OPENCL_TILES: decimal digits only (strtol alone would
+ * take a sign and leading spaces), 1 .. CL_TILE_MAX. Returns the position
+ * after it, or NULL. */
+static const char *tile_number(const char *v, int *out) {
+    if (*v < '0' || *v > '9') return NULL;
+    char *end;
+    errno = 0;
+    const long n = strtol(v, &end, 10);
+    if (errno != 0 || n < 1 || n > CL_TILE_MAX) return NULL;
+    *out = (int)n;
+    return end;
+}
+
+/* One "DPAD:BQxBKV/TQxTK" item; returns the position after it, or NULL. */
+static const char *tile_item(const char *v, tuning_row *r) {
+    int *const fields[5] = {&r->dpad, &r->bq, &r->bkv, &r->tq, &r->tk};
+    static const char seps[5] = {':', 'x', '/', 'x', '\0'};
+    for (int i = 0; i < 5; i++) {
+        if (!(v = tile_number(v, fields[i]))) return NULL;
+        if (seps[i] && *v++ != seps[i]) return NULL;
+    }
+    return v;
+}
+
 /* The FATTN_OPENCL_TILES entry for bucket dpad, if any: "DPAD:BQxBKV/TQxTK"
- * items separated by commas, DPAD one of 32, 64, 128, 256. The whole value is
- * checked, whichever bucket is asked for. Returns -1 when it is malformed,
- * 1 if dpad has an entry (the last one wins), else 0. */
-static int env_row(int dpad, tuning_row *out) {
+ * items separated by commas, DPAD one of 32, 64, 128, 256, no whitespace
+ * anywhere. The whole value is checked, whichever bucket is asked for.
+ * Returns -1 when it is malformed (*bad, *bad_len: the item at fault), 1 if
+ * dpad has an entry (the last one wins), else 0. */
+static int env_row(int dpad, tuning_row *out, const char **bad, int *bad_len) {
     const char *v = fattn_env_opencl_tiles();
     int found = 0;
-    while (v && *v) {
+    while (v) {   /* an empty item (",," or a trailing comma) is malformed too */
         tuning_row r = {CL_CLASS_OTHER, 0, 0, 0, 0, 0};
-        int used = 0;
-        if (sscanf(v, "%d:%dx%d/%dx%d%n", &r.dpad, &r.bq, &r.bkv, &r.tq, &r.tk, &used) != 5 ||
-            (v[used] != ',' && v[used] != '\0') ||
-            (r.dpad != 32 && r.dpad != 64 && r.dpad != 128 && r.dpad != 256) || r.bq < 1 || r.bkv < 4 ||
-            r.bkv % 4 || r.tq < 1 || r.tk < 1 || r.bq % r.tq || r.bkv % r.tk || (r.dpad / 4) % r.tk)
+        const char *end = tile_item(v, &r);
+        if (!end || (*end != ',' && *end != '\0') ||
+            (r.dpad != 32 && r.dpad != 64 && r.dpad != 128 && r.dpad != 256) || r.bkv < 4 || r.bkv % 4 ||
+            r.bq % r.tq || r.bkv % r.tk || (r.dpad / 4) % r.tk) {
+            *bad = v;
+            *bad_len = (int)strcspn(v, ",");
             return -1;
+        }
         if (r.dpad == dpad) {
             *out = r;
             found = 1;
         }
-        v += used + (v[used] == ',');
+        v = *end ? end + 1 : NULL;
     }
     return found;
 }
@@ -130,22 +167,25 @@ fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_k
                                       (!row && table[i].vendor_class == CL_CLASS_OTHER)))
             row = &table[i];
     tuning_row forced;
-    const int from_env = env_row(dpad, &forced);
+    const char *bad = "";
+    int bad_len = 0;
+    const int from_env = env_row(dpad, &forced, &bad, &bad_len);
     if (from_env < 0)
         return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
-                          "FATTN_OPENCL_TILES='%s' is not a list of DPAD:BQxBKV/TQxTK (e.g. "
-                          "128:32x32/8x8) with DPAD 32, 64, 128 or 256, BKV a multiple of 4, TQ "
-                          "dividing BQ, TK dividing BKV and DPAD/4",
-                          fattn_env_opencl_tiles());
+                          "FATTN_OPENCL_TILES='%s': '%.*s' is not DPAD:BQxBKV/TQxTK (e.g. "
+                          "128:32x32/8x8; items separated by commas, no spaces): DPAD 32, 64, 128 "
+                          "or 256, each number 1..%d, BKV a multiple of 4, TQ dividing BQ, TK "
+                          "dividing BKV and DPAD/4",
+                          fattn_env_opencl_tiles(), bad_len, bad, CL_TILE_MAX);
     if (from_env) {   /* taken as given: it either fits or fails */
         cl_tiles t = {dpad, forced.bq, forced.bkv, forced.tq, forced.tk};
         if (!fits(lim, &t))
             return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                               "FATTN_OPENCL_TILES: %dx%d/%dx%d at head dim %d needs %zu bytes of local "
-                              "memory (device: %zu), %d work-items (device: %zu) and at most %d rows "
+                              "memory (device: %zu), %zu work-items (device: %zu) and at most %d rows "
                               "and keys per work-item",
                               t.bq, t.bkv, t.tq, t.tk, dpad, cl_local_bytes(&t), lim->local_mem,
-                              t.tq * t.tk, lim->max_wg, CL_MAX_PER_ITEM);
+                              items(&t), lim->max_wg, CL_MAX_PER_ITEM);
         *out = t;
         return FATTN_OK;
     }
@@ -161,14 +201,13 @@ fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_k
     /* Large caller tiles: widen the grid (up to 256 work-items) before the
      * per-work-item micro-tile outgrows its registers. */
     shape(&t, tq, tk);
-    while (t.bq / t.tq > CL_MAX_PER_ITEM && t.bq % (2 * t.tq) == 0 && 2 * t.tq * t.tk <= 256) tq = t.tq *= 2;
-    while (t.bkv / t.tk > CL_MAX_PER_ITEM && t.bkv % (2 * t.tk) == 0 && 2 * t.tq * t.tk <= 256 &&
+    while (t.bq / t.tq > CL_MAX_PER_ITEM && t.bq % (2 * t.tq) == 0 && 2 * items(&t) <= 256) tq = t.tq *= 2;
+    while (t.bkv / t.tk > CL_MAX_PER_ITEM && t.bkv % (2 * t.tk) == 0 && 2 * items(&t) <= 256 &&
            2 * t.tk <= dpad / 4)
         tk = t.tk *= 2;
     /* Whole hardware groups (warps, wavefronts): widen the grid along rows
      * while the work-item count is not a multiple of what the device prefers. */
-    while ((size_t)(t.tq * t.tk) % lim->preferred_multiple && t.bq % (2 * t.tq) == 0 &&
-           (size_t)(2 * t.tq * t.tk) <= lim->max_wg)
+    while (items(&t) % lim->preferred_multiple && t.bq % (2 * t.tq) == 0 && 2 * items(&t) <= lim->max_wg)
         tq = t.tq *= 2;
     /* Shrink what the caller left to us until the tiles fit the device. */
     while (!fits_device(lim, &t) && !tile_kv && t.bkv > 4) {
@@ -181,10 +220,10 @@ fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_k
     }
     if (!fits(lim, &t))
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "tiles %d x %d for head dim %d need %zu bytes of local memory, %d "
+                          "tiles %d x %d for head dim %d need %zu bytes of local memory, %zu "
                           "work-items and %d x %d rows x keys per work-item; the device has %zu "
                           "bytes and %zu work-items, and the kernel allows %d x %d",
-                          t.bq, t.bkv, D, cl_local_bytes(&t), t.tq * t.tk, t.bq / t.tq, t.bkv / t.tk,
+                          t.bq, t.bkv, D, cl_local_bytes(&t), items(&t), t.bq / t.tq, t.bkv / t.tk,
                           lim->local_mem, lim->max_wg, CL_MAX_PER_ITEM, CL_MAX_PER_ITEM);
     *out = t;
     return FATTN_OK;
