@@ -190,8 +190,9 @@ FATTN_API const char *fattn_error_message(const fattn_context *ctx);
 FATTN_API fattn_status fattn_buffer_alloc(fattn_context *ctx, size_t bytes, fattn_buffer **out);
 
 /* Wraps the caller's memory without copying: a CUDA device pointer, an
- * OpenCL cl_mem, or a host pointer for the CPU backend. The caller keeps
- * ownership; fattn_buffer_free releases only the wrapper. */
+ * OpenCL cl_mem (a sub-buffer too), or a host pointer for the CPU backend.
+ * The caller keeps ownership; fattn_buffer_free releases only the wrapper.
+ * Tensors on it need an address aligned to their element size. */
 FATTN_API fattn_status fattn_buffer_wrap(fattn_context *ctx, void *native, size_t bytes,
                                          fattn_buffer **out);
 
@@ -263,9 +264,20 @@ FATTN_API fattn_status fattn_tensor_init_lse(fattn_tensor *t, fattn_buffer *buf,
 /* Computes attention with the tiled online-softmax algorithm. Q, K, V are
  * [batch, heads_q|heads_kv, seq_q|seq_kv, head_dim]; O is like Q. lse, if not
  * NULL, receives float32 natural-log log-sum-exp of the scaled scores per
- * (batch, head, query row), -inf for a row that sees no key. O must not
- * overlap Q, K or V. Asynchronous on GPU backends: the queue is ordered, and
- * fattn_buffer_read or fattn_context_synchronize waits. */
+ * (batch, head, query row), -inf for a row that sees no key. O and lse must
+ * not overlap Q, K, V or each other (checked across wrappers of the same
+ * memory), and every tensor's memory must be aligned to its element size
+ * (FATTN_ERR_MISALIGNED otherwise). Asynchronous on GPU backends: the queue
+ * is ordered, and fattn_buffer_read or fattn_context_synchronize waits.
+ *
+ * Special values, the same on every backend and path: a score of -inf
+ * (from infinite inputs, or a finite product that overflows float32)
+ * weighs 0; a row with no finite score gets O = 0 and lse = -inf; a NaN or
+ * +inf score makes its row's O and lse NaN; a NaN or infinity in V at a
+ * visible key makes the O elements it reaches NaN or infinite (weights
+ * multiply, even 0); the K of a key the causal mask hides never enters a
+ * score (its V may still reach the row on GPU paths, which multiply whole
+ * tiles by weights of 0: keep V finite). */
 FATTN_API fattn_status fattn_forward(fattn_context *ctx, const fattn_attention_desc *desc,
                                      const fattn_tensor *q, const fattn_tensor *k,
                                      const fattn_tensor *v, const fattn_tensor *o,

@@ -143,7 +143,9 @@ fattn_status fattn_context_create(fattn_context **out, fattn_backend_kind backen
     /* A note from open (a degraded mode, e.g. no disk cache) stays visible
      * in the device description. */
     char note[sizeof ctx->device_name];
-    snprintf(note, sizeof note, "%s", tm->text);
+    const size_t note_len = strnlen(tm->text, sizeof note - 1);   /* cut to fit */
+    memcpy(note, tm->text, note_len);
+    note[note_len] = '\0';
     if (vt->device_name(device, ctx->device_name, sizeof ctx->device_name, tm) != FATTN_OK)
         snprintf(ctx->device_name, sizeof ctx->device_name, "%s device %d", vt->name, device);
     if (note[0]) {

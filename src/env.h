@@ -12,7 +12,8 @@ fattn_status fattn_env_device(int *out, int *is_set, fattn_msg *msg);
 /* FATTN_CPU_THREADS=<1..1024>; returns 0 when unset (use every core). An
  * invalid value is reported through msg. */
 fattn_status fattn_env_cpu_threads(int *out, fattn_msg *msg);
-/* FATTN_MODULE_DIR: where GPU backend modules are looked for first; NULL if unset. */
+/* FATTN_MODULE_DIR: the absolute directory where GPU backend modules are
+ * looked for first; NULL if unset. The registry checks it. */
 const char *fattn_env_module_dir(void);
 
 /* OpenCL backend (the module compiles this file too):
@@ -20,7 +21,8 @@ const char *fattn_env_module_dir(void);
  * name substring that filters platforms and devices; NULL if unset. */
 const char *fattn_env_opencl_platform(void);
 const char *fattn_env_opencl_device(void);
-/* FATTN_CACHE_DIR: where compiled kernels are cached on disk; "off" disables. */
+/* FATTN_CACHE_DIR: an absolute, private directory where compiled kernels
+ * are cached on disk; "off" disables. The OpenCL module checks it. */
 const char *fattn_env_cache_dir(void);
 /* FATTN_KERNEL_DIR: load kernel sources from this directory instead of the
  * copies embedded at build time (for kernel development). */

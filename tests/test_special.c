@@ -6,8 +6,9 @@
  *   - a row with no finite score gets O = 0 and LSE = -inf, never NaN;
  *   - NaN propagates: a NaN or +inf score (NaN in Q or K, inf - inf) makes
  *     the row's O and LSE NaN; a NaN in V at a visible key makes that output
- *     element NaN and leaves LSE alone; keys the causal mask hides are not
- *     read, so a NaN there changes nothing.
+ *     element NaN and leaves LSE alone; the K of a key the causal mask hides
+ *     never enters a score, so a NaN there changes nothing. (A NaN in the V
+ *     of a hidden key is left open: GPU paths multiply whole tiles.)
  * Each head of one call is one scenario (heads have their own K and V). The
  * expected values come from the double reference, which follows the same
  * rules; NaN must meet NaN, infinities must be equal, finite values within

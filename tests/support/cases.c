@@ -43,6 +43,8 @@ const fattn_case fattn_cases[] = {
     {"single key causal",        1, 2, 2,    7,    1,   64, 1, BHSD, STORE_SEPARATE,     1.f, 0},
     {"no keys",                  1, 2, 2,    7,    0,   64, 0, BSHD, STORE_SEPARATE,     1.f, 0},
     {"custom scale",             1, 2, 2,   63,   65,   64, 0, BSHD, STORE_SEPARATE,     1.f, 0.3f},
+    /* More (batch, head) pairs than one CUDA grid dimension holds (65,535). */
+    {"batch x heads 70000",    350, 200, 50,  2,    3,    8, 1, BSHD, STORE_SEPARATE,     1.f, 0},
 };
 
 const size_t fattn_case_count = sizeof fattn_cases / sizeof fattn_cases[0];
