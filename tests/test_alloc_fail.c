@@ -35,6 +35,7 @@
 #include <cmocka.h>
 
 #include "fattn.h"
+#include "test_backend.h"
 
 /* ---- The interposed allocator --------------------------------------------------- */
 
@@ -379,15 +380,6 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
-/* A visible skip, or a failure when CI named `what` in FATTN_TEST_REQUIRE. */
-static void skip_unless_required(const char *what, const char *reason) {
-    const char *required = getenv("FATTN_TEST_REQUIRE");
-    if (required && strstr(required, what))
-        fail_msg("%s is required (FATTN_TEST_REQUIRE=%s) but unavailable: %s", what, required, reason);
-    print_message("[  SKIPPED ] %s: %s\n", what, reason);
-    skip();
-}
-
 static float max_diff(const float *a, const float *b, int n) {
     float m = 0.0f;
     for (int i = 0; i < n; i++) {
@@ -401,13 +393,7 @@ static float max_diff(const float *a, const float *b, int n) {
 static void fail_each_allocation(void **state) {
     const fattn_backend_kind kind = *(const fattn_backend_kind *)*state;
     fattn_backend_info info;
-    assert_int_equal(fattn_backend_get_info(kind, &info), FATTN_OK);
-    const char *only = getenv("FATTN_TEST_BACKENDS");
-    if (only && *only && !strstr(only, info.name)) {
-        print_message("[  SKIPPED ] %s: not in FATTN_TEST_BACKENDS=%s\n", info.name, only);
-        skip();
-    }
-    if (!info.available) skip_unless_required(info.name, info.reason);
+    test_use_backend(kind, &info);
 
     /* An uninjected run first: it loads the backend's module and caches its
      * programs, and gives the answer later runs must reproduce. */

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "test_backend.h"
 
 enum {
     WORKERS = 8,     /* threads with their own context running forwards */
@@ -175,15 +176,6 @@ static void *churner(void *p) {
     return NULL;
 }
 
-/* A visible skip, or a failure when CI named `what` in FATTN_TEST_REQUIRE. */
-static void skip_unless_required(const char *what, const char *reason) {
-    const char *required = getenv("FATTN_TEST_REQUIRE");
-    if (required && strstr(required, what))
-        fail_msg("%s is required (FATTN_TEST_REQUIRE=%s) but unavailable: %s", what, required, reason);
-    print_message("[  SKIPPED ] %s: %s\n", what, reason);
-    skip();
-}
-
 typedef struct first_use {
     pthread_barrier_t start;
     fattn_backend_info info[WORKERS][KINDS];
@@ -238,16 +230,15 @@ static void run_threads(void **state) {
     memset(&s, 0, sizeof s);
     s.kind = kind;
     const char *name = fattn_backend_name(kind);
-    const char *only = getenv("FATTN_TEST_BACKENDS");
-    if (only && *only && !strstr(only, name)) {
-        print_message("[  SKIPPED ] %s: not in FATTN_TEST_BACKENDS=%s\n", name, only);
+    if (!test_backend_selected(name)) {
+        print_message("[  SKIPPED ] %s: not in FATTN_TEST_BACKENDS=%s\n", name, getenv("FATTN_TEST_BACKENDS"));
         skip();
     }
     for (int i = 0; i < KINDS; i++) {
         assert_int_equal(fattn_backend_get_info(all_kinds[i], &s.info[i]), FATTN_OK);
         if (s.info[i].available)
             assert_int_equal(fattn_device_get_name(all_kinds[i], 0, s.device0[i], sizeof s.device0[i]), FATTN_OK);
-        if (all_kinds[i] == kind && !s.info[i].available) skip_unless_required(name, s.info[i].reason);
+        if (all_kinds[i] == kind && !s.info[i].available) test_skip_unless_required(name, s.info[i].reason);
     }
     for (size_t i = 0; i < sizeof case_names / sizeof case_names[0]; i++)
         if (!find_case(case_names[i])) fail_msg("case '%s' is not in the shared table", case_names[i]);

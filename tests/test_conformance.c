@@ -13,22 +13,13 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "test_backend.h"
 
 typedef struct conf_state {
     fattn_backend_kind kind;
     fattn_dtype dtype;
     harness_path path;
 } conf_state;
-
-/* A visible skip, or a failure when CI named `what` in FATTN_TEST_REQUIRE
- * (the backends and optional parts it installed). */
-static void skip_unless_required(const char *what, const char *reason) {
-    const char *required = getenv("FATTN_TEST_REQUIRE");
-    if (required && strstr(required, what))
-        fail_msg("%s is required (FATTN_TEST_REQUIRE=%s) but unavailable: %s", what, required, reason);
-    print_message("[  SKIPPED ] %s: %s\n", what, reason);
-    skip();
-}
 
 /* FATTN_TEST_CASES=a,b,...: only cases whose name contains one of these
  * (to run a few shapes under compute-sanitizer); unset: every case. */
@@ -45,14 +36,7 @@ static int case_selected(const char *name) {
 static void run_table(void **state) {
     const conf_state *cs = *state;
     fattn_backend_info info;
-    assert_int_equal(fattn_backend_get_info(cs->kind, &info), FATTN_OK);
-    /* FATTN_TEST_BACKENDS=cuda,...: only these backends' rows (a visible skip otherwise). */
-    const char *only = getenv("FATTN_TEST_BACKENDS");
-    if (only && *only && !strstr(only, info.name)) {
-        print_message("[  SKIPPED ] %s: not in FATTN_TEST_BACKENDS=%s\n", info.name, only);
-        skip();
-    }
-    if (!info.available) skip_unless_required(info.name, info.reason);
+    test_use_backend(cs->kind, &info);
     int failures = 0;
     for (int dev = 0; dev < info.device_count; dev++) {
         fattn_context *ctx = NULL;
@@ -71,7 +55,7 @@ static void run_table(void **state) {
                 snprintf(what, sizeof what, "%s-naive", info.name);
                 snprintf(reason, sizeof reason, "%s", fattn_error_message(ctx));
                 fattn_context_free(ctx);
-                skip_unless_required(what, reason);
+                test_skip_unless_required(what, reason);
             }
             if (st != FATTN_OK) {
                 print_error("case '%s': %s: %s\n", c->name, fattn_status_string(st), fattn_error_message(ctx));

@@ -18,6 +18,7 @@
 
 #include "half.h"
 #include "harness.h"
+#include "test_backend.h"
 
 /* Non-causal, causal, GQA (causal, other layout), causal with seq_q > seq_kv
  * and an odd head dim, and a large one: tile edges everywhere. */
@@ -32,15 +33,6 @@ typedef struct det_state {
     fattn_dtype dtype;
     harness_path path;
 } det_state;
-
-/* A visible skip, or a failure when CI named `what` in FATTN_TEST_REQUIRE. */
-static void skip_unless_required(const char *what, const char *reason) {
-    const char *required = getenv("FATTN_TEST_REQUIRE");
-    if (required && strstr(required, what))
-        fail_msg("%s is required (FATTN_TEST_REQUIRE=%s) but unavailable: %s", what, required, reason);
-    print_message("[  SKIPPED ] %s: %s\n", what, reason);
-    skip();
-}
 
 static int repeats(void) {
     const char *v = getenv("FATTN_TEST_REPEATS");
@@ -183,13 +175,7 @@ done:
 static void repeat_all(void **state) {
     const det_state *ds = *state;
     fattn_backend_info info;
-    assert_int_equal(fattn_backend_get_info(ds->kind, &info), FATTN_OK);
-    const char *only = getenv("FATTN_TEST_BACKENDS");
-    if (only && *only && !strstr(only, info.name)) {
-        print_message("[  SKIPPED ] %s: not in FATTN_TEST_BACKENDS=%s\n", info.name, only);
-        skip();
-    }
-    if (!info.available) skip_unless_required(info.name, info.reason);
+    test_use_backend(ds->kind, &info);
     const int reps = repeats();
     const char *path = ds->path == HARNESS_NAIVE ? "naive" : "tiled";
     for (int dev = 0; dev < info.device_count; dev++) {
@@ -204,7 +190,7 @@ static void repeat_all(void **state) {
                 snprintf(what, sizeof what, "%s-naive", info.name);
                 snprintf(reason, sizeof reason, "%s", fattn_error_message(ctx));
                 fattn_context_free(ctx);
-                skip_unless_required(what, reason);
+                test_skip_unless_required(what, reason);
             }
             if (st != FATTN_OK)
                 fail_msg("case '%s': %s: %s", c->name, fattn_status_string(st), fattn_error_message(ctx));

@@ -28,6 +28,7 @@
 
 #include "half.h"
 #include "harness.h"
+#include "test_backend.h"
 #include "reference.h"
 
 enum { N_KEYS = 300, DIM = 16, SENTINEL = 1000 };
@@ -280,24 +281,10 @@ typedef struct special_state {
     int naive;
 } special_state;
 
-static void skip_unless_required(const char *what, const char *reason) {
-    const char *required = getenv("FATTN_TEST_REQUIRE");
-    if (required && strstr(required, what))
-        fail_msg("%s is required (FATTN_TEST_REQUIRE=%s) but unavailable: %s", what, required, reason);
-    print_message("[  SKIPPED ] %s: %s\n", what, reason);
-    skip();
-}
-
 static void test_backend(void **state) {
     const special_state *ss = *state;
     fattn_backend_info info;
-    assert_int_equal(fattn_backend_get_info(ss->kind, &info), FATTN_OK);
-    const char *only = getenv("FATTN_TEST_BACKENDS");
-    if (only && *only && !strstr(only, info.name)) {
-        print_message("[  SKIPPED ] %s: not in FATTN_TEST_BACKENDS=%s\n", info.name, only);
-        skip();
-    }
-    if (!info.available) skip_unless_required(info.name, info.reason);
+    test_use_backend(ss->kind, &info);
     int bad = 0;
     for (int dev = 0; dev < info.device_count; dev++) {
         fattn_context *ctx = NULL;
@@ -326,7 +313,7 @@ static void test_backend(void **state) {
                     free(lse);
                     problem_free(&p);
                     fattn_context_free(ctx);
-                    skip_unless_required(name, reason);
+                    test_skip_unless_required(name, reason);
                 }
                 if (st != FATTN_OK) {
                     print_error("%s: %s: %s\n", what, fattn_status_string(st), fattn_error_message(ctx));
