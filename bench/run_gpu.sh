@@ -11,13 +11,17 @@
 #   simt   bench/tune_cuda_simt.sh: the f32 CUDA-core kernel's tile candidates
 #   compare  bench/compare.sh --long: every backend and device over the papers' sweep, the
 #          long-sequence demonstration and the PyTorch peers, one table and the charts
-#   sanitize  compute-sanitizer memcheck and racecheck over a few CUDA cases
+#   sanitize  compute-sanitizer memcheck, racecheck, synccheck and initcheck over a few CUDA
+#          conformance cases and test_special
+#   robust  on CUDA: test_special (NaN/inf semantics), test_determinism (1000 bitwise repeats
+#          per kernel), test_concurrency (CUDA and OpenCL), the conformance case with
+#          batch * heads above 65,535 (grid folding)
 # Results go to $OUT (or ./out).
 # Usage (on the GPU machine): source .devkit/env.sh && bash bench/run_gpu.sh [phase...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-out}
-phases=${*:-test tune bench peers pocl cuda cudabench sanitize}
+phases=${*:-test tune bench peers pocl cuda cudabench sanitize robust}
 mkdir -p "$out"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u; } | tee "$out/machine.txt"
 clinfo -l 2>&1 | tee -a "$out/machine.txt"
@@ -51,15 +55,46 @@ if has cudabench; then
 fi
 if has simt; then bench/tune_cuda_simt.sh 90 | tee "$out/tune_simt.csv"; fi
 if has compare; then bash bench/compare.sh --long --out "$out/compare" -- --iters 5 --budget 4; fi
+# Runs ./build/$2 with the rest of the line as its environment and arguments,
+# logging to $out/$1.log and printing the exit status; a test that was not
+# built is reported, not fatal.
+run_logged() {
+  local name=$1 bin=./build/$2
+  shift 2
+  if [ ! -x "$bin" ]; then
+    echo "$name: $bin was not built" | tee "$out/$name.log"
+    return
+  fi
+  env "$@" "$bin" > "$out/$name.log" 2>&1
+  echo "$name exit status: $?" | tee -a "$out/$name.log"
+  grep -E "PASSED|FAILED" "$out/$name.log" | head -8
+}
 if has sanitize; then
-  # A few shapes that reach every path: odd sizes, GQA, strides, causal, no keys, each dtype.
-  export FATTN_TEST_BACKENDS=cuda FATTN_TEST_CASES="seq 65 dim 80,causal seq 127 dim 256,kv strides differ causal,no keys,batch 3"
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 ./build/test_conformance > "$out/sanitize_$tool.log" 2>&1
-    echo "compute-sanitizer $tool exit status: $?" | tee -a "$out/sanitize_$tool.log"
-    grep -E "ERROR SUMMARY|FAILED" "$out/sanitize_$tool.log" | head -5
+  # A few shapes that reach every path: odd sizes, GQA, strides, causal, no keys, each dtype;
+  # and test_special's NaN / inf rows. initcheck: the harness writes every byte it later
+  # reads (guards included) before the call, so only reads of memory nobody wrote are
+  # reported (unused allocations are not: --track-unused-memory, a flag, stays off).
+  cases="seq 65 dim 80,causal seq 127 dim 256,kv strides differ causal,no keys,batch 3"
+  for tool in memcheck racecheck synccheck initcheck; do
+    opts=(--tool "$tool" --error-exitcode 9)
+    for bin in test_conformance test_special; do
+      log="$out/sanitize_${tool}_$bin.log"
+      if [ ! -x "./build/$bin" ]; then
+        echo "compute-sanitizer $tool $bin: ./build/$bin was not built" | tee "$log"
+        continue
+      fi
+      FATTN_TEST_BACKENDS=cuda FATTN_TEST_CASES="$cases" compute-sanitizer "${opts[@]}" "./build/$bin" > "$log" 2>&1
+      echo "compute-sanitizer $tool $bin exit status: $?" | tee -a "$log"
+      grep -E "ERROR SUMMARY|FAILED" "$log" | head -5
+    done
   done
-  unset FATTN_TEST_BACKENDS FATTN_TEST_CASES
+fi
+if has robust; then
+  run_logged special_cuda test_special FATTN_TEST_BACKENDS=cuda FATTN_TEST_REQUIRE=cuda
+  run_logged determinism_cuda test_determinism FATTN_TEST_BACKENDS=cuda FATTN_TEST_REQUIRE=cuda FATTN_TEST_REPEATS=1000
+  run_logged concurrency test_concurrency FATTN_TEST_BACKENDS=cuda,opencl FATTN_TEST_REQUIRE=cuda,opencl
+  run_logged conformance_cuda_pairs test_conformance FATTN_TEST_BACKENDS=cuda FATTN_TEST_REQUIRE=cuda,cuda-naive \
+    "FATTN_TEST_CASES=batch x heads"
 fi
 if has peers; then
   for dt in f32 f16 bf16; do

@@ -1,12 +1,95 @@
-// Device helpers the CUDA kernels share: shared-memory addresses, cp.async
-// and the hardware exp2. Every function is inline in the including file's
-// anonymous namespace.
+// Helpers the CUDA kernels share: the (batch, head) grid folding, shared-
+// memory addresses, cp.async and the hardware exp2. Every function is inline
+// in the including file's anonymous namespace.
 #ifndef FATTN_DEVICE_UTIL_CUH
 #define FATTN_DEVICE_UTIL_CUH
 
+#include <stdint.h>
+
 #include <cuda_runtime.h>
 
+#include "cuda_kernels.h"
+
 namespace {
+
+// n / d for n < 2^63 by multiply and shift (Granlund-Montgomery, as
+// CUTLASS's FastDivmod, in 64 bits): the kernels' only divisions by run-time
+// sizes. A 64-bit `/` would be a call into a division routine, whose calling
+// convention changes the tensor-core kernels' register allocation.
+struct Divisor {
+    uint64_t mul;
+    int shift;
+};
+
+// shift = ceil(log2 d), mul = floor(2^64 (2^shift - d) / d) + 1; d >= 1.
+inline Divisor make_divisor(uint64_t d)
+{
+    int l = 0;
+    while (l < 63 && ((uint64_t)1 << l) < d) ++l;
+    const unsigned __int128 num = (unsigned __int128)(((uint64_t)1 << l) - d) << 64;
+    return Divisor{(uint64_t)(num / d) + 1, l};
+}
+
+// floor(n / d): umulhi(n, mul) + n < 2^64 since n < 2^63.
+__host__ __device__ __forceinline__ int64_t divide(int64_t n, Divisor d)
+{
+#ifdef __CUDA_ARCH__
+    const uint64_t hi = __umul64hi((uint64_t)n, d.mul);
+#else
+    const uint64_t hi = (uint64_t)(((unsigned __int128)(uint64_t)n * d.mul) >> 64);
+#endif
+    return (int64_t)((hi + (uint64_t)n) >> d.shift);
+}
+
+// A launch's (batch, head) pairs: they fold into grid y (fastest) and z,
+// each at most 65535, in the order a (head, batch) grid had, starting at bh0.
+struct Pairs {
+    int64_t bh0, count;   // count: batch * heads_q, over all launches
+    Divisor heads_q, group;
+};
+
+// Enqueues launch(pairs, grid) over every pair: whole rows of 65535 pairs in
+// one launch, the rest in a second, so that no block lies past the last pair
+// (an early exit would change the tensor-core kernels' register allocation);
+// repeated per 65535^2 pairs. grid_x is the caller's (query tiles or rows).
+// Returns the first launch error.
+template <typename Launch>
+cudaError_t launch_pairs(const fattn_cuda_args &a, unsigned grid_x, Launch launch)
+{
+    constexpr int64_t yz = 65535;
+    const int64_t count = a.batch * a.heads_q;   // validated: no overflow
+    Pairs p{0, count, make_divisor((uint64_t)a.heads_q), make_divisor((uint64_t)a.group)};
+    while (p.bh0 < count) {
+        const int64_t left = count - p.bh0, rows = left / yz < yz ? left / yz : yz;
+        const dim3 grid = rows ? dim3(grid_x, (unsigned)yz, (unsigned)rows) : dim3(grid_x, (unsigned)left, 1);
+        launch(p, grid);
+        const cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) return e;
+        p.bh0 += (int64_t)grid.y * grid.z;
+    }
+    return cudaSuccess;
+}
+
+// This block's pair index b * heads_q + h.
+__device__ __forceinline__ int64_t block_bh(const Pairs &p)
+{
+    return p.bh0 + (int64_t)blockIdx.z * gridDim.y + blockIdx.y;
+}
+
+// This block's batch b, query head h and K/V head hk, in 64 bits. No block
+// lies past the last pair (launch_pairs); the guard costs one branch, and
+// with it the tensor-core kernels keep the registers and the instruction
+// schedule they had with (head, batch) grids, where without it they do not.
+__device__ __forceinline__ void block_pair(const fattn_cuda_args &a, const Pairs &p, int64_t &b, int64_t &h,
+                                           int64_t &hk)
+{
+    const int64_t bh = block_bh(p);
+    b = h = hk = 0;
+    if (bh >= p.count) return;
+    b = divide(bh, p.heads_q);
+    h = bh - b * a.heads_q;
+    hk = divide(h, p.group);
+}
 
 __device__ __forceinline__ unsigned smem_u32(const void *p)
 {

@@ -131,9 +131,11 @@ __device__ __forceinline__ void load_tile(T *s, const T *src, int64_t ss, int64_
 }
 
 /* vec bits: 1 Q, 2 K, 4 V may use cp.async. QREG keeps the whole Q fragment
- * set in registers (small DPAD x MT); otherwise it is re-read per k-step. */
+ * set in registers (small DPAD x MT); otherwise it is re-read per k-step.
+ * fold_sc: the scale (times log2 e) to fold into the exponent, 0 for none. */
 template <typename T, int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB>
-__global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cuda_args a, const int vec)
+__global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cuda_args a, const Pairs pairs,
+                                                                   const int vec, const float fold_sc)
 {
     constexpr int NT = NW * 32, LD = DPAD + kPad, MT = BM / (16 * NW);
     constexpr int KD = DPAD / 16, NS = BN / 8, ND = DPAD / 8;
@@ -145,7 +147,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
     T *sv = sk + 2 * BN * LD; /* [2][BN][LD] */
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int h = blockIdx.y, b = blockIdx.z, hk = h / a.group;
+    int64_t b, h, hk;
+    block_pair(a, pairs, b, h, hk);
     /* Heavy (late, for causal) query tiles first, so the longest blocks do
      * not start in the last wave. */
     const int m0 = (int)(gridDim.x - 1 - blockIdx.x) * BM; /* < seq_q */
@@ -185,11 +188,11 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
         lrow[mt][0] = lrow[mt][1] = 0.f;
     }
     uint32_t qf[QREG ? MT : 1][QREG ? KD : 1][4];
-    /* A positive scale commutes with the row max: take the max of the raw
-     * scores and fold the scale into the exponent's FFMA. Otherwise scale
-     * first (sc = 1). */
-    const bool fold = FOLD && a.scale_log2 > 0.f;
-    const float sc = fold ? a.scale_log2 : 1.f;
+    /* fold_sc > 0 (the launcher's choice, see fold_scale): take the max of
+     * the raw scores and fold the scale into the exponent's FFMA. Otherwise
+     * scale first (sc = 1). */
+    const bool fold = FOLD && fold_sc > 0.f;
+    const float sc = fold ? fold_sc : 1.f;
 
     if (ntiles > 0) {
         load_tile<T, BM, DPAD, NT>(sq, qg + (int64_t)m0 * a.q_ss, a.q_ss, m0, seq_q, D, vec & 1);
@@ -281,7 +284,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
          * quad. m is kept in the log2 domain. A row with nothing visible yet
          * keeps m = -inf; subtracting 0 instead keeps exp2 at 0 rather than
          * NaN. l stays a per-lane partial sum until the end (the rescale
-         * factor is the same for the quad). */
+         * factor is the same for the quad). fmaxf drops a NaN score from the
+         * max, but its exp2 is NaN, and so are l, O and the lse. */
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -291,7 +295,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
                 for (int nt = 0; nt < NS; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float mnew = fmaxf(mrow[mt][hh], mx * sc);
+                const float mnew = fmaxf(mrow[mt][hh], FOLD ? __fmul_ru(mx, sc) : mx * sc);
                 const float mu = mnew == -INFINITY ? 0.f : mnew;
                 const float alpha = ex2(mrow[mt][hh] - mu);
                 mrow[mt][hh] = mnew;
@@ -337,8 +341,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
         }
     }
 
-    /* Epilogue: O = acc / l straight from the fragments (a row without
-     * visible keys has l = 0: O = 0, lse = -inf). */
+    /* Epilogue: O = acc / l straight from the fragments. l = 0 (no visible
+     * key, or every score -inf) gives O = 0 and lse = -inf; a NaN or +inf
+     * score made l NaN, and O and lse stay NaN (a NaN l must not pass for 0). */
     T *og = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -349,7 +354,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             const int64_t i = (int64_t)m0 + wr0 + mt * 16 + (lane >> 2) + hh * 8;
             if (i >= seq_q) continue;
-            const float inv = l > 0.f ? 1.f / l : 0.f;
+            const float inv = l == 0.f ? 0.f : 1.f / l;
             T *orow = og + i * a.o_ss;
 #pragma unroll
             for (int dt = 0; dt < ND; ++dt) {
@@ -364,12 +369,25 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
             }
             if (a.lse && (lane & 3) == 0)
                 a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
-                    l > 0.f ? (mrow[mt][hh] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+                    l == 0.f ? -INFINITY : (mrow[mt][hh] + log2f(l)) * 0.69314718055994531f;
         }
 }
 
+/* The scale to fold, or 0. A positive scale commutes with the row max, so
+ * the kernel can take the max of raw scores and fold the scale into the
+ * exponent's FFMA: exp2(s sc - mu) with an exact product, so every term of a
+ * row carries 2^(mx sc - mu), mu being mx sc rounded up (no term passes 1).
+ * That factor cancels between l and O while ulp(mu) is small, but vanishes
+ * when scaled scores are huge, as every nonzero one is at scale 1e30: scales
+ * beyond 11 run unfolded (the max term exactly 1). Decided here rather than
+ * in the kernel, whose tile loop then stays as it was. */
+float fold_scale(const fattn_cuda_args *a)
+{
+    return a->scale_log2 > 0.f && a->scale_log2 <= 16.f ? a->scale_log2 : 0.f;
+}
+
 /* A stride matters for alignment only if its index can be non-zero. */
-bool aligned8(const void *p, int64_t sb, int nb, int64_t sh, int nh, int64_t ss, int ns)
+bool aligned8(const void *p, int64_t sb, int64_t nb, int64_t sh, int64_t nh, int64_t ss, int64_t ns)
 {
     return (reinterpret_cast<uintptr_t>(p) & 15) == 0 && (nb <= 1 || sb % 8 == 0) && (nh <= 1 || sh % 8 == 0) &&
            (ns <= 1 || ss % 8 == 0);
@@ -382,14 +400,17 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream)
     auto kern = flash_mma_kernel<T, DPAD, BM, BN, NW, QREG, FOLD, MINB>;
     cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) return e;
-    const int hkv = a->heads_q / a->group;
+    const int64_t hkv = a->heads_q / a->group;
     int vec = 0;
     if (aligned8(a->q, a->q_sb, a->batch, a->q_sh, a->heads_q, a->q_ss, a->seq_q)) vec |= 1;
     if (aligned8(a->k, a->k_sb, a->batch, a->k_sh, hkv, a->k_ss, a->seq_kv)) vec |= 2;
     if (aligned8(a->v, a->v_sb, a->batch, a->v_sh, hkv, a->v_ss, a->seq_kv)) vec |= 4;
-    const dim3 grid((unsigned)(((int64_t)a->seq_q + BM - 1) / BM), (unsigned)a->heads_q, (unsigned)a->batch);
-    flash_mma_kernel<T, DPAD, BM, BN, NW, QREG, FOLD, MINB><<<grid, NW * 32, smem, stream>>>(*a, vec);
-    return cudaGetLastError();
+    const float fold_sc = FOLD ? fold_scale(a) : 0.f;
+    const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + BM - 1) / BM);
+    return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
+        flash_mma_kernel<T, DPAD, BM, BN, NW, QREG, FOLD, MINB>
+            <<<grid, NW * 32, smem, stream>>>(*a, pairs, vec, fold_sc);
+    });
 }
 
 /* Per-dpad configuration <DPAD, BM, BN, NW, QREG, FOLD, MINB>, picked by

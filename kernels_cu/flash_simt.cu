@@ -12,6 +12,10 @@
 // while S = Q K_j^T is computed, K_j+1 while O += P V_j is. With 16-byte
 // aligned f32 rows (VEC) the tiles come by cp.async; otherwise each thread
 // issues all its loads of a tile before storing any.
+//
+// Row and key positions below seq (< 2^31) are ints, but a tile's end (q0 +
+// BQ, j0 + BKV) can pass 2^31: sums that can are taken in unsigned, where
+// they stay exact below 2^32 (int64 costs registers here).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -54,13 +58,13 @@ __device__ __forceinline__ void load_tile(float4 (*dst)[LD], const T *src, int64
     static_assert(NT % D4 == 0, "a thread keeps its chunk column");
     constexpr int STEP = NT / D4, ITERS = (ROWS + STEP - 1) / STEP;
     const int c = tid % D4, j = tid / D4;
-    const T *p = src + (int64_t)(j0 + j) * ss + 4 * c;
+    const T *p = src + (int64_t)((unsigned)j0 + j) * ss + 4 * c;
     if constexpr (VEC) {
 #pragma unroll
         for (int it = 0; it < ITERS; it++) {
             const int r = j + it * STEP;
             if (ROWS % STEP != 0 && r >= ROWS) break;
-            if (j0 + r < n && 4 * c < D)
+            if ((unsigned)j0 + r < (unsigned)n && 4 * c < D)
                 cp_async16(&dst[r][c], p + it * STEP * ss);
             else
                 dst[r][c] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -71,7 +75,7 @@ __device__ __forceinline__ void load_tile(float4 (*dst)[LD], const T *src, int64
 #pragma unroll
         for (int it = 0; it < ITERS; it++) {
             const int r = j + it * STEP;
-            x[it] = r < ROWS && j0 + r < n ? load4(p + it * STEP * ss, 0, D - 4 * c) : make_float4(0.f, 0.f, 0.f, 0.f);
+            x[it] = r < ROWS && (unsigned)j0 + r < (unsigned)n ? load4(p + it * STEP * ss, 0, D - 4 * c) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
         for (int it = 0; it < ITERS; it++)
@@ -110,7 +114,7 @@ struct Tiles {
 };
 
 template <typename T, int DPAD, int BQ, int BKV, int TQ, int TK, int MINB, bool VEC>
-__global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a) {
+__global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a, Pairs pairs) {
     using C = Tiles<DPAD, BQ, BKV, TQ, TK>;
     constexpr int RPT = C::RPT, KPT = C::KPT, D4 = C::D4, CPT = C::CPT, NT = C::NT;
     extern __shared__ float4 smem[];
@@ -120,14 +124,16 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a) {
     float(*Ps)[C::PLD] = reinterpret_cast<float(*)[C::PLD]>(smem + BQ * C::QLD + 2 * BKV * C::KLD);
 
     const int tid = threadIdx.x, ty = tid / TK, tx = tid % TK;
-    const int q0 = blockIdx.x * BQ, h = blockIdx.y, b = blockIdx.z, hk = h / a.group;
+    const int q0 = blockIdx.x * BQ;
+    int64_t b, h, hk;
+    block_pair(a, pairs, b, h, hk);
     const int D = a.head_dim, Sq = a.seq_q, Sk = a.seq_kv;
     const T *q = static_cast<const T *>(a.q) + b * a.q_sb + h * a.q_sh;
     const T *k = static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh;
     const T *v = static_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh;
 
     // Tiles past what the block's last row sees are skipped, not masked.
-    const int kv_end = key_limit(min(q0 + BQ, Sq) - 1, Sq, Sk, a.causal);
+    const int kv_end = key_limit((int)min((unsigned)q0 + BQ, (unsigned)Sq) - 1, Sq, Sk, a.causal);
     if (kv_end > 0) load_tile<VEC, BKV, D4, C::KLD, NT>(Ks, k, a.k_ss, 0, Sk, D, tid);
 
     // Q scaled by scale * log2(e): the softmax runs on exp2.
@@ -144,15 +150,15 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a) {
     float4 acc[RPT][CPT];
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
-        const int row = q0 + ty + i * TQ;
-        lim[i] = row < Sq ? key_limit(row, Sq, Sk, a.causal) : 0;
+        const unsigned row = (unsigned)q0 + ty + i * TQ;
+        lim[i] = row < (unsigned)Sq ? key_limit((int)row, Sq, Sk, a.causal) : 0;
         m_i[i] = -INFINITY;
         l_i[i] = 0.f;
 #pragma unroll
         for (int c = 0; c < CPT; c++) acc[i][c] = make_float4(0.f, 0.f, 0.f, 0.f);
     }
 
-    for (int j0 = 0; j0 < kv_end; j0 += BKV) {
+    for (unsigned j0 = 0; j0 < (unsigned)kv_end; j0 += BKV) {
         // K_j landed; every reader of the previous V and P is done.
         cp_async_wait_all();
         __syncthreads();
@@ -188,7 +194,7 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a) {
             float mx = -INFINITY;
 #pragma unroll
             for (int kk = 0; kk < KPT; kk++) {
-                if (j0 + tx + kk * TK >= lim[i]) s[i][kk] = -INFINITY;
+                if (j0 + tx + kk * TK >= (unsigned)lim[i]) s[i][kk] = -INFINITY;
                 mx = fmaxf(mx, s[i][kk]);
             }
             const float m_new = fmaxf(m_i[i], row_max<TK>(mx));
@@ -213,7 +219,7 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a) {
         // V_j landed and P is written; every reader of K_j is done.
         cp_async_wait_all();
         __syncthreads();
-        if (j0 + BKV < kv_end) load_tile<VEC, BKV, D4, C::KLD, NT>(Ks, k, a.k_ss, j0 + BKV, Sk, D, tid);
+        if (j0 + BKV < (unsigned)kv_end) load_tile<VEC, BKV, D4, C::KLD, NT>(Ks, k, a.k_ss, j0 + BKV, Sk, D, tid);
 
 #pragma unroll 2
         for (int j4 = 0; j4 < BKV / 4; j4++) {
@@ -241,12 +247,15 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a) {
         }
     }
 
+    // l = 0 (no visible key, or every score -inf) gives O = 0 and lse = -inf;
+    // a NaN or +inf score made l NaN, and O and lse stay NaN (a NaN l must
+    // not pass for 0).
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
-        const int row = q0 + ty + i * TQ;
+        const unsigned row = (unsigned)q0 + ty + i * TQ;
         const float l = row_sum<TK>(l_i[i]);   // every lane: the shuffle needs the whole warp
-        if (row >= Sq) continue;
-        const float inv = l > 0.f ? 1.f / l : 0.f;
+        if (row >= (unsigned)Sq) continue;
+        const float inv = l == 0.f ? 0.f : 1.f / l;
         T *o = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh + row * a.o_ss;
 #pragma unroll
         for (int c = 0; c < CPT; c++) {
@@ -258,7 +267,7 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a) {
             if (d + 3 < D) from_f(o + d + 3, x.w * inv);
         }
         if (a.lse && tx == 0)
-            a.lse[b * a.l_sb + h * a.l_sh + row * a.l_ss] = l > 0.f ? (m_i[i] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+            a.lse[b * a.l_sb + h * a.l_sh + row * a.l_ss] = l == 0.f ? -INFINITY : (m_i[i] + log2f(l)) * 0.69314718055994531f;
     }
 }
 
@@ -309,9 +318,10 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     auto kernel = flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC>;
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
     if (err != cudaSuccess) return err;
-    const dim3 grid((unsigned)((a->seq_q + S::BQ - 1) / S::BQ), (unsigned)a->heads_q, (unsigned)a->batch);
-    kernel<<<grid, C::NT, C::SMEM, stream>>>(*a);
-    return cudaGetLastError();
+    const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + S::BQ - 1) / S::BQ);
+    return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
+        flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC><<<grid, C::NT, C::SMEM, stream>>>(*a, pairs);
+    });
 }
 
 // K and V rows can be copied as float4s: f32, 16-byte aligned bases, and

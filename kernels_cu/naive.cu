@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda_kernels.h"
+#include "device_util.cuh"
 
 namespace {
 
@@ -28,58 +29,74 @@ __device__ float block_reduce(float x, bool is_max, float *red) {
     return x;
 }
 
-// Block (row i, pair bh0 + blockIdx.y). S and P hold pairs bh0.. only.
+// Block (row i, pair bh): S and P are [pairs][seq_q][seq_kv]. Keys j index
+// in 64 bits: j + WG can pass 2^31 when seq_kv is near it. The softmax
+// follows the tiled kernels: fmaxf drops a NaN from the max, but its
+// exp2(NaN - mx) makes sum NaN, and so P, O and the lse; mx = -inf (no
+// finite score) subtracts 0, so -inf scores give 0 rather than NaN.
 template <typename P>
-__global__ void __launch_bounds__(WG) softmax_rows(const float *S, P *out, fattn_cuda_args a, long long bh0) {
+__global__ void __launch_bounds__(WG) softmax_rows(const float *S, P *out, fattn_cuda_args a, Pairs pairs) {
     __shared__ float red[WG / 32];
     const int i = blockIdx.x, Sq = a.seq_q, Sk = a.seq_kv;
-    const long long bh = bh0 + blockIdx.y;
-    const long long base = ((long long)blockIdx.y * Sq + i) * Sk;
-    const long long lim_ll = a.causal ? (long long)i + Sk - Sq + 1 : Sk;
-    const int lim = lim_ll < 0 ? 0 : (lim_ll > Sk ? Sk : (int)lim_ll);
+    const int64_t bh = block_bh(pairs), b = divide(bh, pairs.heads_q), h = bh - b * a.heads_q;
+    const int64_t base = (bh * Sq + i) * Sk;
+    const int64_t lim_ll = a.causal ? (int64_t)i + Sk - Sq + 1 : Sk;
+    const int64_t lim = lim_ll < 0 ? 0 : (lim_ll > Sk ? Sk : lim_ll);
 
     float mx = -INFINITY;
-    for (int j = threadIdx.x; j < lim; j += WG) mx = fmaxf(mx, S[base + j]);
+    for (int64_t j = threadIdx.x; j < lim; j += WG) mx = fmaxf(mx, S[base + j]);
     mx = block_reduce(mx, true, red);
+    const float mu = mx == -INFINITY ? 0.f : mx;
     float sum = 0.f;
-    for (int j = threadIdx.x; j < lim; j += WG) sum += exp2f(S[base + j] - mx);
+    for (int64_t j = threadIdx.x; j < lim; j += WG) sum += exp2f(S[base + j] - mu);
     sum = block_reduce(sum, false, red);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    for (int j = threadIdx.x; j < Sk; j += WG) put(out + base + j, j < lim ? exp2f(S[base + j] - mx) * inv : 0.f);
-    if (a.lse && threadIdx.x == 0) {
-        const long long b = bh / a.heads_q, h = bh % a.heads_q;
-        a.lse[b * a.l_sb + h * a.l_sh + (long long)i * a.l_ss] = sum > 0.f ? (mx + log2f(sum)) * 0.69314718055994531f : -INFINITY;
-    }
+    const float inv = sum == 0.f ? 0.f : 1.f / sum;
+    for (int64_t j = threadIdx.x; j < Sk; j += WG) put(out + base + j, j < lim ? exp2f(S[base + j] - mu) * inv : 0.f);
+    if (a.lse && threadIdx.x == 0)
+        a.lse[b * a.l_sb + h * a.l_sh + (int64_t)i * a.l_ss] =
+            sum == 0.f ? -INFINITY : (mx + log2f(sum)) * 0.69314718055994531f;
 }
 
-// grid (seq_q, heads_q, batch): one row of O per block.
+// grid (seq_q, pairs): one row of O per block.
 template <typename T>
-__global__ void zero_rows(fattn_cuda_args a) {
-    const long long b = blockIdx.z, h = blockIdx.y, i = blockIdx.x;
+__global__ void zero_rows(fattn_cuda_args a, Pairs pairs) {
+    const int64_t bh = block_bh(pairs), b = divide(bh, pairs.heads_q), h = bh - b * a.heads_q;
+    const int64_t i = blockIdx.x;
     T *o = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh + i * a.o_ss;
     for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) put(o + d, 0.f);
     if (a.lse && threadIdx.x == 0) a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] = -INFINITY;
 }
 
+template <typename P>
+cudaError_t softmax(const float *s, void *p, const fattn_cuda_args *a, cudaStream_t stream) {
+    return launch_pairs(*a, (unsigned)a->seq_q, [&](const Pairs &pairs, dim3 grid) {
+        softmax_rows<P><<<grid, WG, 0, stream>>>(s, static_cast<P *>(p), *a, pairs);
+    });
+}
+
+template <typename T>
+cudaError_t zero(const fattn_cuda_args *a, cudaStream_t stream) {
+    const int threads = a->head_dim < 128 ? 64 : 128;
+    return launch_pairs(*a, (unsigned)a->seq_q, [&](const Pairs &pairs, dim3 grid) {
+        zero_rows<T><<<grid, threads, 0, stream>>>(*a, pairs);
+    });
+}
+
 }  // namespace
 
 extern "C" cudaError_t fattn_cuda_naive_softmax(const float *s, void *p, int p_dtype, const fattn_cuda_args *a,
-                                                int64_t bh0, int64_t pairs, cudaStream_t stream) {
-    if (pairs > 65535) return cudaErrorInvalidValue;   // grid.y; the host passes chunks
-    const dim3 grid((unsigned)a->seq_q, (unsigned)pairs);
-    if (p_dtype == 0) softmax_rows<float><<<grid, WG, 0, stream>>>(s, static_cast<float *>(p), *a, bh0);
-    else if (p_dtype == 1) softmax_rows<__half><<<grid, WG, 0, stream>>>(s, static_cast<__half *>(p), *a, bh0);
-    else if (p_dtype == 2) softmax_rows<__nv_bfloat16><<<grid, WG, 0, stream>>>(s, static_cast<__nv_bfloat16 *>(p), *a, bh0);
-    else return cudaErrorInvalidValue;
-    return cudaGetLastError();
+                                                cudaStream_t stream) {
+    if (a->seq_q <= 0 || a->heads_q <= 0 || a->batch <= 0) return cudaSuccess;
+    if (p_dtype == 0) return softmax<float>(s, p, a, stream);
+    if (p_dtype == 1) return softmax<__half>(s, p, a, stream);
+    if (p_dtype == 2) return softmax<__nv_bfloat16>(s, p, a, stream);
+    return cudaErrorInvalidValue;
 }
 
 extern "C" cudaError_t fattn_cuda_zero_output(const fattn_cuda_args *a, cudaStream_t stream) {
-    const dim3 grid((unsigned)a->seq_q, (unsigned)a->heads_q, (unsigned)a->batch);
-    const int threads = a->head_dim < 128 ? 64 : 128;
-    if (a->dtype == 0) zero_rows<float><<<grid, threads, 0, stream>>>(*a);
-    else if (a->dtype == 1) zero_rows<__half><<<grid, threads, 0, stream>>>(*a);
-    else if (a->dtype == 2) zero_rows<__nv_bfloat16><<<grid, threads, 0, stream>>>(*a);
-    else return cudaErrorInvalidValue;
-    return cudaGetLastError();
+    if (a->seq_q <= 0 || a->heads_q <= 0 || a->batch <= 0) return cudaSuccess;
+    if (a->dtype == 0) return zero<float>(a, stream);
+    if (a->dtype == 1) return zero<__half>(a, stream);
+    if (a->dtype == 2) return zero<__nv_bfloat16>(a, stream);
+    return cudaErrorInvalidValue;
 }

@@ -4,6 +4,7 @@
  * so this module loads on machines without one and reports why it has no
  * device. Nothing here allocates or synchronises inside fattn_forward. */
 #include <dlfcn.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,12 +126,64 @@ static fattn_status new_buf(void *ptr, int owned, void **out, fattn_msg *msg) {
     return FATTN_OK;
 }
 
+/* "139.2 GiB", "512 bytes". */
+static void human_bytes(char *buf, size_t len, uint64_t n) {
+    static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (n < 1024) {
+        snprintf(buf, len, "%" PRIu64 " bytes", n);
+        return;
+    }
+    double x = (double)n / 1024;
+    int u = 0;
+    while (x >= 1024 && u < 5) x /= 1024, u++;
+    snprintf(buf, len, "%.1f %s", x, unit[u]);
+}
+
+/* "2^62 bytes (4611686018427387904)" for a power of two, else
+ * "1000000 bytes (976.6 KiB)". */
+static void size_text(char *buf, size_t len, uint64_t n) {
+    char h[32];
+    if (n >= 1024 && (n & (n - 1)) == 0) {
+        snprintf(buf, len, "2^%d bytes (%" PRIu64 ")", __builtin_ctzll(n), n);
+        return;
+    }
+    human_bytes(h, sizeof h, n);
+    if (n < 1024) snprintf(buf, len, "%s", h);
+    else snprintf(buf, len, "%" PRIu64 " bytes (%s)", n, h);
+}
+
+fattn_status cuda_alloc(cuda_state *s, const char *what, size_t bytes, int async, void **ptr, fattn_msg *msg) {
+    char need[80], free_text[32] = "", total_text[32] = "";
+    size_t free_b = 0, total_b = 0;
+    *ptr = NULL;
+    const int info = cudaMemGetInfo(&free_b, &total_b) == cudaSuccess;
+    if (!info) cudaGetLastError();   /* the allocation's own error says more */
+    size_text(need, sizeof need, bytes);
+    human_bytes(free_text, sizeof free_text, free_b);
+    human_bytes(total_text, sizeof total_text, total_b);
+    /* Some drivers accept an impossible size lazily; none gets the chance. */
+    if (info && bytes > total_b)
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY,
+                          "cannot allocate %s of %s on CUDA device %d: more than the device's %s in total "
+                          "(%s free)",
+                          what, need, s->device, total_text, free_text);
+    const size_t n = bytes ? bytes : 1;
+    const cudaError_t err = async ? cudaMallocAsync(ptr, n, s->stream) : cudaMalloc(ptr, n);
+    if (err == cudaSuccess) return FATTN_OK;
+    *ptr = NULL;
+    const fattn_status st = cuda_fail(msg, err, what);   /* the status, and clears a non-sticky error */
+    if (info)
+        return fattn_fail(msg, st, "cannot allocate %s of %s on CUDA device %d: %s; the device has %s free of %s",
+                          what, need, s->device, cudaGetErrorName(err), free_text, total_text);
+    return fattn_fail(msg, st, "cannot allocate %s of %s on CUDA device %d: %s (%s)", what, need, s->device,
+                      cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
 static fattn_status cuda_buffer_alloc(void *state, size_t bytes, void **mem, fattn_msg *msg) {
     void *ptr = NULL;
     fattn_status st = cuda_use(state, msg);
-    if (st != FATTN_OK) return st;
-    CU_TRY(msg, cudaMalloc(&ptr, bytes ? bytes : 1));
-    return new_buf(ptr, 1, mem, msg);
+    if (st == FATTN_OK) st = cuda_alloc(state, "a buffer", bytes, 0, &ptr, msg);
+    return st == FATTN_OK ? new_buf(ptr, 1, mem, msg) : st;
 }
 
 /* Any pointer the device can dereference: device memory of this device,
@@ -187,6 +240,17 @@ static void *cuda_buffer_native(void *state, void *mem) {
     return ((cuda_buf *)mem)->ptr;
 }
 
+/* Device addresses are one space (unified addressing): wrappers of the same
+ * memory meet by address. */
+static fattn_status cuda_buffer_region(void *state, void *mem, const void **root, uint64_t *start,
+                                       fattn_msg *msg) {
+    (void)state;
+    (void)msg;
+    *root = NULL;
+    *start = (uint64_t)(uintptr_t)((cuda_buf *)mem)->ptr;
+    return FATTN_OK;
+}
+
 /* The smallest built head-dim bucket that holds D. */
 static int dpad_for(int64_t D) {
     for (int dpad = 32; dpad <= 256; dpad *= 2)
@@ -196,11 +260,12 @@ static int dpad_for(int64_t D) {
 
 static fattn_status cuda_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
     const cuda_state *s = state;
+    /* Batch and heads are any size: the launchers fold them into the grid. */
     const int64_t int_max = 0x7fffffff;
-    if (p->seq_q > int_max || p->seq_kv > int_max || p->heads_q > 65535 || p->batch > 65535)
+    if (p->seq_q > int_max || p->seq_kv > int_max)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the CUDA kernels take seq_q and seq_kv below 2^31 and heads_q and batch up "
-                          "to 65535 (grid dimensions)");
+                          "seq_q = %lld, seq_kv = %lld: the CUDA kernels take sequences below 2^31",
+                          (long long)p->seq_q, (long long)p->seq_kv);
     if (p->tile_q || p->tile_kv)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the CUDA kernels have fixed tiles per head dim; leave tile_q and tile_kv 0");
@@ -257,9 +322,9 @@ void cuda_args(const fattn_problem *p, fattn_cuda_args *a) {
     a->v_sb = p->v.stride_batch, a->v_sh = p->v.stride_head, a->v_ss = p->v.stride_seq;
     a->o_sb = p->o.stride_batch, a->o_sh = p->o.stride_head, a->o_ss = p->o.stride_seq;
     a->l_sb = p->lse.stride_batch, a->l_sh = p->lse.stride_head, a->l_ss = p->lse.stride_seq;
-    a->batch = (int)p->batch;
-    a->heads_q = (int)p->heads_q;
-    a->group = (int)(p->heads_q / p->heads_kv);
+    a->batch = p->batch;
+    a->heads_q = p->heads_q;
+    a->group = p->heads_q / p->heads_kv;
     a->seq_q = (int)p->seq_q;
     a->seq_kv = (int)p->seq_kv;
     a->head_dim = (int)p->head_dim;
@@ -333,10 +398,10 @@ static void cuda_mark_free(void *state, void *mark) {
 
 static const fattn_backend_vtable cuda_vtable = {
     .abi = FATTN_BACKEND_ABI,
+    .size = sizeof(fattn_backend_vtable),
     .kind = FATTN_BACKEND_CUDA,
     .name = "cuda",
     .native_is_host = 0,
-    .native_is_address = 1,
     .probe = cuda_probe,
     .device_name = cuda_device_name,
     .open = cuda_open,
@@ -349,6 +414,7 @@ static const fattn_backend_vtable cuda_vtable = {
     .buffer_write = cuda_buffer_write,
     .buffer_read = cuda_buffer_read,
     .buffer_native = cuda_buffer_native,
+    .buffer_region = cuda_buffer_region,
     .plan = cuda_plan,
     .forward = cuda_forward,
     .forward_naive = cuda_forward_naive,

@@ -39,6 +39,12 @@ static inline void *cuda_ptr(const fattn_operand *op) { return op->mem ? ((const
 /* Makes the context's device current for this thread. */
 fattn_status cuda_use(cuda_state *s, fattn_msg *msg);
 
+/* `bytes` of device memory (1 when 0) for `what` ("a buffer"), by cudaMalloc,
+ * or by cudaMallocAsync on the context's stream when async. A size above the
+ * device's total memory fails before the driver sees it; every failure names
+ * the size and the device's free and total memory. The device must be current. */
+fattn_status cuda_alloc(cuda_state *s, const char *what, size_t bytes, int async, void **ptr, fattn_msg *msg);
+
 /* The naive baseline (cuda_naive.c) and its cleanup. */
 fattn_status cuda_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg);
 void cuda_naive_release(cuda_state *s);

@@ -21,8 +21,10 @@ typedef struct fattn_cuda_args {
     float *lse;
     int64_t q_sb, q_sh, q_ss, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss, o_sb, o_sh, o_ss;
     int64_t l_sb, l_sh, l_ss;
-    int batch, heads_q, group;   /* group = heads_q / heads_kv: query heads per K/V head */
-    int seq_q, seq_kv, head_dim;
+    /* Any size: the launchers fold (batch, head) pairs into grid y and z
+     * (kernels_cu/device_util.cuh). */
+    int64_t batch, heads_q, group;   /* group = heads_q / heads_kv: query heads per K/V head */
+    int seq_q, seq_kv, head_dim;     /* seq below 2^31 (the planner checks) */
     float scale_log2;            /* softmax scale * log2(e): kernels use exp2 */
     int causal;                  /* bottom-right: key j visible to row i iff j <= i + seq_kv - seq_q */
     int dtype;                   /* fattn_dtype: 0 f32, 1 f16, 2 bf16 */
@@ -62,11 +64,11 @@ void fattn_cuda_flash_simt_tiles(int dpad, int small, int *block_m, int *block_n
 /* 1 when the CUDA-core kernel was built for f16/bf16 too (FATTN_CUDA_SIMT_HALF). */
 int fattn_cuda_simt_half_built(void);
 
-/* The naive baseline's softmax: S (float32, [pairs][seq_q][seq_kv], already
- * scaled by scale * log2 e) to P (float32, or the storage dtype when
- * p_dtype is f16/bf16), masked, with the lse of pairs bh0 .. bh0+pairs. */
+/* The naive baseline's softmax: S (float32, [batch * heads_q][seq_q][seq_kv],
+ * already scaled by scale * log2 e) to P (float32, or the storage dtype when
+ * p_dtype is f16/bf16, same layout), masked, with the lse. */
 cudaError_t fattn_cuda_naive_softmax(const float *s, void *p, int p_dtype, const fattn_cuda_args *a,
-                                     int64_t bh0, int64_t pairs, cudaStream_t stream);
+                                     cudaStream_t stream);
 /* Zeros into O (seq_kv = 0) and -inf into the lse. */
 cudaError_t fattn_cuda_zero_output(const fattn_cuda_args *a, cudaStream_t stream);
 

@@ -4,7 +4,8 @@
  * f16/bf16 so that the second GEMM runs on tensor cores, as PyTorch's naive
  * attention does), then O = P V by cuBLAS. Row-major X is column-major X^T,
  * so S^T = K Q^T and O^T = V^T P^T; each (batch, K/V head) is one strided
- * batched GEMM over its `group` query heads, K and V repeated with stride 0.
+ * batched GEMM over its `group` query heads (in chunks of GEMM_BATCH), K and
+ * V repeated with stride 0.
  * S and P come from cudaMallocAsync and go back with cudaFreeAsync on the
  * context's stream: nothing synchronises. cuBLAS is opened with dlopen on the
  * first call, so the module loads without it. */
@@ -65,6 +66,10 @@ static fattn_status blas_fail(fattn_msg *msg, cublasStatus_t st, const char *wha
                       "cuBLAS %s: %s (%d)", what, blas.status_string(st), (int)st);
 }
 
+/* cuBLAS takes the batch count as int, and some versions fail above 65535
+ * (PyTorch chunks it on compute 7.x): query heads go in chunks. */
+enum { GEMM_BATCH = 65535 };
+
 static cudaDataType data_type(fattn_dtype t) {
     return t == FATTN_F32 ? CUDA_R_32F : t == FATTN_F16 ? CUDA_R_16F : CUDA_R_16BF;
 }
@@ -79,34 +84,33 @@ static fattn_status run(cuda_state *s, const fattn_problem *p, const fattn_cuda_
     const float alpha_s = a->scale_log2, one = 1.0f, zero = 0.0f;
     cublasStatus_t bs;
     for (int64_t b = 0; b < p->batch; b++)
-        for (int64_t hk = 0; hk < p->heads_kv; hk++) {
-            const int64_t pair = b * p->heads_q + hk * group;   /* first query head of the group */
-            const char *q = (const char *)a->q + (size_t)(b * a->q_sb + hk * group * a->q_sh) * es;
-            const char *k = (const char *)a->k + (size_t)(b * a->k_sb + hk * a->k_sh) * es;
-            /* S^T (Sk x Sq, ld Sk) = K (Sk x D: K^T stored, transposed) . Q^T (D x Sq, ld q_ss). */
-            bs = blas.gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)Sk, (int)Sq, (int)D, &alpha_s, k, t, (int)a->k_ss, 0, q,
-                           t, (int)a->q_ss, a->q_sh, &zero, S + (size_t)(pair * Sq * Sk), CUDA_R_32F, (int)Sk,
-                           Sq * Sk, (int)group, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-            if (bs != CUBLAS_STATUS_SUCCESS) return blas_fail(msg, bs, "GemmStridedBatchedEx (scores)");
-        }
-    for (int64_t bh0 = 0; bh0 < p->batch * p->heads_q; bh0 += 65535) {
-        const int64_t n = p->batch * p->heads_q - bh0 < 65535 ? p->batch * p->heads_q - bh0 : 65535;
-        cudaError_t err = fattn_cuda_naive_softmax(S + (size_t)(bh0 * Sq * Sk), (char *)P + (size_t)(bh0 * Sq * Sk) * es,
-                                                   (int)p->dtype, a, bh0, n, s->stream);
-        if (err != cudaSuccess) return cuda_fail(msg, err, "the naive softmax kernel");
-    }
+        for (int64_t hk = 0; hk < p->heads_kv; hk++)
+            for (int64_t g0 = 0; g0 < group; g0 += GEMM_BATCH) {
+                const int64_t hq = hk * group + g0, n = group - g0 < GEMM_BATCH ? group - g0 : GEMM_BATCH;
+                const int64_t pair = b * p->heads_q + hq;   /* first query head of the chunk */
+                const char *q = (const char *)a->q + (size_t)(b * a->q_sb + hq * a->q_sh) * es;
+                const char *k = (const char *)a->k + (size_t)(b * a->k_sb + hk * a->k_sh) * es;
+                /* S^T (Sk x Sq, ld Sk) = K (Sk x D: K^T stored, transposed) . Q^T (D x Sq, ld q_ss). */
+                bs = blas.gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)Sk, (int)Sq, (int)D, &alpha_s, k, t, (int)a->k_ss, 0,
+                               q, t, (int)a->q_ss, a->q_sh, &zero, S + (size_t)(pair * Sq * Sk), CUDA_R_32F, (int)Sk,
+                               Sq * Sk, (int)n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                if (bs != CUBLAS_STATUS_SUCCESS) return blas_fail(msg, bs, "GemmStridedBatchedEx (scores)");
+            }
+    cudaError_t err = fattn_cuda_naive_softmax(S, P, (int)p->dtype, a, s->stream);
+    if (err != cudaSuccess) return cuda_fail(msg, err, "the naive softmax kernel");
     for (int64_t b = 0; b < p->batch; b++)
-        for (int64_t hk = 0; hk < p->heads_kv; hk++) {
-            const int64_t pair = b * p->heads_q + hk * group;
-            const char *v = (const char *)a->v + (size_t)(b * a->v_sb + hk * a->v_sh) * es;
-            char *o = (char *)a->o + (size_t)(b * a->o_sb + hk * group * a->o_sh) * es;
-            /* O^T (D x Sq, ld o_ss) = V^T (D x Sk, ld v_ss) . P^T (Sk x Sq, ld Sk). */
-            bs = blas.gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)D, (int)Sq, (int)Sk, &one, v, t, (int)a->v_ss, 0,
-                           (const char *)P + (size_t)(pair * Sq * Sk) * es, t,
-                           (int)Sk, Sq * Sk, &zero, o, t, (int)a->o_ss, a->o_sh, (int)group, CUBLAS_COMPUTE_32F,
-                           CUBLAS_GEMM_DEFAULT);
-            if (bs != CUBLAS_STATUS_SUCCESS) return blas_fail(msg, bs, "GemmStridedBatchedEx (output)");
-        }
+        for (int64_t hk = 0; hk < p->heads_kv; hk++)
+            for (int64_t g0 = 0; g0 < group; g0 += GEMM_BATCH) {
+                const int64_t hq = hk * group + g0, n = group - g0 < GEMM_BATCH ? group - g0 : GEMM_BATCH;
+                const int64_t pair = b * p->heads_q + hq;
+                const char *v = (const char *)a->v + (size_t)(b * a->v_sb + hk * a->v_sh) * es;
+                char *o = (char *)a->o + (size_t)(b * a->o_sb + hq * a->o_sh) * es;
+                /* O^T (D x Sq, ld o_ss) = V^T (D x Sk, ld v_ss) . P^T (Sk x Sq, ld Sk). */
+                bs = blas.gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)D, (int)Sq, (int)Sk, &one, v, t, (int)a->v_ss, 0,
+                               (const char *)P + (size_t)(pair * Sq * Sk) * es, t, (int)Sk, Sq * Sk, &zero, o, t,
+                               (int)a->o_ss, a->o_sh, (int)n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                if (bs != CUBLAS_STATUS_SUCCESS) return blas_fail(msg, bs, "GemmStridedBatchedEx (output)");
+            }
     return FATTN_OK;
 }
 
@@ -122,9 +126,10 @@ fattn_status cuda_forward_naive(void *state, const fattn_problem *p, fattn_msg *
     }
     const int64_t int_max = 0x7fffffff;
     if (p->seq_q > int_max || p->seq_kv > int_max || p->q.stride_seq > int_max || p->k.stride_seq > int_max ||
-        p->v.stride_seq > int_max || p->o.stride_seq > int_max || p->heads_q > 65535 || p->batch > 65535)
+        p->v.stride_seq > int_max || p->o.stride_seq > int_max)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the CUDA naive baseline passes sizes and row strides to cuBLAS as 32-bit integers");
+                          "the CUDA naive baseline passes sequence lengths and row strides to cuBLAS as "
+                          "32-bit integers: each must stay below 2^31");
     if (p->q.stride_seq < p->head_dim || p->k.stride_seq < p->head_dim || p->v.stride_seq < p->head_dim ||
         p->o.stride_seq < p->head_dim)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
@@ -147,12 +152,14 @@ fattn_status cuda_forward_naive(void *state, const fattn_problem *p, fattn_msg *
     const size_t es = p->dtype == FATTN_F32 ? 4 : 2;   /* P's element: the storage type */
     size_t bytes;
     if (__builtin_mul_overflow(pairs, sizeof(float), &bytes))
-        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "the naive score matrix does not fit in memory");
-    float *S = NULL;
-    void *P = NULL;
-    CU_TRY(msg, cudaMallocAsync((void **)&S, pairs * sizeof(float), s->stream));
-    cudaError_t err = cudaMallocAsync(&P, pairs * es, s->stream);
-    st = err == cudaSuccess ? run(s, p, &a, S, P, msg) : cuda_fail(msg, err, "cudaMallocAsync (P)");
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY,
+                          "the naive baseline's score matrix S (%zu float32 scores) needs 2^64 bytes or more",
+                          pairs);
+    void *S = NULL, *P = NULL;
+    st = cuda_alloc(s, "the naive baseline's score matrix S", bytes, 1, &S, msg);
+    if (st != FATTN_OK) return st;
+    st = cuda_alloc(s, "the naive baseline's probability matrix P", pairs * es, 1, &P, msg);
+    if (st == FATTN_OK) st = run(s, p, &a, S, P, msg);
     /* Freed in stream order, after the kernels that use them. */
     if (P) cudaFreeAsync(P, s->stream);
     cudaFreeAsync(S, s->stream);
