@@ -333,6 +333,25 @@ static void test_backend(void **state) {
     assert_int_equal(bad, 0);
 }
 
+/* An allocation no device can hold is FATTN_ERR_OUT_OF_MEMORY naming the
+ * bytes asked for (OpenCL drivers and CUDA could accept it lazily, or quote
+ * source text). */
+static void test_absurd_alloc(void **state) {
+    const special_state *ss = *state;
+    fattn_backend_info info;
+    test_use_backend(ss->kind, &info);
+    fattn_context *ctx = NULL;
+    if (fattn_context_create(&ctx, ss->kind, 0) != FATTN_OK)
+        fail_msg("create %s: %s", info.name, fattn_error_message(NULL));
+    fattn_buffer *b = NULL;
+    const fattn_status st = fattn_buffer_alloc(ctx, (size_t)1 << 62, &b);
+    const char *msg = fattn_error_message(ctx);
+    if (st != FATTN_ERR_OUT_OF_MEMORY || !strstr(msg, "4611686018427387904"))
+        fail_msg("%s: fattn_buffer_alloc(2^62) returned %s: \"%s\"", info.name, fattn_status_string(st), msg);
+    assert_null(b);
+    fattn_context_free(ctx);
+}
+
 #define BACKEND(kind, naive, label) {label, test_backend, NULL, NULL, &(special_state){kind, naive}}
 
 int main(void) {
@@ -344,6 +363,9 @@ int main(void) {
         BACKEND(FATTN_BACKEND_CUDA, 1, "cuda naive"),
         BACKEND(FATTN_BACKEND_OPENCL, 0, "opencl"),
         BACKEND(FATTN_BACKEND_OPENCL, 1, "opencl naive"),
+        {"cpu 2^62 bytes", test_absurd_alloc, NULL, NULL, &(special_state){FATTN_BACKEND_CPU, 0}},
+        {"cuda 2^62 bytes", test_absurd_alloc, NULL, NULL, &(special_state){FATTN_BACKEND_CUDA, 0}},
+        {"opencl 2^62 bytes", test_absurd_alloc, NULL, NULL, &(special_state){FATTN_BACKEND_OPENCL, 0}},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
