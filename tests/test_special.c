@@ -352,6 +352,37 @@ static void test_absurd_alloc(void **state) {
     fattn_context_free(ctx);
 }
 
+/* A tensor 2 bytes off its f32 alignment, inside memory the backend
+ * allocated, is FATTN_ERR_MISALIGNED on backends whose buffers are
+ * addresses (CPU, CUDA); a cl_mem cannot be offset that way. */
+static void test_misaligned_wrap(void **state) {
+    const special_state *ss = *state;
+    fattn_backend_info info;
+    test_use_backend(ss->kind, &info);
+    fattn_context *ctx = NULL;
+    if (fattn_context_create(&ctx, ss->kind, 0) != FATTN_OK)
+        fail_msg("create %s: %s", info.name, fattn_error_message(NULL));
+    problem p;
+    build_causal_hidden(&p, FATTN_F32, 7);
+    const size_t qb = (size_t)(p.desc.seq_q * DIM) * 4, kb = (size_t)(p.desc.seq_kv * DIM) * 4;
+    fattn_buffer *b[5] = {0}, *odd = NULL;
+    const size_t bytes[5] = {qb + 16, kb, kb, qb, (size_t)p.desc.seq_q * 4};
+    for (int i = 0; i < 5; i++) assert_int_equal(fattn_buffer_alloc(ctx, bytes[i], &b[i]), FATTN_OK);
+    assert_int_equal(fattn_buffer_wrap(ctx, (char *)fattn_buffer_native(b[0]) + 2, qb, &odd), FATTN_OK);
+    fattn_tensor t[5];
+    for (int i = 0; i < 4; i++)
+        fattn_tensor_init(&t[i], i == 0 ? odd : b[i], FATTN_F32, FATTN_LAYOUT_BSHD, 1,
+                          i == 1 || i == 2 ? p.desc.seq_kv : p.desc.seq_q, DIM);
+    fattn_tensor_init_lse(&t[4], b[4], 1, p.desc.seq_q);
+    const fattn_status st = fattn_forward(ctx, &p.desc, &t[0], &t[1], &t[2], &t[3], &t[4]);
+    if (st != FATTN_ERR_MISALIGNED)
+        fail_msg("%s: a misaligned q gave %s: \"%s\"", info.name, fattn_status_string(st), fattn_error_message(ctx));
+    fattn_buffer_free(odd);
+    for (int i = 0; i < 5; i++) fattn_buffer_free(b[i]);
+    problem_free(&p);
+    fattn_context_free(ctx);
+}
+
 #define BACKEND(kind, naive, label) {label, test_backend, NULL, NULL, &(special_state){kind, naive}}
 
 int main(void) {
@@ -366,6 +397,8 @@ int main(void) {
         {"cpu 2^62 bytes", test_absurd_alloc, NULL, NULL, &(special_state){FATTN_BACKEND_CPU, 0}},
         {"cuda 2^62 bytes", test_absurd_alloc, NULL, NULL, &(special_state){FATTN_BACKEND_CUDA, 0}},
         {"opencl 2^62 bytes", test_absurd_alloc, NULL, NULL, &(special_state){FATTN_BACKEND_OPENCL, 0}},
+        {"cpu misaligned", test_misaligned_wrap, NULL, NULL, &(special_state){FATTN_BACKEND_CPU, 0}},
+        {"cuda misaligned", test_misaligned_wrap, NULL, NULL, &(special_state){FATTN_BACKEND_CUDA, 0}},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
