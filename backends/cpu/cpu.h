@@ -34,6 +34,9 @@ void cpu_load_row(float *dst, const void *src, fattn_dtype t, int64_t n, float m
 /* Converts n floats to type t at dst. */
 void cpu_store_row(void *dst, const float *src, fattn_dtype t, int64_t n);
 
+/* Bytes of RAM plus swap: no single allocation larger can be backed. */
+uint64_t cpu_memory_limit(void);
+
 fattn_status cpu_forward_tiled(const cpu_state *s, const fattn_problem *p, const fattn_plan *plan,
                                fattn_msg *msg);
 fattn_status cpu_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg);

@@ -187,8 +187,12 @@ fattn_status cpu_forward_naive(void *state, const fattn_problem *p, fattn_msg *m
     const int64_t rows = p->batch * p->heads_q * p->seq_q;
     size_t bytes;
     if (__builtin_mul_overflow((size_t)rows, (size_t)p->seq_kv, &bytes) ||
-        __builtin_mul_overflow(bytes, sizeof(float), &bytes))
-        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "the naive score matrix does not fit in memory");
+        __builtin_mul_overflow(bytes, sizeof(float), &bytes) || bytes > cpu_memory_limit() / 2)
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY,
+                          "the naive method's scores and probabilities (2 x %lld x %lld floats) do "
+                          "not fit in this machine's %llu bytes of RAM and swap",
+                          (long long)rows, (long long)p->seq_kv,
+                          (unsigned long long)cpu_memory_limit());
     naive_job job = {p, NULL, NULL};
     if (bytes) {
         job.scores = malloc(bytes);

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/sysinfo.h>
+#endif
 
 #include "cpu.h"
 #include "env.h"
@@ -72,8 +75,24 @@ static fattn_status cpu_buffer_new(void *ptr, int owned, void **mem, fattn_msg *
     return FATTN_OK;
 }
 
+uint64_t cpu_memory_limit(void) {
+#ifdef __linux__
+    struct sysinfo si;
+    if (sysinfo(&si) == 0) return ((uint64_t)si.totalram + (uint64_t)si.totalswap) * si.mem_unit;
+#endif
+    return UINT64_MAX;
+}
+
 static fattn_status cpu_buffer_alloc(void *state, size_t bytes, void **mem, fattn_msg *msg) {
     (void)state;
+    /* More than the machine's RAM and swap together cannot be backed; some
+     * allocators (and ASan) abort rather than return NULL for such sizes. */
+    const uint64_t limit = cpu_memory_limit();
+    if ((uint64_t)bytes > limit)
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY,
+                          "cannot allocate %zu bytes of host memory: the machine has %llu bytes of "
+                          "RAM and swap",
+                          bytes, (unsigned long long)limit);
     /* 64-byte alignment for vector loads; aligned_alloc wants a multiple. */
     size_t rounded = (bytes + 63) & ~(size_t)63;
     void *p = rounded >= bytes ? aligned_alloc(64, rounded) : NULL;
