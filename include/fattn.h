@@ -11,7 +11,13 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
+/* FATTN_BUILDING: set while fattn itself is compiled; FATTN_STATIC: set by
+ * programs that link the static library. */
+#if defined(_WIN32) && defined(FATTN_STATIC)
+#  define FATTN_API
+#elif defined(_WIN32) && defined(FATTN_BUILDING)
+#  define FATTN_API __declspec(dllexport)
+#elif defined(_WIN32)
 #  define FATTN_API __declspec(dllimport)
 #elif defined(__GNUC__)
 #  define FATTN_API __attribute__((visibility("default")))
@@ -87,6 +93,8 @@ typedef enum fattn_dtype {
 
 /* Bytes per element of a dtype, 0 for an invalid value. */
 FATTN_API size_t fattn_dtype_size(fattn_dtype dtype);
+/* "f32", "f16", "bf16", or "invalid": static strings, valid forever. */
+FATTN_API const char *fattn_dtype_name(fattn_dtype dtype);
 
 /* Opaque handles. */
 typedef struct fattn_context fattn_context;

@@ -446,9 +446,8 @@ cudaError_t dispatch(const fattn_cuda_args *a, cudaStream_t stream)
 } // namespace
 #endif
 
-extern "C" cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, int num_sms, cudaStream_t stream)
+extern "C" cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, cudaStream_t stream)
 {
-    (void)num_sms;
     (void)stream; /* unused only when no bucket is built */
     if (!a || (a->dtype != 1 && a->dtype != 2) || a->group < 1 || a->head_dim > dpad) return cudaErrorInvalidValue;
     if (a->seq_q <= 0 || a->heads_q <= 0 || a->batch <= 0) return cudaSuccess; /* nothing to compute */

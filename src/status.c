@@ -33,6 +33,15 @@ size_t fattn_dtype_size(fattn_dtype dtype) {
     }
 }
 
+const char *fattn_dtype_name(fattn_dtype dtype) {
+    switch (dtype) {
+    case FATTN_F32: return "f32";
+    case FATTN_F16: return "f16";
+    case FATTN_BF16: return "bf16";
+    default: return "invalid";
+    }
+}
+
 const char *fattn_backend_name(fattn_backend_kind kind) {
     if ((int)kind < 0 || kind >= FATTN_BACKEND_COUNT) return "unknown";
     return fattn_backend_names[kind];

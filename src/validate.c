@@ -7,15 +7,6 @@
 
 #include "internal.h"
 
-static const char *dtype_name(fattn_dtype t) {
-    switch (t) {
-    case FATTN_F32: return "f32";
-    case FATTN_F16: return "f16";
-    case FATTN_BF16: return "bf16";
-    default: return "invalid";
-    }
-}
-
 /* a*b*c*d in int64, or 0 on overflow. Inputs are positive. */
 static int mul4(int64_t a, int64_t b, int64_t c, int64_t d, int64_t *out) {
     int64_t x;
@@ -114,7 +105,7 @@ static fattn_status check_tensor(fattn_context *ctx, const char *name, const fat
     r->empty = (S == 0);
     if (t->dtype != want)
         return fattn_ctx_fail(ctx, FATTN_ERR_DTYPE, "%s->dtype is %s but must be %s%s", name,
-                              dtype_name(t->dtype), dtype_name(want),
+                              fattn_dtype_name(t->dtype), fattn_dtype_name(want),
                               is_lse ? " (log-sum-exp is float32)" : " (desc->dtype)");
     if (!is_lse && t->stride_dim != 1)
         return fattn_ctx_fail(ctx, FATTN_ERR_STRIDE,
@@ -164,7 +155,7 @@ static fattn_status check_tensor(fattn_context *ctx, const char *name, const fat
                               "%s: its buffer starts at address 0x%llx, which is not a multiple of "
                               "%d bytes (one %s element); pass memory aligned to the element size "
                               "(fattn_buffer_alloc's is)",
-                              name, (unsigned long long)start, (int)esize, dtype_name(want));
+                              name, (unsigned long long)start, (int)esize, fattn_dtype_name(want));
     if (__builtin_add_overflow(start, (uint64_t)t->offset * (uint64_t)esize, &r->first) ||
         __builtin_add_overflow(start, (uint64_t)bytes - 1, &r->last))
         return fattn_ctx_fail(ctx, FATTN_ERR_OVERFLOW, "%s: its byte range overflows 64 bits", name);

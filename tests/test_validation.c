@@ -348,6 +348,11 @@ static void test_status_strings(void **state) {
             assert_string_not_equal(s, fattn_status_string(table[j].status));
         }
     }
+    assert_string_equal(fattn_dtype_name(FATTN_F32), "f32");
+    assert_string_equal(fattn_dtype_name(FATTN_F16), "f16");
+    assert_string_equal(fattn_dtype_name(FATTN_BF16), "bf16");
+    assert_string_equal(fattn_dtype_name((fattn_dtype)3), "invalid");
+    assert_string_equal(fattn_dtype_name((fattn_dtype)-1), "invalid");
     const int outside[] = {-999, -22, 1, 12345, INT32_MIN};
     for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++)
         assert_string_equal(fattn_status_string((fattn_status)outside[i]), "unknown status");

@@ -345,7 +345,7 @@ static fattn_status cuda_forward(void *state, const fattn_problem *p, const fatt
         err = fattn_cuda_zero_output(&a, s->stream);
         what = "the zero-output kernel (seq_kv = 0)";
     } else if (plan->variant == VARIANT_MMA) {
-        err = fattn_cuda_flash_mma(&a, plan->detail[0], s->prop.multiProcessorCount, s->stream);
+        err = fattn_cuda_flash_mma(&a, plan->detail[0], s->stream);
         what = "the tensor-core attention kernel";
     } else {
         err = fattn_cuda_flash_simt(&a, plan->detail[0], plan->detail[1], s->stream);

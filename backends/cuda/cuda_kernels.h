@@ -52,7 +52,7 @@ int fattn_cuda_dpad_built(int dpad);
 
 /* Tensor-core kernel (mma.sync m16n8k16, ldmatrix, cp.async), f16 and bf16,
  * compute capability 8.0+. */
-cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, int num_sms, cudaStream_t stream);
+cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, cudaStream_t stream);
 /* Tile sizes the mma kernel uses for dpad (for the memory report). */
 void fattn_cuda_flash_mma_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes);
 

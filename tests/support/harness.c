@@ -21,9 +21,7 @@
 /* Guard elements on each side of O and LSE, to catch writes past the view. */
 enum { GUARD = 16 };
 
-const char *harness_dtype_name(fattn_dtype t) {
-    return t == FATTN_F32 ? "f32" : t == FATTN_F16 ? "f16" : "bf16";
-}
+const char *harness_dtype_name(fattn_dtype t) { return fattn_dtype_name(t); }
 
 double harness_tolerance(fattn_dtype t) {
     return t == FATTN_F32 ? 2e-5 : t == FATTN_F16 ? 1e-3 : 8e-3;
