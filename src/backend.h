@@ -16,6 +16,10 @@
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
+/* Limits and constants every backend uses, named once. */
+#define FATTN_INT32_MAX ((int64_t)0x7fffffff)   /* kernels index rows and keys with 32-bit ints */
+#define FATTN_LOG2E_F 1.4426950408889634f        /* kernels fold scale * log2(e) and use exp2 */
+
 /* Backend names, indexed by fattn_backend_kind; inline so that modules,
  * which link none of the core, can parse them too. */
 static const char *const fattn_backend_names[FATTN_BACKEND_COUNT] = {"auto", "cpu", "cuda", "opencl"};

@@ -261,7 +261,7 @@ static int dpad_for(int64_t D) {
 static fattn_status cuda_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
     const cuda_state *s = state;
     /* Batch and heads are any size: the launchers fold them into the grid. */
-    const int64_t int_max = 0x7fffffff;
+    const int64_t int_max = FATTN_INT32_MAX;
     if (p->seq_q > int_max || p->seq_kv > int_max)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "seq_q = %lld, seq_kv = %lld: the CUDA kernels take sequences below 2^31",
@@ -328,7 +328,7 @@ void cuda_args(const fattn_problem *p, fattn_cuda_args *a) {
     a->seq_q = (int)p->seq_q;
     a->seq_kv = (int)p->seq_kv;
     a->head_dim = (int)p->head_dim;
-    a->scale_log2 = p->scale * 1.4426950408889634f;
+    a->scale_log2 = p->scale * FATTN_LOG2E_F;
     a->causal = p->causal;
     a->dtype = (int)p->dtype;
 }

@@ -124,7 +124,7 @@ fattn_status cuda_forward_naive(void *state, const fattn_problem *p, fattn_msg *
         cudaError_t err = fattn_cuda_zero_output(&a, s->stream);
         return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the zero-output kernel (seq_kv = 0)");
     }
-    const int64_t int_max = 0x7fffffff;
+    const int64_t int_max = FATTN_INT32_MAX;
     if (p->seq_q > int_max || p->seq_kv > int_max || p->q.stride_seq > int_max || p->k.stride_seq > int_max ||
         p->v.stride_seq > int_max || p->o.stride_seq > int_max)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,

@@ -209,7 +209,7 @@ static fattn_status cl_buffer_root(void *state, void *mem, const void **root, ui
 
 static fattn_status cl_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
     cl_state *s = state;
-    const int64_t int_max = 0x7fffffff;
+    const int64_t int_max = FATTN_INT32_MAX;
     if (p->seq_q > int_max - 1024 || p->seq_kv > int_max || p->batch * p->heads_q > int_max)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the OpenCL kernel indexes rows and heads with 32-bit integers: seq_q, "
@@ -256,7 +256,7 @@ static fattn_status cl_forward(void *state, const fattn_problem *p, const fattn_
                             (cl_int)p->seq_q, (cl_int)p->seq_kv};
     for (int i = 0; i < 5; i++) CL_TRY(msg, clSetKernelArg(k, a++, sizeof(cl_int), &ints[i]));
     const cl_int D = (cl_int)p->head_dim, causal = p->causal;
-    const cl_float scale = p->scale * 1.4426950408889634f;   /* log2(e): the kernel uses exp2 */
+    const cl_float scale = p->scale * FATTN_LOG2E_F;   /* log2(e): the kernel uses exp2 */
     CL_TRY(msg, clSetKernelArg(k, a++, sizeof D, &D));
     CL_TRY(msg, clSetKernelArg(k, a++, sizeof scale, &scale));
     CL_TRY(msg, clSetKernelArg(k, a++, sizeof causal, &causal));

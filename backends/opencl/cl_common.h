@@ -12,13 +12,23 @@
 /* A name for an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
 const char *cl_error_name(cl_int err);
 
-/* Fails with FATTN_ERR_DEVICE naming the call and the code, if err != CL_SUCCESS. */
-#define CL_TRY(msg, call)                                                                  \
-    do {                                                                                   \
-        cl_int err_ = (call);                                                              \
-        if (err_ != CL_SUCCESS)                                                            \
-            return fattn_fail((msg), err_ == CL_OUT_OF_RESOURCES || err_ == CL_MEM_OBJECT_ALLOCATION_FAILURE || err_ == CL_OUT_OF_HOST_MEMORY ? FATTN_ERR_OUT_OF_MEMORY : FATTN_ERR_DEVICE, \
-                              "%s failed: %s (%d)", #call, cl_error_name(err_), (int)err_); \
+/* The one mapping of an OpenCL error to a status: running out of device or
+ * host memory (or resources) is FATTN_ERR_OUT_OF_MEMORY, anything else
+ * FATTN_ERR_DEVICE. */
+static inline fattn_status cl_status_of(cl_int err) {
+    return err == CL_OUT_OF_RESOURCES || err == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
+                   err == CL_OUT_OF_HOST_MEMORY
+               ? FATTN_ERR_OUT_OF_MEMORY
+               : FATTN_ERR_DEVICE;
+}
+
+/* Fails with cl_status_of(err), naming the call and the code, if err != CL_SUCCESS. */
+#define CL_TRY(msg, call)                                                                   \
+    do {                                                                                    \
+        cl_int err_ = (call);                                                               \
+        if (err_ != CL_SUCCESS)                                                             \
+            return fattn_fail((msg), cl_status_of(err_), "%s failed: %s (%d)", #call,       \
+                              cl_error_name(err_), (int)err_);                              \
     } while (0)
 
 /* ---- Devices (cl_device.c) ---------------------------------------------------- */

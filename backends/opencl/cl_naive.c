@@ -57,7 +57,7 @@ static void open_clblast(void) {
     if (!sgemm_batched) snprintf(clblast_error, sizeof clblast_error, "%s has no CLBlastSgemmBatched", names[0]);
 }
 
-#define INT_LIMIT 0x7fffffffLL   /* CLBlast's kernels index buffers with int */
+#define INT_LIMIT FATTN_INT32_MAX   /* CLBlast's kernels index buffers with int */
 
 enum { T_Q, T_K, T_V, T_O, T_FIXED };   /* packed copies; S and P chunks follow */
 
@@ -82,11 +82,7 @@ static fattn_status temp_buffer(naive_run *r, int which, int64_t floats) {
     cl_int err;
     r->temp[which] = clCreateBuffer(r->s->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
     if (err != CL_SUCCESS)
-        return fattn_fail(r->msg,
-                          err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
-                                  err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE
-                              ? FATTN_ERR_OUT_OF_MEMORY
-                              : FATTN_ERR_DEVICE,
+        return fattn_fail(r->msg, err == CL_INVALID_BUFFER_SIZE ? FATTN_ERR_OUT_OF_MEMORY : cl_status_of(err),
                           "clCreateBuffer(%llu bytes) for the naive baseline: %s (%d)",
                           (unsigned long long)bytes, cl_error_name(err), (int)err);
     return FATTN_OK;
@@ -248,9 +244,7 @@ static fattn_status blast(naive_run *r, CLBlastStatusCode code, const char *what
     if (code == CLBlastSuccess) return FATTN_OK;
     if (code > -100) {   /* CLBlast passes OpenCL's own codes through */
         const cl_int err = (cl_int)code;
-        const int oom = err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
-                        err == CL_OUT_OF_HOST_MEMORY;
-        return fattn_fail(r->msg, oom ? FATTN_ERR_OUT_OF_MEMORY : FATTN_ERR_DEVICE, "CLBlast %s: %s (%d)",
+        return fattn_fail(r->msg, cl_status_of(err), "CLBlast %s: %s (%d)",
                           what, cl_error_name(err), (int)err);
     }
     return fattn_fail(r->msg, FATTN_ERR_DEVICE, "CLBlast %s failed with CLBlast status %d (clblast_c.h)",
@@ -294,7 +288,7 @@ static fattn_status run(naive_run *r) {
         const cl_mem S = r->temp[T_FIXED + 2 * c], P = r->temp[T_FIXED + 2 * c + 1];
         /* S = (scale * log2 e) Q K^T: the softmax kernel then runs on exp2. */
         for (int64_t i = 0; i < n; i++) {
-            r->alphas[i] = p->scale * 1.4426950408889634f;
+            r->alphas[i] = p->scale * FATTN_LOG2E_F;
             r->betas[i] = 0.0f;
             r->off_c[i] = (size_t)(i * Sq * Sk);
         }
