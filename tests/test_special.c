@@ -333,16 +333,21 @@ static void test_backend(void **state) {
     assert_int_equal(bad, 0);
 }
 
+/* A context on device 0 of the state's backend, or a visible skip. */
+static fattn_context *open_device0(const special_state *ss, fattn_backend_info *info) {
+    test_use_backend(ss->kind, info);
+    fattn_context *ctx = NULL;
+    if (fattn_context_create(&ctx, ss->kind, 0) != FATTN_OK)
+        fail_msg("create %s: %s", info->name, fattn_error_message(NULL));
+    return ctx;
+}
+
 /* An allocation no device can hold is FATTN_ERR_OUT_OF_MEMORY naming the
  * bytes asked for (OpenCL drivers and CUDA could accept it lazily, or quote
  * source text). */
 static void test_absurd_alloc(void **state) {
-    const special_state *ss = *state;
     fattn_backend_info info;
-    test_use_backend(ss->kind, &info);
-    fattn_context *ctx = NULL;
-    if (fattn_context_create(&ctx, ss->kind, 0) != FATTN_OK)
-        fail_msg("create %s: %s", info.name, fattn_error_message(NULL));
+    fattn_context *ctx = open_device0(*state, &info);
     fattn_buffer *b = NULL;
     const fattn_status st = fattn_buffer_alloc(ctx, (size_t)1 << 62, &b);
     const char *msg = fattn_error_message(ctx);
@@ -356,12 +361,8 @@ static void test_absurd_alloc(void **state) {
  * allocated, is FATTN_ERR_MISALIGNED on backends whose buffers are
  * addresses (CPU, CUDA); a cl_mem cannot be offset that way. */
 static void test_misaligned_wrap(void **state) {
-    const special_state *ss = *state;
     fattn_backend_info info;
-    test_use_backend(ss->kind, &info);
-    fattn_context *ctx = NULL;
-    if (fattn_context_create(&ctx, ss->kind, 0) != FATTN_OK)
-        fail_msg("create %s: %s", info.name, fattn_error_message(NULL));
+    fattn_context *ctx = open_device0(*state, &info);
     problem p;
     build_causal_hidden(&p, FATTN_F32, 7);
     const size_t qb = (size_t)(p.desc.seq_q * DIM) * 4, kb = (size_t)(p.desc.seq_kv * DIM) * 4;

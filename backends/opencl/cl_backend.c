@@ -107,7 +107,8 @@ static fattn_status cl_synchronize(void *state, fattn_msg *msg) {
     return FATTN_OK;
 }
 
-static fattn_status new_buf(cl_mem mem, int owned, void **out, fattn_msg *msg) {
+static fattn_status new_buf(cl_mem mem, int owned, cl_mem root, uint64_t start, void **out,
+                            fattn_msg *msg) {
     cl_buf *b = malloc(sizeof *b);
     if (!b) {
         clReleaseMemObject(mem);
@@ -115,6 +116,8 @@ static fattn_status new_buf(cl_mem mem, int owned, void **out, fattn_msg *msg) {
     }
     b->mem = mem;
     b->owned = owned;
+    b->root = root;
+    b->start = start;
     *out = b;
     return FATTN_OK;
 }
@@ -133,9 +136,31 @@ static fattn_status cl_buffer_alloc(void *state, size_t bytes, void **mem, fattn
     if (err != CL_SUCCESS)
         return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "clCreateBuffer(%zu bytes): %s (%d)", bytes,
                           cl_error_name(err), (int)err);
-    fattn_status st = new_buf(m, 1, mem, msg);
+    fattn_status st = new_buf(m, 1, m, 0, mem, msg);
     s->live_buffers += st == FATTN_OK;
     return st;
+}
+
+/* The top cl_mem of a sub-buffer chain and the buffer's byte origin in it:
+ * two wrappers of one cl_mem, or a cl_mem and a sub-buffer of it, then meet
+ * in the core's overlap check. OpenCL 1.2 allows no sub-buffer of a
+ * sub-buffer; the walk is bounded anyway. */
+static fattn_status find_root(cl_mem m, cl_mem *root, uint64_t *start, fattn_msg *msg) {
+    uint64_t at = 0;
+    for (int depth = 0; depth < 16; depth++) {
+        cl_mem parent = NULL;
+        size_t offset = 0;
+        CL_TRY(msg, clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL));
+        if (!parent) {
+            *root = m;
+            *start = at;
+            return FATTN_OK;
+        }
+        CL_TRY(msg, clGetMemObjectInfo(m, CL_MEM_OFFSET, sizeof offset, &offset, NULL));
+        at += offset;
+        m = parent;
+    }
+    return fattn_fail(msg, FATTN_ERR_DEVICE, "the cl_mem's chain of parent buffers is longer than 16");
 }
 
 static fattn_status cl_buffer_wrap(void *state, void *native, size_t bytes, void **mem, fattn_msg *msg) {
@@ -151,9 +176,23 @@ static fattn_status cl_buffer_wrap(void *state, void *native, size_t bytes, void
                           "to fattn_context_set_stream first");
     if (size < bytes)
         return fattn_fail(msg, FATTN_ERR_BUFFER_TOO_SMALL, "the cl_mem has %zu bytes, not %zu", size, bytes);
+    cl_mem root = NULL;
+    uint64_t start = 0;
+    fattn_status st = find_root(m, &root, &start, msg);
+    if (st != FATTN_OK) return st;
     CL_TRY(msg, clRetainMemObject(m));   /* the caller keeps its own reference */
-    return new_buf(m, 0, mem, msg);
+    return new_buf(m, 0, root, start, mem, msg);
 }
+
+static fattn_status cl_buffer_root(void *state, void *mem, const void **root, uint64_t *start,
+                                   fattn_msg *msg) {
+    (void)state;
+    (void)msg;
+    *root = ((cl_buf *)mem)->root;
+    *start = ((cl_buf *)mem)->start;
+    return FATTN_OK;
+}
+
 
 static void cl_buffer_free(void *state, void *mem) {
     cl_state *s = state;
@@ -180,31 +219,6 @@ static fattn_status cl_buffer_read(void *state, void *mem, size_t offset, void *
 static void *cl_buffer_native(void *state, void *mem) {
     (void)state;
     return ((cl_buf *)mem)->mem;
-}
-
-/* The top cl_mem of a sub-buffer chain and the buffer's byte origin in it:
- * two wrappers of one cl_mem, or a cl_mem and a sub-buffer of it, then meet
- * in the core's overlap check. OpenCL 1.2 allows no sub-buffer of a
- * sub-buffer; the walk is bounded anyway. */
-static fattn_status cl_buffer_root(void *state, void *mem, const void **root, uint64_t *start,
-                                   fattn_msg *msg) {
-    (void)state;
-    cl_mem m = ((cl_buf *)mem)->mem;
-    uint64_t at = 0;
-    for (int depth = 0; depth < 16; depth++) {
-        cl_mem parent = NULL;
-        size_t offset = 0;
-        CL_TRY(msg, clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL));
-        if (!parent) {
-            *root = m;
-            *start = at;
-            return FATTN_OK;
-        }
-        CL_TRY(msg, clGetMemObjectInfo(m, CL_MEM_OFFSET, sizeof offset, &offset, NULL));
-        at += offset;
-        m = parent;
-    }
-    return fattn_fail(msg, FATTN_ERR_DEVICE, "the cl_mem's chain of parent buffers is longer than 16");
 }
 
 static fattn_status cl_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {

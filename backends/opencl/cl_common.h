@@ -131,6 +131,10 @@ extern const size_t cl_kernel_macro_count;
 typedef struct cl_buf {
     cl_mem mem;
     int owned;
+    /* The top-level cl_mem it lies in and its byte origin there: fixed when
+     * the cl_mem is made, so found once at wrap time, not per call. */
+    cl_mem root;
+    uint64_t start;
 } cl_buf;
 
 static inline cl_mem cl_mem_of(const fattn_operand *op) { return op->mem ? ((const cl_buf *)op->mem)->mem : NULL; }
