@@ -26,9 +26,10 @@ extern "C" {
 #endif
 
 /* Version. Releases with the same major version are ABI compatible; the
- * shared library's SOVERSION is the major version. */
+ * shared library's SOVERSION is the major version. While the major version
+ * is 0, a minor release may still change the API (0.2 did: see the README). */
 #define FATTN_VERSION_MAJOR 0
-#define FATTN_VERSION_MINOR 1
+#define FATTN_VERSION_MINOR 2
 #define FATTN_VERSION_PATCH 0
 #define FATTN_VERSION_NUMBER \
     (FATTN_VERSION_MAJOR * 10000 + FATTN_VERSION_MINOR * 100 + FATTN_VERSION_PATCH)
@@ -88,13 +89,37 @@ typedef enum fattn_backend_kind {
 typedef enum fattn_dtype {
     FATTN_F32 = 0,
     FATTN_F16 = 1,   /* IEEE binary16 */
-    FATTN_BF16 = 2   /* bfloat16 */
+    FATTN_BF16 = 2,  /* bfloat16 */
+    FATTN_I32 = 3    /* int32: index tensors only (sequence offsets, page tables) */
 } fattn_dtype;
 
 /* Bytes per element of a dtype, 0 for an invalid value. */
 FATTN_API size_t fattn_dtype_size(fattn_dtype dtype);
-/* "f32", "f16", "bf16", or "invalid": static strings, valid forever. */
+/* "f32", "f16", "bf16", "i32", or "invalid": static strings, valid forever. */
 FATTN_API const char *fattn_dtype_name(fattn_dtype dtype);
+
+/* ---- Conventions ------------------------------------------------------------
+ *
+ * Extensible structs. Every struct the caller fills or receives starts with
+ * `size`, which must be sizeof the struct as the caller compiled it: use the
+ * struct's ..._INIT macro (or set size before anything else). The library
+ * reads only the fields that size covers (later ones take their defaults)
+ * and writes only those, so a program built against an older 0.x header
+ * keeps working with a newer library. A size smaller than the first
+ * version of the struct, or a larger one whose extra bytes are not zero
+ * (fields this library does not know), is FATTN_ERR_INVALID_ARGUMENT.
+ *
+ * Units. Tensors count in elements (offsets and strides); buffers, copies
+ * and memory reports count in bytes.
+ *
+ * Out-parameters come last. Strings returned by getters are static (valid
+ * forever) unless the function says they live as long as an object.
+ *
+ * Errors. A failed call returns a negative status and leaves a message: on
+ * the context for calls that take one (or a buffer or timer of it), and in
+ * the calling thread's slot, read with fattn_error_message(NULL), for calls
+ * made without a context, marked [thread slot] below. A call given a NULL
+ * context reports through the thread slot too. */
 
 /* Opaque handles. */
 typedef struct fattn_context fattn_context;
@@ -103,6 +128,7 @@ typedef struct fattn_buffer fattn_buffer;
 /* ---- Backends and devices ------------------------------------------------ */
 
 typedef struct fattn_backend_info {
+    size_t size;            /* sizeof(fattn_backend_info): FATTN_BACKEND_INFO_INIT */
     fattn_backend_kind kind;
     const char *name;       /* "cpu", "cuda", "opencl"; static */
     int available;          /* 1 when a context can be created on it */
@@ -110,44 +136,117 @@ typedef struct fattn_backend_info {
     int gpu_count;          /* how many of those are GPUs (listed first) */
     char reason[256];       /* why it is unavailable; "" when available */
 } fattn_backend_info;
+#define FATTN_BACKEND_INFO_INIT {sizeof(fattn_backend_info), FATTN_BACKEND_AUTO, NULL, 0, 0, 0, {0}}
 
-/* Describes one backend (not AUTO). Loads the backend's module on first use.
- * Returns FATTN_OK even when the backend is unavailable (see info->reason).
- * Thread-safe. */
+/* Describes one backend (not AUTO), with the environment's device filters.
+ * Loads the backend's module on first use. Returns FATTN_OK even when the
+ * backend is unavailable (see info->reason). Thread-safe. [thread slot] */
 FATTN_API fattn_status fattn_backend_get_info(fattn_backend_kind kind, fattn_backend_info *info);
 
 /* Static name of a backend kind ("auto", "cpu", "cuda", "opencl"), or "unknown". */
 FATTN_API const char *fattn_backend_name(fattn_backend_kind kind);
 
-/* Parses a case-insensitive backend name. FATTN_ERR_UNKNOWN_BACKEND otherwise. */
+/* Parses a case-insensitive backend name. FATTN_ERR_UNKNOWN_BACKEND otherwise.
+ * [thread slot] */
 FATTN_API fattn_status fattn_backend_from_name(const char *name, fattn_backend_kind *out);
 
 /* Writes the name of device `device` of a backend into buf (always
- * NUL-terminated, truncated to len). Thread-safe. */
+ * NUL-terminated, truncated to len). Thread-safe. [thread slot] */
 FATTN_API fattn_status fattn_device_get_name(fattn_backend_kind kind, int device,
                                              char *buf, size_t len);
+
+/* Where GPU backend modules (libfattn-cuda.so, libfattn-opencl.so) are
+ * looked for first: an absolute directory, or NULL for FATTN_MODULE_DIR
+ * (else beside libfattn). Process-wide; it applies to modules not loaded
+ * yet, so call it before the first context or backend query. Thread-safe.
+ * [thread slot] */
+FATTN_API fattn_status fattn_set_module_dir(const char *dir);
 
 /* ---- Contexts -------------------------------------------------------------- */
 
 /* Creates a context bound to one backend and one device.
  * backend: FATTN_BACKEND_AUTO lets the environment variable FATTN_BACKEND
- *   decide, else prefers CUDA, then an OpenCL GPU, then the CPU. A named
- *   backend is used as asked; an unavailable one is an error carrying its
- *   reason, never a silent fallback.
+ *   decide, else takes the backend that ranks best here: CUDA, then an
+ *   OpenCL GPU, then the CPU. A named backend is used as asked; an
+ *   unavailable one is an error carrying its reason, never a silent fallback.
  * device: index within the backend; -1 means FATTN_DEVICE, else 0.
  * On failure *out is NULL and fattn_error_message(NULL) tells why.
- * A context is not thread-safe: use one per thread, or serialise calls. */
-FATTN_API fattn_status fattn_context_create(fattn_context **out, fattn_backend_kind backend,
-                                            int device);
+ * A context is not thread-safe: use one per thread, or serialise calls.
+ * [thread slot] */
+FATTN_API fattn_status fattn_context_create(fattn_backend_kind backend, int device,
+                                            fattn_context **out);
+
+/* Everything a context can be created with. Each setting left at its INIT
+ * value falls back to its environment variable, then to the default; a
+ * value set here wins over the environment.
+ *
+ * Native objects (optional): a context can run on objects the caller made.
+ *   OpenCL: native_context (cl_context) and native_device (cl_device_id, a
+ *     device of that context); native_queue (cl_command_queue on them) is
+ *     optional, else fattn makes its own queue. fattn retains them while
+ *     the context lives and releases its references at fattn_context_free;
+ *     the caller keeps its own. Kernels build for that context. device and
+ *     the OpenCL filters are then ignored.
+ *   CUDA: native_queue (cudaStream_t) is used instead of fattn's own stream
+ *     (as fattn_context_set_stream would); cuda_current_context = 1 makes
+ *     fattn use the context current on the calling thread (which must be on
+ *     device `device`) instead of making the device's primary context
+ *     current. The caller owns both and keeps them alive longer than the
+ *     fattn context.
+ *   The CPU backend takes none. */
+typedef struct fattn_context_params {
+    size_t size;                  /* sizeof(fattn_context_params) */
+    fattn_backend_kind backend;   /* as fattn_context_create */
+    int device;                   /* as fattn_context_create: -1 = FATTN_DEVICE, else 0 */
+    int cpu_threads;              /* CPU: worker threads; 0 = FATTN_CPU_THREADS, else every core */
+    const char *opencl_platform;  /* NULL = FATTN_OPENCL_PLATFORM; "" = no filter; index or name part */
+    const char *opencl_device;    /* NULL = FATTN_OPENCL_DEVICE; "" = no filter */
+    const char *cache_dir;        /* OpenCL programs: NULL = FATTN_CACHE_DIR, else the
+                                     user cache; an absolute private directory, or "off" */
+    void *native_context;         /* see above; NULL = none */
+    void *native_device;
+    void *native_queue;
+    int cuda_current_context;     /* see above; 0 = the device's primary context */
+} fattn_context_params;
+#define FATTN_CONTEXT_PARAMS_INIT \
+    {sizeof(fattn_context_params), FATTN_BACKEND_AUTO, -1, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0}
+
+/* Creates a context from params (see above). Strings are copied. [thread slot] */
+FATTN_API fattn_status fattn_context_create_with(const fattn_context_params *params,
+                                                 fattn_context **out);
 
 /* Releases the context. Accepts NULL. Buffers still alive keep the backend
  * alive until they are freed too. */
 FATTN_API void fattn_context_free(fattn_context *ctx);
 
 FATTN_API fattn_backend_kind fattn_context_backend(const fattn_context *ctx);
+/* Static string. */
 FATTN_API const char *fattn_context_backend_name(const fattn_context *ctx);
+/* The device's description (with a note when a mode is degraded, e.g. no
+ * disk cache); lives as long as the context. */
 FATTN_API const char *fattn_context_device_name(const fattn_context *ctx);
+/* The device index; -1 for a context made around native OpenCL objects. */
 FATTN_API int fattn_context_device(const fattn_context *ctx);
+
+/* Context parameters, set and read by name (the way zstd's
+ * ZSTD_CCtx_setParameter works); each applies to later calls.
+ *   FATTN_PARAM_CPU_THREADS: CPU backend worker threads, 1..1024; 0 = as at
+ *     creation (fattn_context_params, FATTN_CPU_THREADS, every core).
+ *     Other backends accept only 0.
+ * Experimental (tuning; may change between minor versions):
+ *   FATTN_PARAM_TILE_Q, FATTN_PARAM_TILE_KV: query rows per work-group and
+ *     keys per streamed tile; 0 = the backend's choice. A value the
+ *     backend cannot run makes fattn_forward FATTN_ERR_UNSUPPORTED, naming
+ *     its limits. FATTN_TILE_Q / FATTN_TILE_KV are not read; the OpenCL
+ *     backend's FATTN_OPENCL_TILES still is.
+ * An unknown parameter or a value out of range is FATTN_ERR_INVALID_ARGUMENT. */
+typedef enum fattn_param {
+    FATTN_PARAM_CPU_THREADS = 1,
+    FATTN_PARAM_TILE_Q = 100,
+    FATTN_PARAM_TILE_KV = 101
+} fattn_param;
+FATTN_API fattn_status fattn_context_set_param(fattn_context *ctx, fattn_param param, int64_t value);
+FATTN_API fattn_status fattn_context_get_param(fattn_context *ctx, fattn_param param, int64_t *value);
 
 /* Runs later work on the caller's queue: a cudaStream_t (CUDA) or a
  * cl_command_queue on the context's device (OpenCL). NULL restores the
@@ -185,14 +284,17 @@ FATTN_API void fattn_timer_free(fattn_timer *t);
 /* 1 when the timer reads a device clock, 0 for the host clock (CPU backend). */
 FATTN_API int fattn_timer_is_device_clock(const fattn_timer *t);
 
-/* Detail of the last failed call on ctx: which argument, which limit, which
- * native error code, the kernel build log. "" when the last call succeeded.
- * With ctx NULL: the calling thread's last failure of a call that had no
- * context (fattn_context_create, fattn_backend_get_info, ...).
- * Valid until the next call on the same context (or thread). */
+/* Detail of the last failed call on ctx (or on a buffer or timer of ctx):
+ * which argument, which limit, which native error code, the kernel build
+ * log. "" when the last call succeeded. With ctx NULL: the calling thread's
+ * slot, which holds the last failure of a call marked [thread slot] and of
+ * any call given a NULL context, buffer or timer. Valid until the next call
+ * on the same context (or, for the thread slot, the next such call). */
 FATTN_API const char *fattn_error_message(const fattn_context *ctx);
 
 /* ---- Buffers ---------------------------------------------------------------- */
+
+/* Buffers count in bytes. */
 
 /* Allocates `bytes` of device memory (host memory for the CPU backend). */
 FATTN_API fattn_status fattn_buffer_alloc(fattn_context *ctx, size_t bytes, fattn_buffer **out);
@@ -203,6 +305,11 @@ FATTN_API fattn_status fattn_buffer_alloc(fattn_context *ctx, size_t bytes, fatt
  * Tensors on it need an address aligned to their element size. */
 FATTN_API fattn_status fattn_buffer_wrap(fattn_context *ctx, void *native, size_t bytes,
                                          fattn_buffer **out);
+/* The same for memory fattn must only read (Q, K, V, index tensors): a
+ * tensor on it used as O or lse is FATTN_ERR_INVALID_ARGUMENT, and
+ * fattn_buffer_write to it is refused. */
+FATTN_API fattn_status fattn_buffer_wrap_const(fattn_context *ctx, const void *native,
+                                               size_t bytes, fattn_buffer **out);
 
 /* Releases a buffer (or a wrapper). Accepts NULL. */
 FATTN_API void fattn_buffer_free(fattn_buffer *buf);
@@ -214,38 +321,19 @@ FATTN_API fattn_status fattn_buffer_read(fattn_buffer *buf, size_t offset, void 
                                          size_t bytes);
 
 FATTN_API size_t fattn_buffer_size(const fattn_buffer *buf);
-/* The native handle: device pointer, cl_mem, or host pointer. */
+/* The native handle: device pointer, cl_mem, or host pointer (for a const
+ * wrapper, the pointer it was given; do not write through it). */
 FATTN_API void *fattn_buffer_native(const fattn_buffer *buf);
 
 /* ---- Attention ------------------------------------------------------------- */
 
-/* What to compute: O = softmax(scale * Q K^T [+ causal mask]) V per (batch,
- * query head). Query head h reads key/value head h / (heads_q / heads_kv).
- * Zero-initialise, then set the sizes and dtype; scale, causal, tile_q,
- * tile_kv and flags left at zero mean the defaults. */
-typedef struct fattn_attention_desc {
-    int64_t batch;
-    int64_t heads_q;
-    int64_t heads_kv;    /* heads_q must be a multiple (GQA/MQA) */
-    int64_t seq_q;
-    int64_t seq_kv;      /* 0 is allowed: output 0, log-sum-exp -inf */
-    int64_t head_dim;    /* 1..256 */
-    fattn_dtype dtype;   /* of Q, K, V and O */
-    float scale;         /* 0 means 1/sqrt(head_dim) */
-    int causal;          /* bottom-right aligned: query i sees keys j <= i + seq_kv - seq_q */
-    int tile_q;          /* query rows per work-group; 0 = backend default */
-    int tile_kv;         /* keys per streamed tile; 0 = backend default */
-    unsigned flags;      /* FATTN_FLAG_* */
-} fattn_attention_desc;
-
-/* f32 may use TF32 tensor cores (CUDA only; never the default). */
-#define FATTN_FLAG_ALLOW_TF32 (1u << 0)
-#define FATTN_FLAGS_ALL_ FATTN_FLAG_ALLOW_TF32
-
-/* A 4-d view [batch, head, seq, dim] of a buffer, in elements. The last
- * dimension must be contiguous (stride_dim = 1). Strides may be 0 for inputs
- * (broadcast) but must not make output elements overlap. */
+/* A 4-d view [batch, head, seq, dim] of a buffer. Offset and strides count
+ * in elements of dtype. The last dimension must be contiguous (stride_dim =
+ * 1). Strides may be 0 for inputs (broadcast) but must not make output
+ * elements overlap. Index tensors (int32) use the same fields, as their
+ * descriptions below say. */
 typedef struct fattn_tensor {
+    size_t size;             /* sizeof(fattn_tensor): FATTN_TENSOR_INIT */
     fattn_buffer *buffer;
     fattn_dtype dtype;
     int64_t offset;          /* elements from the start of the buffer */
@@ -254,28 +342,154 @@ typedef struct fattn_tensor {
     int64_t stride_seq;
     int64_t stride_dim;
 } fattn_tensor;
+#define FATTN_TENSOR_INIT {sizeof(fattn_tensor), NULL, FATTN_F32, 0, 0, 0, 0, 1}
 
 typedef enum fattn_layout {
     FATTN_LAYOUT_BSHD = 0,   /* [batch, seq, heads, dim] (FlashAttention) */
     FATTN_LAYOUT_BHSD = 1    /* [batch, heads, seq, dim] (PyTorch SDPA) */
 } fattn_layout;
 
-/* Fills t with the strides of a contiguous tensor in `layout`. */
-FATTN_API fattn_status fattn_tensor_init(fattn_tensor *t, fattn_buffer *buf, fattn_dtype dtype,
-                                         fattn_layout layout, int64_t heads, int64_t seq,
-                                         int64_t dim);
+/* Fills *out for a contiguous [batch, heads, seq, dim] tensor in `layout`
+ * that starts `offset` elements into buf (a slice of a cache, a part of a
+ * packed QKV buffer, ...); the strides follow from the sizes. batch is
+ * only checked (>= 1) and multiplied into nothing: it is here so that the
+ * call reads like the shape. Does not check buf's size; fattn_forward does.
+ * [thread slot] */
+FATTN_API fattn_status fattn_tensor_init(fattn_buffer *buf, fattn_dtype dtype, fattn_layout layout,
+                                         int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+                                         int64_t offset, fattn_tensor *out);
 
-/* Fills t for a contiguous float32 log-sum-exp [batch, heads, seq]. */
-FATTN_API fattn_status fattn_tensor_init_lse(fattn_tensor *t, fattn_buffer *buf, int64_t heads,
-                                             int64_t seq);
+/* Fills *out for the log-sum-exp: float32, contiguous [batch, heads, seq],
+ * `offset` elements into buf. fattn_forward also takes any non-overlapping
+ * strides for it (stride_dim is not used), but its dtype is always f32.
+ * [thread slot] */
+FATTN_API fattn_status fattn_tensor_init_lse(fattn_buffer *buf, int64_t batch, int64_t heads,
+                                             int64_t seq, int64_t offset, fattn_tensor *out);
+
+/* Fills *out for a contiguous int32 index tensor: a vector of `count`
+ * (element i at offset + i) or, with rows > 1, a [rows, count] table
+ * (element (r, i) at offset + r * count + i): stride_seq is 1 and
+ * stride_batch is count. [thread slot] */
+FATTN_API fattn_status fattn_tensor_init_index(fattn_buffer *buf, int64_t rows, int64_t count,
+                                               int64_t offset, fattn_tensor *out);
+
+/* Causal masking. Bottom-right (the default, FlashAttention's): query row i
+ * sees keys j <= i + seq_kv - seq_q, so the last query row sees every key
+ * (decoding). Top-left (PyTorch SDPA's is_causal): row i sees keys j <= i.
+ * The two agree when seq_q == seq_kv. Rows that see no key get O = 0 and
+ * lse = -inf. */
+typedef enum fattn_causal {
+    FATTN_CAUSAL_NONE = 0,
+    FATTN_CAUSAL_BOTTOM_RIGHT = 1,
+    FATTN_CAUSAL_TOP_LEFT = 2
+} fattn_causal;
+
+/* Masks and positional terms beyond causal (reserved: every field below is
+ * validated, and a mask that asks for anything returns
+ * FATTN_ERR_UNSUPPORTED naming it, until a later release implements it).
+ * A mask equal to FATTN_MASK_DESC_INIT asks for nothing. */
+typedef struct fattn_mask_desc {
+    size_t size;              /* sizeof(fattn_mask_desc): FATTN_MASK_DESC_INIT */
+    /* Sliding window, aligned like bottom-right causal: row i sees keys j
+     * with i + seq_kv - seq_q - window_left <= j <= i + seq_kv - seq_q +
+     * window_right. -1 = unbounded on that side (the INIT value). */
+    int64_t window_left;
+    int64_t window_right;
+    /* Logit softcap c > 0: s = c * tanh(s / c) on the scaled score; 0 = none. */
+    float softcap;
+    /* ALiBi: float32 slope per query head, element (b, h) at offset +
+     * b * stride_batch + h * stride_head (stride_batch 0: one per head);
+     * adds -slope * |i + seq_kv - seq_q - j|. NULL = none. */
+    const fattn_tensor *alibi_slopes;
+    /* Attention sinks: a float32 logit per query head (element h at offset +
+     * h * stride_head) that joins the softmax denominator with no value
+     * row. NULL = none. */
+    const fattn_tensor *sinks;
+    /* Additive bias [batch, heads_q, seq_q, seq_kv] in f32 or desc->dtype:
+     * element (b, h, i, j) at offset + b*stride_batch + h*stride_head +
+     * i*stride_seq + j*stride_dim (stride 0 broadcasts; -inf masks a key).
+     * NULL = none. */
+    const fattn_tensor *bias;
+} fattn_mask_desc;
+#define FATTN_MASK_DESC_INIT {sizeof(fattn_mask_desc), -1, -1, 0.0f, NULL, NULL, NULL}
+
+/* Variable-length batches (reserved, as the mask above). Sequences packed
+ * without padding: Q and O are [1, heads_q, total_q, head_dim] tensors whose
+ * rows cu_seqlens_q[b] .. cu_seqlens_q[b+1]-1 belong to sequence b; K and V
+ * likewise with cu_seqlens_kv and total_kv. desc->seq_q and desc->seq_kv
+ * are then the longest sequence's lengths. seqused_kv[b] keys of sequence
+ * b's are used (a padded cache). All three are int32 vectors in device
+ * memory (fattn_tensor_init_index); NULL = not given. */
+typedef struct fattn_varlen_desc {
+    size_t size;                        /* FATTN_VARLEN_DESC_INIT */
+    const fattn_tensor *cu_seqlens_q;   /* [batch + 1], from 0, non-decreasing */
+    const fattn_tensor *cu_seqlens_kv;  /* [batch + 1] */
+    const fattn_tensor *seqused_kv;     /* [batch] */
+    int64_t total_q;                    /* rows of packed Q and O (with cu_seqlens_q) */
+    int64_t total_kv;                   /* rows of packed K and V (with cu_seqlens_kv) */
+} fattn_varlen_desc;
+#define FATTN_VARLEN_DESC_INIT {sizeof(fattn_varlen_desc), NULL, NULL, NULL, 0, 0}
+
+/* A paged K/V cache (reserved, as the mask above): K and V are
+ * [num_pages, heads_kv, page_size, head_dim] tensors (the batch dimension
+ * indexes pages), and key p * page_size + s of sequence b lies in slot s of
+ * page block_table[b][p], an int32 [batch, pages_per_seq] table. The keys
+ * used per sequence come from the varlen description's seqused_kv (else
+ * desc->seq_kv each). */
+typedef struct fattn_paged_kv_desc {
+    size_t size;                      /* FATTN_PAGED_KV_DESC_INIT */
+    const fattn_tensor *block_table;  /* element (b, p) at offset + b*stride_batch + p*stride_seq */
+    int64_t pages_per_seq;
+    int64_t page_size;                /* keys per page, >= 1 */
+    int64_t num_pages;                /* pages in the K and V tensors */
+} fattn_paged_kv_desc;
+#define FATTN_PAGED_KV_DESC_INIT {sizeof(fattn_paged_kv_desc), NULL, 0, 0, 0}
+
+/* What to compute: O = softmax(scale * Q K^T [+ causal mask]) V per (batch,
+ * query head). Query head h reads key/value head h / (heads_q / heads_kv).
+ * Start from FATTN_ATTENTION_DESC_INIT, then set the sizes and dtype. */
+typedef struct fattn_attention_desc {
+    size_t size;         /* sizeof(fattn_attention_desc) */
+    int64_t batch;
+    int64_t heads_q;
+    int64_t heads_kv;    /* heads_q must be a multiple (GQA/MQA) */
+    int64_t seq_q;
+    int64_t seq_kv;      /* 0 is allowed: output 0, log-sum-exp -inf; K and V
+                            may then have NULL buffers */
+    int64_t head_dim;    /* 1..256 */
+    fattn_dtype dtype;   /* of Q, K, V and O: f32, f16 or bf16 */
+    float scale;         /* 0 means 1/sqrt(head_dim) */
+    fattn_causal causal; /* FATTN_CAUSAL_NONE (0), _BOTTOM_RIGHT (1) or _TOP_LEFT (2) */
+    unsigned flags;      /* FATTN_FLAG_* */
+    const fattn_mask_desc *mask;          /* NULL = none */
+    const fattn_varlen_desc *varlen;      /* NULL = a dense batch */
+    const fattn_paged_kv_desc *paged_kv;  /* NULL = contiguous K and V */
+    /* Scratch memory for the call, >= fattn_workspace_size() bytes; NULL =
+     * the context allocates what a plan needs once and keeps it. */
+    fattn_buffer *workspace;
+} fattn_attention_desc;
+#define FATTN_ATTENTION_DESC_INIT                                                     \
+    {sizeof(fattn_attention_desc), 0, 0, 0, 0, 0, 0, FATTN_F32, 0.0f, FATTN_CAUSAL_NONE, 0u, \
+     NULL, NULL, NULL, NULL}
+
+/* f32 may use TF32 tensor cores (CUDA only; never the default). */
+#define FATTN_FLAG_ALLOW_TF32 (1u << 0)
+#define FATTN_FLAGS_ALL_ FATTN_FLAG_ALLOW_TF32
+
+/* Bytes of workspace fattn_forward needs for desc on this context (0 for
+ * every plan of this release). */
+FATTN_API fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_attention_desc *desc,
+                                            uint64_t *bytes);
 
 /* Computes attention with the tiled online-softmax algorithm. Q, K, V are
- * [batch, heads_q|heads_kv, seq_q|seq_kv, head_dim]; O is like Q. lse, if not
+ * [batch, heads_q|heads_kv, seq_q|seq_kv, head_dim]; O is like Q. With
+ * seq_kv = 0, K and V are not read and their buffers may be NULL. lse, if not
  * NULL, receives float32 natural-log log-sum-exp of the scaled scores per
  * (batch, head, query row), -inf for a row that sees no key. O and lse must
  * not overlap Q, K, V or each other (checked across wrappers of the same
  * memory), and every tensor's memory must be aligned to its element size
- * (FATTN_ERR_MISALIGNED otherwise). Asynchronous on GPU backends: the queue
+ * (FATTN_ERR_MISALIGNED otherwise). O and lse must not be on const
+ * wrappers. Asynchronous on GPU backends: the queue
  * is ordered, and fattn_buffer_read or fattn_context_synchronize waits.
  *
  * Special values, the same on every backend and path: a score of -inf
@@ -300,7 +514,9 @@ FATTN_API fattn_status fattn_forward_naive(fattn_context *ctx, const fattn_atten
                                            const fattn_tensor *lse);
 
 /* The one-line call: host arrays, contiguous in `layout`, are uploaded, the
- * attention runs, and o (and lse, if not NULL) are downloaded. Blocking. */
+ * attention runs, and o (and lse, if not NULL: float32 [batch, heads_q,
+ * seq_q]) are downloaded. Blocking. The varlen and paged descriptions are
+ * not taken here (FATTN_ERR_INVALID_ARGUMENT). */
 FATTN_API fattn_status fattn_attention_host(fattn_context *ctx, const fattn_attention_desc *desc,
                                             fattn_layout layout, const void *q, const void *k,
                                             const void *v, void *o, float *lse);
@@ -310,13 +526,18 @@ FATTN_API fattn_status fattn_attention_host(fattn_context *ctx, const fattn_atte
 /* How a backend tiles the problem; zeros mean "not known": tile sizes then
  * default to 64, and concurrent_groups to every work-group at once. */
 typedef struct fattn_tiling {
+    size_t size;                 /* sizeof(fattn_tiling): FATTN_TILING_INIT */
     int tile_q;
     int tile_kv;
     int64_t concurrent_groups;   /* work-groups resident at once */
     uint64_t workspace_bytes;    /* device scratch beyond the tiles */
 } fattn_tiling;
+#define FATTN_TILING_INIT {sizeof(fattn_tiling), 0, 0, 0, 0}
 
+/* Bytes, except groups, ratios and flops. The caller sets size (the INIT
+ * macro); the library fills the fields that size covers. */
 typedef struct fattn_memory_report {
+    size_t size;              /* sizeof(fattn_memory_report): FATTN_MEMORY_REPORT_INIT */
     /* Naive: the scores S and probabilities P, float32, B*Hq*Sq*Sk each. */
     uint64_t naive_bytes;
     /* Tiled: tile_bytes * groups + row_stat_bytes + workspace_bytes. */
@@ -329,8 +550,9 @@ typedef struct fattn_memory_report {
     double percent_saved;     /* 100 * (1 - flash/naive); negative if tiling costs more */
     double flops;             /* 4*B*Hq*D * (unmasked query-key pairs) */
 } fattn_memory_report;
+#define FATTN_MEMORY_REPORT_INIT {sizeof(fattn_memory_report), 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0}
 
-/* Pure arithmetic on the description; tiling may be NULL. */
+/* Pure arithmetic on the description; tiling may be NULL. [thread slot] */
 FATTN_API fattn_status fattn_memory_estimate(const fattn_attention_desc *desc,
                                              const fattn_tiling *tiling,
                                              fattn_memory_report *out);
@@ -341,7 +563,7 @@ FATTN_API fattn_status fattn_context_memory_report(fattn_context *ctx,
                                                    fattn_memory_report *out);
 
 /* FLOP count: 4*B*Hq*Sq*Sk*D, counting only unmasked pairs when causal.
- * Returns 0 for an invalid description. */
+ * Returns 0 for an invalid description (no message). */
 FATTN_API double fattn_flops(const fattn_attention_desc *desc);
 
 #ifdef __cplusplus

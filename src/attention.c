@@ -5,77 +5,122 @@
 
 #include "internal.h"
 
-fattn_status fattn_tensor_init(fattn_tensor *t, fattn_buffer *buf, fattn_dtype dtype,
-                               fattn_layout layout, int64_t heads, int64_t seq, int64_t dim) {
-    int64_t hd, sd, shd;
-    fattn_ctx_clear(NULL);
-    if (!t) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "t (the tensor) is NULL");
-    if (heads < 1 || seq < 0 || dim < 1)
+static fattn_status tensor_args(int64_t batch, int64_t heads, int64_t seq, int64_t dim, int64_t offset,
+                                const fattn_tensor *out, int64_t *hd, int64_t *sd, int64_t *shd) {
+    int64_t last;
+    if (!out) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "out (the tensor) is NULL");
+    if (batch < 1 || heads < 1 || seq < 0 || dim < 1)
         return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_SIZE,
-                              "heads = %" PRId64 ", seq = %" PRId64 ", dim = %" PRId64
-                              ": need heads >= 1, seq >= 0, dim >= 1",
-                              heads, seq, dim);
+                              "batch = %" PRId64 ", heads = %" PRId64 ", seq = %" PRId64 ", dim = %" PRId64
+                              ": need batch >= 1, heads >= 1, seq >= 0, dim >= 1",
+                              batch, heads, seq, dim);
+    if (offset < 0)
+        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT, "offset = %" PRId64 " is negative", offset);
+    if (__builtin_mul_overflow(heads, dim, hd) || __builtin_mul_overflow(seq, dim, sd) ||
+        __builtin_mul_overflow(*hd, seq, shd) || __builtin_mul_overflow(*shd, batch, &last) ||
+        __builtin_add_overflow(last, offset, &last))
+        return fattn_ctx_fail(NULL, FATTN_ERR_OVERFLOW,
+                              "offset + batch * heads * seq * dim overflows 64 bits");
+    return FATTN_OK;
+}
+
+fattn_status fattn_tensor_init(fattn_buffer *buf, fattn_dtype dtype, fattn_layout layout, int64_t batch,
+                               int64_t heads, int64_t seq, int64_t dim, int64_t offset, fattn_tensor *out) {
+    int64_t hd = 0, sd = 0, shd = 0;
+    fattn_ctx_clear(NULL);
+    fattn_status st = tensor_args(batch, heads, seq, dim, offset, out, &hd, &sd, &shd);
+    if (st != FATTN_OK) return st;
     if (layout != FATTN_LAYOUT_BSHD && layout != FATTN_LAYOUT_BHSD)
         return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT,
                               "layout %d is not FATTN_LAYOUT_BSHD or FATTN_LAYOUT_BHSD", (int)layout);
-    if (__builtin_mul_overflow(heads, dim, &hd) || __builtin_mul_overflow(seq, dim, &sd) ||
-        __builtin_mul_overflow(hd, seq, &shd))
-        return fattn_ctx_fail(NULL, FATTN_ERR_OVERFLOW, "heads * seq * dim overflows 64 bits");
-    memset(t, 0, sizeof *t);
-    t->buffer = buf;
-    t->dtype = dtype;
-    t->stride_dim = 1;
-    t->stride_batch = shd;
-    switch (layout) {
-    case FATTN_LAYOUT_BSHD:
-        t->stride_seq = hd;
-        t->stride_head = dim;
-        return FATTN_OK;
-    default:
-        t->stride_head = sd;
-        t->stride_seq = dim;
-        return FATTN_OK;
-    }
+    if (fattn_dtype_size(dtype) == 0)
+        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT, "dtype %d is not a fattn_dtype", (int)dtype);
+    const fattn_tensor t0 = FATTN_TENSOR_INIT;
+    *out = t0;
+    out->buffer = buf;
+    out->dtype = dtype;
+    out->offset = offset;
+    out->stride_batch = shd;
+    out->stride_head = layout == FATTN_LAYOUT_BSHD ? dim : sd;
+    out->stride_seq = layout == FATTN_LAYOUT_BSHD ? hd : dim;
+    return FATTN_OK;
 }
 
-fattn_status fattn_tensor_init_lse(fattn_tensor *t, fattn_buffer *buf, int64_t heads, int64_t seq) {
-    fattn_status st = fattn_tensor_init(t, buf, FATTN_F32, FATTN_LAYOUT_BHSD, heads, seq, 1);
+fattn_status fattn_tensor_init_lse(fattn_buffer *buf, int64_t batch, int64_t heads, int64_t seq,
+                                   int64_t offset, fattn_tensor *out) {
+    return fattn_tensor_init(buf, FATTN_F32, FATTN_LAYOUT_BHSD, batch, heads, seq, 1, offset, out);
+}
+
+fattn_status fattn_tensor_init_index(fattn_buffer *buf, int64_t rows, int64_t count, int64_t offset,
+                                     fattn_tensor *out) {
+    fattn_status st = fattn_tensor_init(buf, FATTN_I32, FATTN_LAYOUT_BHSD, rows, 1, count, 1, offset, out);
+    if (st == FATTN_OK) out->stride_head = 0;   /* one "head": its stride is never used */
     return st;
 }
 
-typedef enum { PATH_TILED, PATH_NAIVE } path_;
+/* The plan's workspace: the caller's (checked for size), else nothing is
+ * needed in this release (every plan's workspace_bytes is 0). */
+static fattn_status check_plan_workspace(fattn_context *ctx, const fattn_request *r, const fattn_plan *plan) {
+    const uint64_t need = plan->tiling.workspace_bytes;
+    if (need == 0) return FATTN_OK;
+    if (!r->d.workspace)
+        return fattn_ctx_fail(ctx, FATTN_ERR_INTERNAL,
+                              "plan '%s' needs %llu bytes of workspace and the context keeps none yet",
+                              plan->variant_name, (unsigned long long)need);
+    if (r->d.workspace->bytes < need)
+        return fattn_ctx_fail(ctx, FATTN_ERR_BUFFER_TOO_SMALL,
+                              "desc->workspace has %zu bytes; this problem needs %llu "
+                              "(fattn_workspace_size)",
+                              r->d.workspace->bytes, (unsigned long long)need);
+    return FATTN_OK;
+}
 
-static fattn_status run(fattn_context *ctx, path_ path, const fattn_attention_desc *desc,
+static fattn_status run(fattn_context *ctx, fattn_op op, const fattn_attention_desc *desc,
                         const fattn_tensor *q, const fattn_tensor *k, const fattn_tensor *v,
                         const fattn_tensor *o, const fattn_tensor *lse) {
+    fattn_request r;
     fattn_problem p;
     fattn_plan plan;
     if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "ctx is NULL");
     fattn_ctx_clear(ctx);
-    fattn_status st = fattn_validate(ctx, desc, q, k, v, o, lse, &p);
+    if (!q || !k || !v || !o)
+        return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s (the tensor) is NULL",
+                              !q ? "q" : !k ? "k" : !v ? "v" : "o");
+    fattn_status st = fattn_build_problem(ctx, op, desc, q, k, v, o, lse, &r, &p);
     if (st != FATTN_OK) return st;
-    if (path == PATH_NAIVE) {
-        if (!ctx->vt->forward_naive)
-            return fattn_ctx_fail(ctx, FATTN_ERR_UNSUPPORTED, "backend '%s' has no naive baseline",
-                                  ctx->vt->name);
-        return ctx->vt->forward_naive(ctx->state, &p, &ctx->msg);
-    }
     memset(&plan, 0, sizeof plan);
     if ((st = ctx->vt->plan(ctx->state, &p, &plan, &ctx->msg)) != FATTN_OK) return st;
-    return ctx->vt->forward(ctx->state, &p, &plan, &ctx->msg);
+    if ((st = check_plan_workspace(ctx, &r, &plan)) != FATTN_OK) return st;
+    return ctx->vt->run(ctx->state, &p, &plan, &ctx->msg);
 }
 
 fattn_status fattn_forward(fattn_context *ctx, const fattn_attention_desc *desc,
                            const fattn_tensor *q, const fattn_tensor *k, const fattn_tensor *v,
                            const fattn_tensor *o, const fattn_tensor *lse) {
-    return run(ctx, PATH_TILED, desc, q, k, v, o, lse);
+    return run(ctx, FATTN_OP_FORWARD, desc, q, k, v, o, lse);
 }
 
 fattn_status fattn_forward_naive(fattn_context *ctx, const fattn_attention_desc *desc,
                                  const fattn_tensor *q, const fattn_tensor *k,
                                  const fattn_tensor *v, const fattn_tensor *o,
                                  const fattn_tensor *lse) {
-    return run(ctx, PATH_NAIVE, desc, q, k, v, o, lse);
+    return run(ctx, FATTN_OP_FORWARD_NAIVE, desc, q, k, v, o, lse);
+}
+
+fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_attention_desc *desc, uint64_t *bytes) {
+    fattn_request r;
+    fattn_problem p;
+    fattn_plan plan;
+    if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "ctx is NULL");
+    fattn_ctx_clear(ctx);
+    if (!bytes) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "bytes is NULL");
+    *bytes = 0;
+    fattn_status st = fattn_build_problem(ctx, FATTN_OP_FORWARD, desc, NULL, NULL, NULL, NULL, NULL, &r, &p);
+    if (st != FATTN_OK) return st;
+    memset(&plan, 0, sizeof plan);
+    if ((st = ctx->vt->plan(ctx->state, &p, &plan, &ctx->msg)) != FATTN_OK) return st;
+    *bytes = plan.tiling.workspace_bytes;
+    return FATTN_OK;
 }
 
 /* ---- Host convenience ------------------------------------------------------ */
@@ -87,8 +132,15 @@ fattn_status fattn_attention_host(fattn_context *ctx, const fattn_attention_desc
                                   void *o, float *lse) {
     if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "ctx is NULL");
     fattn_ctx_clear(ctx);
-    fattn_status st = fattn_validate_desc(desc, &ctx->msg);
+    fattn_request r;
+    fattn_status st = fattn_read_request(desc, &r, &ctx->msg);
     if (st != FATTN_OK) return st;
+    if (r.has_varlen || r.has_paged)
+        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                              "fattn_attention_host takes dense arrays: desc->%s must be NULL here; "
+                              "use fattn_forward with tensors",
+                              r.has_varlen ? "varlen" : "paged_kv");
+    desc = &r.d;
     if (layout != FATTN_LAYOUT_BSHD && layout != FATTN_LAYOUT_BHSD)
         return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
                               "layout %d is not FATTN_LAYOUT_BSHD or FATTN_LAYOUT_BHSD", (int)layout);
@@ -120,12 +172,12 @@ fattn_status fattn_attention_host(fattn_context *ctx, const fattn_attention_desc
             st = fattn_buffer_write(buf[i], 0, host[i], bytes[i]);
     }
     if (st == FATTN_OK) {
-        const int64_t hkv = desc->heads_kv, hq = desc->heads_q;
-        fattn_tensor_init(&t[HQ], buf[HQ], desc->dtype, layout, hq, desc->seq_q, desc->head_dim);
-        fattn_tensor_init(&t[HK], buf[HK], desc->dtype, layout, hkv, desc->seq_kv, desc->head_dim);
-        fattn_tensor_init(&t[HV], buf[HV], desc->dtype, layout, hkv, desc->seq_kv, desc->head_dim);
-        fattn_tensor_init(&t[HO], buf[HO], desc->dtype, layout, hq, desc->seq_q, desc->head_dim);
-        fattn_tensor_init_lse(&t[HL], buf[HL], hq, desc->seq_q);
+        const int64_t B = desc->batch, hkv = desc->heads_kv, hq = desc->heads_q, hd = desc->head_dim;
+        fattn_tensor_init(buf[HQ], desc->dtype, layout, B, hq, desc->seq_q, hd, 0, &t[HQ]);
+        fattn_tensor_init(buf[HK], desc->dtype, layout, B, hkv, desc->seq_kv, hd, 0, &t[HK]);
+        fattn_tensor_init(buf[HV], desc->dtype, layout, B, hkv, desc->seq_kv, hd, 0, &t[HV]);
+        fattn_tensor_init(buf[HO], desc->dtype, layout, B, hq, desc->seq_q, hd, 0, &t[HO]);
+        fattn_tensor_init_lse(buf[HL], B, hq, desc->seq_q, 0, &t[HL]);
         st = fattn_forward(ctx, desc, &t[HQ], &t[HK], &t[HV], &t[HO], lse ? &t[HL] : NULL);
     }
     for (int i = HO; i < HCOUNT && st == FATTN_OK; i++)

@@ -16,7 +16,7 @@ fattn_status fattn_env_cpu_threads(int *out, fattn_msg *msg);
  * looked for first; NULL if unset. The registry checks it. */
 const char *fattn_env_module_dir(void);
 
-/* OpenCL backend (the module compiles this file too):
+/* OpenCL settings (the core resolves them into fattn_settings):
  * FATTN_OPENCL_PLATFORM and FATTN_OPENCL_DEVICE: an index or a case-insensitive
  * name substring that filters platforms and devices; NULL if unset. */
 const char *fattn_env_opencl_platform(void);
@@ -32,7 +32,7 @@ const char *fattn_env_kernel_dir(void);
 const char *fattn_env_opencl_tiles(void);
 /* FATTN_OPENCL_OPTIONS: extra OpenCL compiler options for every kernel build. */
 const char *fattn_env_opencl_options(void);
-/* CUDA backend (the module compiles this file too):
+/* CUDA settings:
  * FATTN_CUDA_SMALL_TILES=1: the CUDA-core kernel's small-shared-memory tiles
  * on any GPU (tests that path); 1 if set to "1", else 0. */
 int fattn_env_cuda_small_tiles(void);

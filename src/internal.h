@@ -4,21 +4,26 @@
 #define FATTN_INTERNAL_H
 
 #include "backend.h"
+#include "settings.h"
 
 struct fattn_context {
     const fattn_backend_vtable *vt;
     void *state;               /* the backend's, from vt->open */
-    int device;
+    int device;                /* -1 around native OpenCL objects */
     int refs;                  /* 1 for the context + 1 per live buffer */
     int released;              /* fattn_context_free was called */
     char device_name[512];
     fattn_msg msg;             /* detail of the last failure */
+    fattn_settings_store settings;   /* resolved at creation, kept for the backend */
+    fattn_tuning tune;         /* context parameters (fattn_context_set_param) */
 };
 
 struct fattn_buffer {
     fattn_context *ctx;
     void *mem;                 /* the backend's handle */
     size_t bytes;
+    int owned;                 /* 1: fattn allocated it; 0: wraps the caller's memory */
+    int read_only;             /* made by fattn_buffer_wrap_const */
 };
 
 /* Drops one reference (buffers and timers hold one); the backend state goes
@@ -37,17 +42,54 @@ void fattn_ctx_clear(fattn_context *ctx);
 /* The thread's message for calls without a context. */
 fattn_msg *fattn_thread_msg(void);
 
-/* Turns a description and tensors into a backend problem, or fails with a
- * specific status and a message on ctx. Does not ask the backend anything. */
-fattn_status fattn_validate(fattn_context *ctx, const fattn_attention_desc *desc,
-                            const fattn_tensor *q, const fattn_tensor *k, const fattn_tensor *v,
-                            const fattn_tensor *o, const fattn_tensor *lse, fattn_problem *p);
+/* ---- Size-first structs (extensible.c) ------------------------------------ */
 
-/* Checks the description alone (sizes, dtype, scale, flags, tiles) and
- * writes a message into msg. Used by validation and by accounting. */
-fattn_status fattn_validate_desc(const fattn_attention_desc *desc, fattn_msg *msg);
+/* Reads the caller's struct at src into dst, which holds the library's
+ * defaults and is `own` bytes: checks src's size field against `min` (the
+ * first version's size) and, past `own`, that the unknown bytes are zero;
+ * copies what both know. `name` is the argument ("desc"), `type` the struct
+ * ("fattn_attention_desc"), for the message. */
+fattn_status fattn_ext_read(void *dst, size_t own, const void *src, size_t min, const char *name,
+                            const char *type, fattn_msg *msg);
+/* Writes the library's struct src (own bytes) to the caller's dst, only the
+ * bytes its size covers; dst's size field is kept. */
+fattn_status fattn_ext_write(void *dst, const void *src, size_t own, size_t min, const char *name,
+                             const char *type, fattn_msg *msg);
 
-/* Number of (query, key) pairs that are not masked. */
-double fattn_visible_pairs(int64_t seq_q, int64_t seq_kv, int causal);
+/* ---- Requests and problems (validate.c) ----------------------------------- */
+
+/* The caller's description read to the library's full structs, with its
+ * scalars validated (no context needed). */
+typedef struct fattn_request {
+    fattn_attention_desc d;
+    fattn_mask_desc mask;
+    fattn_varlen_desc varlen;
+    fattn_paged_kv_desc paged;
+    int has_mask, has_varlen, has_paged;
+} fattn_request;
+
+/* Reads and checks desc (sizes, dtype, scale, causal, flags, the
+ * sub-descriptions' own fields). Used by validation, accounting and flops. */
+fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request *r, fattn_msg *msg);
+
+/* The first thing r asks for that this version does not implement, as a
+ * message into msg: FATTN_ERR_UNSUPPORTED, or FATTN_OK. */
+fattn_status fattn_request_supported(const fattn_request *r, fattn_msg *msg);
+
+/* The one builder of a backend problem: reads and validates the request,
+ * and (with tensors, has_operands) every tensor against it, then resolves
+ * scale, scale * log2(e), the causal diagonal and the context's tuning.
+ * Without operands (q == NULL, for memory reports) only the description is
+ * used. Fails with a specific status and a message on ctx. */
+fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_attention_desc *desc,
+                                 const fattn_tensor *q, const fattn_tensor *k, const fattn_tensor *v,
+                                 const fattn_tensor *o, const fattn_tensor *lse, fattn_request *r,
+                                 fattn_problem *p);
+
+/* Number of (query, key) pairs that are not masked, for a causal diagonal
+ * offset off (key j visible to row i iff j <= i + off). */
+double fattn_visible_pairs(int64_t seq_q, int64_t seq_kv, int causal, int64_t off);
+/* The causal diagonal offset a request implies. */
+int64_t fattn_causal_offset(const fattn_attention_desc *d);
 
 #endif /* FATTN_INTERNAL_H */

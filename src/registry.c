@@ -15,6 +15,9 @@
 #include "registry.h"
 
 typedef struct module_slot {
+    /* How much FATTN_BACKEND_AUTO prefers the backend, at most: its probe's
+     * auto_score never exceeds it. A new backend is one row here. */
+    int auto_rank;
     const char *file;          /* module file name, NULL if not built */
     const char *not_built;     /* reason when file is NULL */
     int tried;
@@ -34,17 +37,19 @@ typedef struct module_slot {
 #endif
 
 static module_slot slots[FATTN_BACKEND_COUNT] = {
-    [FATTN_BACKEND_CUDA] = {CUDA_FILE,
+    [FATTN_BACKEND_CPU] = {100, NULL, NULL, 1, NULL, ""},
+    [FATTN_BACKEND_CUDA] = {300, CUDA_FILE,
                             "fattn was built without the CUDA backend (FATTN_CUDA=OFF or no CUDA "
                             "toolkit at configure time)",
                             0, NULL, ""},
-    [FATTN_BACKEND_OPENCL] = {OPENCL_FILE,
+    [FATTN_BACKEND_OPENCL] = {200, OPENCL_FILE,
                               "fattn was built without the OpenCL backend (FATTN_OPENCL=OFF or no "
                               "OpenCL headers and loader at configure time)",
                               0, NULL, ""},
 };
 static const fattn_backend_vtable *overrides[FATTN_BACKEND_COUNT];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static char api_module_dir[2048];   /* fattn_set_module_dir; "" = not set */
 
 /* Directory of the file that holds this code (libfattn.so, or a program
  * linked statically), with a trailing '/'; "" if unknown. */
@@ -97,7 +102,7 @@ static const char *table_problem(const fattn_backend_vtable *vt, fattn_backend_k
         {"buffer_native", vt->buffer_native != NULL},
         {"buffer_region", vt->buffer_region != NULL},
         {"plan", vt->plan != NULL},
-        {"forward", vt->forward != NULL},
+        {"run", vt->run != NULL},
     };
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!required[i].set) {
@@ -139,22 +144,47 @@ static int try_module(const char *path, fattn_backend_kind kind, const fattn_bac
     return 1;
 }
 
-/* Tries FATTN_MODULE_DIR, then the library's own directory, then the
- * loader's search path. A file that is there but cannot be used stops the
- * search with its reason: falling back to another copy would hide it. */
+/* What is wrong with a module directory, or NULL when it is usable. */
+static const char *bad_dir(const char *dir) {
+    struct stat sb;
+    if (dir[0] != '/') return "an absolute path";
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return "an existing directory";
+    return NULL;
+}
+
+fattn_status fattn_registry_set_module_dir(const char *dir, fattn_msg *msg) {
+    const char *bad = dir ? bad_dir(dir) : NULL;
+    if (bad)
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                          "module directory '%s' is not %s; pass the absolute path of the folder "
+                          "that holds libfattn-<backend>.so, or NULL",
+                          dir, bad);
+    if (dir && strlen(dir) >= sizeof api_module_dir)
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT, "module directory path is longer than %zu bytes",
+                          sizeof api_module_dir - 1);
+    pthread_mutex_lock(&lock);
+    snprintf(api_module_dir, sizeof api_module_dir, "%s", dir ? dir : "");
+    pthread_mutex_unlock(&lock);
+    return FATTN_OK;
+}
+
+/* Tries fattn_set_module_dir's directory (else FATTN_MODULE_DIR), then the
+ * library's own directory, then the loader's search path. A file that is
+ * there but cannot be used stops the search with its reason: falling back
+ * to another copy would hide it. Called with the lock held. */
 static const fattn_backend_vtable *open_module(const char *file, fattn_backend_kind kind,
                                                char *reason, size_t len) {
     char path[4096], dir[2048];
-    const char *env_dir = fattn_env_module_dir();
+    const char *env_dir = api_module_dir[0] ? api_module_dir : fattn_env_module_dir();
     const fattn_backend_vtable *vt = NULL;
-    struct stat sb;
     int r;
     if (env_dir) {
-        if (env_dir[0] != '/' || stat(env_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        const char *bad = bad_dir(env_dir);
+        if (bad) {
             snprintf(reason, len,
-                     "FATTN_MODULE_DIR='%s' is not %s; set it to the absolute path of the folder "
+                     "FATTN_MODULE_DIR='%.300s' is not %s; set it to the absolute path of the folder "
                      "that holds %s, or unset it",
-                     env_dir, env_dir[0] != '/' ? "an absolute path" : "an existing directory", file);
+                     env_dir, bad, file);
             return NULL;
         }
         snprintf(path, sizeof path, "%s/%s", env_dir, file);
@@ -199,6 +229,11 @@ const fattn_backend_vtable *fattn_registry_get(fattn_backend_kind kind, char *re
     }
     pthread_mutex_unlock(&lock);
     return vt;
+}
+
+int fattn_registry_auto_rank(fattn_backend_kind kind) {
+    if ((int)kind <= FATTN_BACKEND_AUTO || kind >= FATTN_BACKEND_COUNT) return 0;
+    return slots[kind].auto_rank;
 }
 
 void fattn_registry_override(fattn_backend_kind kind, const fattn_backend_vtable *vt) {

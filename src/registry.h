@@ -10,6 +10,13 @@
 const fattn_backend_vtable *fattn_registry_get(fattn_backend_kind kind, char *reason,
                                                size_t reason_len);
 
+/* FATTN_BACKEND_AUTO's ceiling for a backend (its row in the registry). */
+int fattn_registry_auto_rank(fattn_backend_kind kind);
+
+/* fattn_set_module_dir: an absolute existing directory, or NULL (back to
+ * FATTN_MODULE_DIR). Applies to modules not loaded yet. */
+fattn_status fattn_registry_set_module_dir(const char *dir, fattn_msg *msg);
+
 /* Tests only: replaces a backend with vt (a mock), or restores the real one
  * when vt is NULL. Not thread-safe. */
 void fattn_registry_override(fattn_backend_kind kind, const fattn_backend_vtable *vt);

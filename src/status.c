@@ -29,6 +29,7 @@ size_t fattn_dtype_size(fattn_dtype dtype) {
     case FATTN_F32: return 4;
     case FATTN_F16: return 2;
     case FATTN_BF16: return 2;
+    case FATTN_I32: return 4;
     default: return 0;
     }
 }
@@ -38,6 +39,7 @@ const char *fattn_dtype_name(fattn_dtype dtype) {
     case FATTN_F32: return "f32";
     case FATTN_F16: return "f16";
     case FATTN_BF16: return "bf16";
+    case FATTN_I32: return "i32";
     default: return "invalid";
     }
 }

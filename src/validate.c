@@ -3,7 +3,9 @@
  * only problems that passed. */
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -17,9 +19,15 @@ static int mul4(int64_t a, int64_t b, int64_t c, int64_t d, int64_t *out) {
     return 1;
 }
 
-fattn_status fattn_validate_desc(const fattn_attention_desc *d, fattn_msg *msg) {
+/* The first version's sizes: a caller built against them still works. */
+#define DESC_MIN offsetof(fattn_attention_desc, mask)
+#define MASK_MIN (offsetof(fattn_mask_desc, window_right) + sizeof(int64_t))
+#define VARLEN_MIN sizeof(fattn_varlen_desc)
+#define PAGED_MIN sizeof(fattn_paged_kv_desc)
+#define TENSOR_MIN sizeof(fattn_tensor)
+
+static fattn_status check_desc(const fattn_attention_desc *d, fattn_msg *msg) {
     int64_t n;
-    if (!d) return fattn_fail(msg, FATTN_ERR_NULL_POINTER, "desc is NULL");
 #define FATTN_CHECK_MIN_(field, lo)                                                        \
     if (d->field < (lo))                                                                   \
         return fattn_fail(msg, FATTN_ERR_INVALID_SIZE, "desc->" #field " = %" PRId64       \
@@ -37,15 +45,17 @@ fattn_status fattn_validate_desc(const fattn_attention_desc *d, fattn_msg *msg) 
         return fattn_fail(msg, FATTN_ERR_HEADS,
                           "desc->heads_q = %" PRId64 " is not a multiple of desc->heads_kv = %" PRId64,
                           d->heads_q, d->heads_kv);
-    if (fattn_dtype_size(d->dtype) == 0)
+    if (d->dtype != FATTN_F32 && d->dtype != FATTN_F16 && d->dtype != FATTN_BF16)
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
                           "desc->dtype = %d is not FATTN_F32, FATTN_F16 or FATTN_BF16", (int)d->dtype);
     if (!isfinite(d->scale))
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT, "desc->scale is not finite");
-    if (d->tile_q < 0 || d->tile_kv < 0)
+    if (d->causal != FATTN_CAUSAL_NONE && d->causal != FATTN_CAUSAL_BOTTOM_RIGHT &&
+        d->causal != FATTN_CAUSAL_TOP_LEFT)
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
-                          "desc->tile_q = %d, desc->tile_kv = %d: tile sizes must be >= 0 (0 = default)",
-                          d->tile_q, d->tile_kv);
+                          "desc->causal = %d is not FATTN_CAUSAL_NONE (0), _BOTTOM_RIGHT (1) or "
+                          "_TOP_LEFT (2)",
+                          (int)d->causal);
     if (d->flags & ~(unsigned)FATTN_FLAGS_ALL_)
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT, "desc->flags has unknown bits 0x%x",
                           d->flags & ~(unsigned)FATTN_FLAGS_ALL_);
@@ -59,6 +69,107 @@ fattn_status fattn_validate_desc(const fattn_attention_desc *d, fattn_msg *msg) 
         return fattn_fail(msg, FATTN_ERR_OVERFLOW,
                           "batch * heads_q * seq_q * seq_kv overflows a 64-bit integer");
     return FATTN_OK;
+}
+
+static fattn_status check_mask(const fattn_mask_desc *m, fattn_msg *msg) {
+    if (m->window_left < -1 || m->window_right < -1)
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                          "desc->mask->window_left = %" PRId64 ", window_right = %" PRId64
+                          ": each is -1 (unbounded) or >= 0",
+                          m->window_left, m->window_right);
+    if (!isfinite(m->softcap) || m->softcap < 0.0f)
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                          "desc->mask->softcap = %g: it is 0 (none) or a finite value > 0",
+                          (double)m->softcap);
+    return FATTN_OK;
+}
+
+static fattn_status check_layout(const fattn_request *r, fattn_msg *msg) {
+    const fattn_varlen_desc *v = &r->varlen;
+    const fattn_paged_kv_desc *pg = &r->paged;
+    if (r->has_varlen && (v->total_q < 0 || v->total_kv < 0))
+        return fattn_fail(msg, FATTN_ERR_INVALID_SIZE,
+                          "desc->varlen->total_q = %" PRId64 ", total_kv = %" PRId64 ": must be >= 0",
+                          v->total_q, v->total_kv);
+    if (!r->has_paged) return FATTN_OK;
+    if (pg->page_size < 1 || pg->num_pages < 1 || pg->pages_per_seq < 1)
+        return fattn_fail(msg, FATTN_ERR_INVALID_SIZE,
+                          "desc->paged_kv: page_size = %" PRId64 ", num_pages = %" PRId64
+                          ", pages_per_seq = %" PRId64 ": each must be at least 1",
+                          pg->page_size, pg->num_pages, pg->pages_per_seq);
+    int64_t cap;
+    if (__builtin_mul_overflow(pg->page_size, pg->pages_per_seq, &cap) || r->d.seq_kv > cap)
+        return fattn_fail(msg, FATTN_ERR_INVALID_SIZE,
+                          "desc->seq_kv = %" PRId64 " is more than a sequence's pages hold "
+                          "(pages_per_seq * page_size)",
+                          r->d.seq_kv);
+    if (!pg->block_table)
+        return fattn_fail(msg, FATTN_ERR_NULL_POINTER, "desc->paged_kv->block_table is NULL");
+    if (r->has_varlen && v->cu_seqlens_kv)
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                          "desc->varlen->cu_seqlens_kv and desc->paged_kv exclude each other: a paged "
+                          "cache takes its lengths from varlen->seqused_kv");
+    return FATTN_OK;
+}
+
+fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request *r, fattn_msg *msg) {
+    static const fattn_attention_desc d0 = FATTN_ATTENTION_DESC_INIT;
+    static const fattn_mask_desc m0 = FATTN_MASK_DESC_INIT;
+    static const fattn_varlen_desc v0 = FATTN_VARLEN_DESC_INIT;
+    static const fattn_paged_kv_desc p0 = FATTN_PAGED_KV_DESC_INIT;
+    fattn_status st;
+    if (!desc) return fattn_fail(msg, FATTN_ERR_NULL_POINTER, "desc is NULL");
+    r->d = d0;
+    r->mask = m0;
+    r->varlen = v0;
+    r->paged = p0;
+    if ((st = fattn_ext_read(&r->d, sizeof r->d, desc, DESC_MIN, "desc", "fattn_attention_desc", msg)))
+        return st;
+    if ((st = check_desc(&r->d, msg))) return st;
+    r->has_mask = r->d.mask != NULL;
+    r->has_varlen = r->d.varlen != NULL;
+    r->has_paged = r->d.paged_kv != NULL;
+    if (r->has_mask &&
+        ((st = fattn_ext_read(&r->mask, sizeof r->mask, r->d.mask, MASK_MIN, "desc->mask",
+                              "fattn_mask_desc", msg)) ||
+         (st = check_mask(&r->mask, msg))))
+        return st;
+    if (r->has_varlen && (st = fattn_ext_read(&r->varlen, sizeof r->varlen, r->d.varlen, VARLEN_MIN,
+                                              "desc->varlen", "fattn_varlen_desc", msg)))
+        return st;
+    if (r->has_paged && (st = fattn_ext_read(&r->paged, sizeof r->paged, r->d.paged_kv, PAGED_MIN,
+                                             "desc->paged_kv", "fattn_paged_kv_desc", msg)))
+        return st;
+    return check_layout(r, msg);
+}
+
+fattn_status fattn_request_supported(const fattn_request *r, fattn_msg *msg) {
+    const char *what = NULL;
+    const fattn_mask_desc *m = &r->mask;
+    const fattn_varlen_desc *v = &r->varlen;
+    if (r->has_mask && (m->window_left >= 0 || m->window_right >= 0))
+        what = "a sliding window (desc->mask->window_left/right)";
+    else if (r->has_mask && m->softcap > 0.0f)
+        what = "a logit softcap (desc->mask->softcap)";
+    else if (r->has_mask && m->alibi_slopes)
+        what = "ALiBi slopes (desc->mask->alibi_slopes)";
+    else if (r->has_mask && m->sinks)
+        what = "attention sinks (desc->mask->sinks)";
+    else if (r->has_mask && m->bias)
+        what = "an additive bias (desc->mask->bias)";
+    else if (r->has_paged)
+        what = "a paged K/V cache (desc->paged_kv)";
+    else if (r->has_varlen && (v->cu_seqlens_q || v->cu_seqlens_kv || v->seqused_kv))
+        what = "variable-length sequences (desc->varlen)";
+    if (!what) return FATTN_OK;
+    return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                      "%s is described in this API but not implemented in fattn %s yet; the request "
+                      "passed validation",
+                      what, fattn_version_string());
+}
+
+int64_t fattn_causal_offset(const fattn_attention_desc *d) {
+    return d->causal == FATTN_CAUSAL_TOP_LEFT ? 0 : d->seq_kv - d->seq_q;
 }
 
 typedef struct dim_ {
@@ -97,44 +208,79 @@ typedef struct range_ {
     int empty;
 } range_;
 
-static fattn_status check_tensor(fattn_context *ctx, const char *name, const fattn_tensor *t,
-                                 fattn_dtype want, int64_t B, int64_t H, int64_t S, int64_t D,
-                                 int is_output, int is_lse, range_ *r) {
-    if (!t) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s (the tensor) is NULL", name);
+/* How a tensor's four strides map onto its extents. */
+typedef enum {
+    SHAPE_DATA,   /* [B, H, S, D], stride_dim must be 1 (Q, K, V, O) */
+    SHAPE_ROWS,   /* [B, H, S], stride_dim unused (lse, slopes, sinks, index tensors) */
+    SHAPE_BIAS    /* [B, H, Sq, Sk], the keys along stride_dim (any >= 0) */
+} shape_;
+
+typedef struct want_ {
+    const char *name;
+    fattn_dtype dtype, alt;   /* alt: a second accepted dtype, or the same */
+    const char *dtype_why;    /* " (desc->dtype)" */
+    shape_ shape;
+    int64_t ext[4];
+    int output;
+} want_;
+
+static fattn_status check_tensor(fattn_context *ctx, const want_ *w, const fattn_tensor *user,
+                                 fattn_tensor *t, range_ *r) {
+    static const fattn_tensor t0 = FATTN_TENSOR_INIT;
+    const char *name = w->name;
+    if (!user) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s (the tensor) is NULL", name);
+    *t = t0;
+    fattn_status st = fattn_ext_read(t, sizeof *t, user, TENSOR_MIN, name, "fattn_tensor", &ctx->msg);
+    if (st != FATTN_OK) return st;
     r->root = NULL;
-    r->empty = (S == 0);
-    if (t->dtype != want)
+    r->empty = 0;
+    for (int i = 0; i < 4; i++) r->empty |= w->ext[i] == 0;
+    if (t->dtype != w->dtype && t->dtype != w->alt) {
+        if (w->alt != w->dtype)
+            return fattn_ctx_fail(ctx, FATTN_ERR_DTYPE, "%s->dtype is %s but must be %s or %s%s", name,
+                                  fattn_dtype_name(t->dtype), fattn_dtype_name(w->dtype),
+                                  fattn_dtype_name(w->alt), w->dtype_why);
         return fattn_ctx_fail(ctx, FATTN_ERR_DTYPE, "%s->dtype is %s but must be %s%s", name,
-                              fattn_dtype_name(t->dtype), fattn_dtype_name(want),
-                              is_lse ? " (log-sum-exp is float32)" : " (desc->dtype)");
-    if (!is_lse && t->stride_dim != 1)
+                              fattn_dtype_name(t->dtype), fattn_dtype_name(w->dtype), w->dtype_why);
+    }
+    if (w->shape == SHAPE_DATA && t->stride_dim != 1)
         return fattn_ctx_fail(ctx, FATTN_ERR_STRIDE,
                               "%s->stride_dim = %" PRId64 ": the last dimension must be contiguous (1)",
                               name, t->stride_dim);
     if (t->offset < 0)
         return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "%s->offset = %" PRId64 " is negative",
                               name, t->offset);
-    if (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0)
+    if (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0 ||
+        (w->shape == SHAPE_BIAS && t->stride_dim < 0))
         return fattn_ctx_fail(ctx, FATTN_ERR_STRIDE,
                               "%s has a negative stride (batch %" PRId64 ", head %" PRId64
-                              ", seq %" PRId64 ")",
-                              name, t->stride_batch, t->stride_head, t->stride_seq);
+                              ", seq %" PRId64 ", dim %" PRId64 ")",
+                              name, t->stride_batch, t->stride_head, t->stride_seq, t->stride_dim);
     if (t->buffer && t->buffer->ctx != ctx)
         return fattn_ctx_fail(ctx, FATTN_ERR_WRONG_CONTEXT,
                               "%s->buffer was made by another context", name);
     if (r->empty) return FATTN_OK;
     if (!t->buffer) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s->buffer is NULL", name);
+    if (w->output && t->buffer->read_only)
+        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                              "%s->buffer wraps read-only memory (fattn_buffer_wrap_const) but %s is "
+                              "written",
+                              name, name);
 
     /* Last element offset, with every product checked. */
-    const dim_ dims[4] = {{B, t->stride_batch}, {H, t->stride_head}, {S, t->stride_seq}, {D, 1}};
+    const int n = w->shape == SHAPE_ROWS ? 3 : 4;
+    const dim_ dims[4] = {{w->ext[0], t->stride_batch},
+                          {w->ext[1], t->stride_head},
+                          {w->ext[2], t->stride_seq},
+                          {w->ext[3], w->shape == SHAPE_DATA ? 1 : t->stride_dim}};
     int64_t last = t->offset, term, bytes;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < n; i++) {
         if (__builtin_mul_overflow(dims[i].extent - 1, dims[i].stride, &term) ||
             __builtin_add_overflow(last, term, &last))
             return fattn_ctx_fail(ctx, FATTN_ERR_OVERFLOW,
                                   "%s: offset plus strides times sizes overflows 64 bits", name);
     }
-    const int64_t esize = (int64_t)fattn_dtype_size(want);
+    const int64_t esize = (int64_t)fattn_dtype_size(t->dtype);
     if (__builtin_add_overflow(last, 1, &bytes) || __builtin_mul_overflow(bytes, esize, &bytes))
         return fattn_ctx_fail(ctx, FATTN_ERR_OVERFLOW, "%s: byte size overflows 64 bits", name);
     if ((uint64_t)bytes > (uint64_t)t->buffer->bytes)
@@ -142,11 +288,11 @@ static fattn_status check_tensor(fattn_context *ctx, const char *name, const fat
                               "%s needs %" PRId64 " bytes for its offset and strides but its buffer "
                               "has %zu",
                               name, bytes, t->buffer->bytes);
-    if (is_output && elements_overlap(dims, is_lse ? 3 : 4))
+    if (w->output && elements_overlap(dims, n))
         return fattn_ctx_fail(ctx, FATTN_ERR_STRIDE,
                               "%s strides make different output elements share memory", name);
     uint64_t start = 0;
-    fattn_status st = ctx->vt->buffer_region(ctx->state, t->buffer->mem, &r->root, &start, &ctx->msg);
+    st = ctx->vt->buffer_region(ctx->state, t->buffer->mem, &r->root, &start, &ctx->msg);
     if (st != FATTN_OK) return st;
     /* Element offsets keep the alignment of the buffer's start, so that is
      * the one thing to check: kernels and the CPU load whole elements. */
@@ -155,7 +301,7 @@ static fattn_status check_tensor(fattn_context *ctx, const char *name, const fat
                               "%s: its buffer starts at address 0x%llx, which is not a multiple of "
                               "%d bytes (one %s element); pass memory aligned to the element size "
                               "(fattn_buffer_alloc's is)",
-                              name, (unsigned long long)start, (int)esize, fattn_dtype_name(want));
+                              name, (unsigned long long)start, (int)esize, fattn_dtype_name(t->dtype));
     if (__builtin_add_overflow(start, (uint64_t)t->offset * (uint64_t)esize, &r->first) ||
         __builtin_add_overflow(start, (uint64_t)bytes - 1, &r->last))
         return fattn_ctx_fail(ctx, FATTN_ERR_OVERFLOW, "%s: its byte range overflows 64 bits", name);
@@ -173,50 +319,118 @@ static fattn_operand operand(const fattn_tensor *t) {
     return o;
 }
 
-fattn_status fattn_validate(fattn_context *ctx, const fattn_attention_desc *d,
-                            const fattn_tensor *q, const fattn_tensor *k, const fattn_tensor *v,
-                            const fattn_tensor *o, const fattn_tensor *lse, fattn_problem *p) {
-    fattn_status st = fattn_validate_desc(d, &ctx->msg);
-    if (st != FATTN_OK) return st;
-    range_ rq, rk, rv, ro, rl;
-    const int64_t B = d->batch, Hq = d->heads_q, Hk = d->heads_kv, D = d->head_dim;
-    if ((st = check_tensor(ctx, "q", q, d->dtype, B, Hq, d->seq_q, D, 0, 0, &rq)) ||
-        (st = check_tensor(ctx, "k", k, d->dtype, B, Hk, d->seq_kv, D, 0, 0, &rk)) ||
-        (st = check_tensor(ctx, "v", v, d->dtype, B, Hk, d->seq_kv, D, 0, 0, &rv)) ||
-        (st = check_tensor(ctx, "o", o, d->dtype, B, Hq, d->seq_q, D, 1, 0, &ro)))
-        return st;
-    if (lse && (st = check_tensor(ctx, "lse", lse, FATTN_F32, B, Hq, d->seq_q, 1, 1, 1, &rl)))
-        return st;
-    const range_ *inputs[3] = {&rq, &rk, &rv};
-    static const char *const names[3] = {"q", "k", "v"};
-    for (int i = 0; i < 3; i++) {
-        if (ranges_meet(&ro, inputs[i]))
-            return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "o overlaps %s in the same memory",
-                                  names[i]);
-        if (lse && ranges_meet(&rl, inputs[i]))
-            return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
-                                  "lse overlaps %s in the same memory", names[i]);
-    }
-    if (lse && ranges_meet(&rl, &ro))
-        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "lse overlaps o in the same memory");
+/* The tensors of the sub-descriptions: index tables, slopes, sinks, bias.
+ * They are inputs; only their shapes, dtypes and bounds can be checked here
+ * (their contents live on the device). */
+static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request *r) {
+    const fattn_attention_desc *d = &r->d;
+    const int64_t B = d->batch, Hq = d->heads_q;
+    fattn_tensor t;
+    range_ rg;
+    fattn_status st;
+    const struct {
+        const fattn_tensor *t;
+        want_ w;
+    } extra[] = {
+        {r->has_mask ? r->mask.alibi_slopes : NULL,
+         {"desc->mask->alibi_slopes", FATTN_F32, FATTN_F32, " (slopes are float32)", SHAPE_ROWS, {B, Hq, 1, 1}, 0}},
+        {r->has_mask ? r->mask.sinks : NULL,
+         {"desc->mask->sinks", FATTN_F32, FATTN_F32, " (sink logits are float32)", SHAPE_ROWS, {1, Hq, 1, 1}, 0}},
+        {r->has_mask ? r->mask.bias : NULL,
+         {"desc->mask->bias", FATTN_F32, d->dtype, " (float32 or desc->dtype)", SHAPE_BIAS,
+          {B, Hq, d->seq_q, d->seq_kv}, 0}},
+        {r->has_varlen ? r->varlen.cu_seqlens_q : NULL,
+         {"desc->varlen->cu_seqlens_q", FATTN_I32, FATTN_I32, " (index tensors are int32)", SHAPE_ROWS, {1, 1, B + 1, 1}, 0}},
+        {r->has_varlen ? r->varlen.cu_seqlens_kv : NULL,
+         {"desc->varlen->cu_seqlens_kv", FATTN_I32, FATTN_I32, " (index tensors are int32)", SHAPE_ROWS, {1, 1, B + 1, 1}, 0}},
+        {r->has_varlen ? r->varlen.seqused_kv : NULL,
+         {"desc->varlen->seqused_kv", FATTN_I32, FATTN_I32, " (index tensors are int32)", SHAPE_ROWS, {1, 1, B, 1}, 0}},
+        {r->has_paged ? r->paged.block_table : NULL,
+         {"desc->paged_kv->block_table", FATTN_I32, FATTN_I32, " (index tensors are int32)", SHAPE_ROWS,
+          {B, 1, r->paged.pages_per_seq, 1}, 0}},
+    };
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+        if (extra[i].t && (st = check_tensor(ctx, &extra[i].w, extra[i].t, &t, &rg))) return st;
+    return FATTN_OK;
+}
 
-    p->batch = B;
-    p->heads_q = Hq;
-    p->heads_kv = Hk;
+/* The workspace the caller passed: this context's, writable. Its size is
+ * checked against the plan in attention.c. */
+static fattn_status check_workspace(fattn_context *ctx, const fattn_buffer *ws) {
+    if (!ws) return FATTN_OK;
+    if (ws->ctx != ctx)
+        return fattn_ctx_fail(ctx, FATTN_ERR_WRONG_CONTEXT, "desc->workspace was made by another context");
+    if (ws->read_only)
+        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                              "desc->workspace wraps read-only memory (fattn_buffer_wrap_const)");
+    return FATTN_OK;
+}
+
+fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_attention_desc *desc,
+                                 const fattn_tensor *q, const fattn_tensor *k, const fattn_tensor *v,
+                                 const fattn_tensor *o, const fattn_tensor *lse, fattn_request *r,
+                                 fattn_problem *p) {
+    fattn_status st = fattn_read_request(desc, r, &ctx->msg);
+    if (st != FATTN_OK) return st;
+    const fattn_attention_desc *d = &r->d;
+    memset(p, 0, sizeof *p);
+    p->has_operands = q != NULL || k != NULL || v != NULL || o != NULL;
+    if (p->has_operands) {
+        const int64_t B = d->batch, Hq = d->heads_q, Hk = d->heads_kv, D = d->head_dim;
+        /* Packed variable-length rows and pages change the outer shapes. */
+        const int packed_q = r->has_varlen && r->varlen.cu_seqlens_q;
+        const int packed_kv = r->has_varlen && r->varlen.cu_seqlens_kv;
+        const int64_t qb = packed_q ? 1 : B, qs = packed_q ? r->varlen.total_q : d->seq_q;
+        const int64_t kb = r->has_paged ? r->paged.num_pages : packed_kv ? 1 : B;
+        const int64_t ks = r->has_paged ? r->paged.page_size : packed_kv ? r->varlen.total_kv : d->seq_kv;
+        const want_ wq = {"q", d->dtype, d->dtype, " (desc->dtype)", SHAPE_DATA, {qb, Hq, qs, D}, 0};
+        want_ wk = {"k", d->dtype, d->dtype, " (desc->dtype)", SHAPE_DATA, {kb, Hk, ks, D}, 0};
+        want_ wv = wk, wo = wq;
+        const want_ wl = {"lse", FATTN_F32, FATTN_F32, " (log-sum-exp is float32)", SHAPE_ROWS, {qb, Hq, qs, 1}, 1};
+        wv.name = "v";
+        wo.name = "o";
+        wo.output = 1;
+        fattn_tensor tq, tk, tv, to, tl;
+        range_ rq, rk, rv, ro, rl;
+        if ((st = check_tensor(ctx, &wq, q, &tq, &rq)) || (st = check_tensor(ctx, &wk, k, &tk, &rk)) ||
+            (st = check_tensor(ctx, &wv, v, &tv, &rv)) || (st = check_tensor(ctx, &wo, o, &to, &ro)))
+            return st;
+        if (lse && (st = check_tensor(ctx, &wl, lse, &tl, &rl))) return st;
+        const range_ *inputs[3] = {&rq, &rk, &rv};
+        static const char *const names[3] = {"q", "k", "v"};
+        for (int i = 0; i < 3; i++) {
+            if (ranges_meet(&ro, inputs[i]))
+                return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                                      "o overlaps %s in the same memory", names[i]);
+            if (lse && ranges_meet(&rl, inputs[i]))
+                return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                                      "lse overlaps %s in the same memory", names[i]);
+        }
+        if (lse && ranges_meet(&rl, &ro))
+            return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "lse overlaps o in the same memory");
+        if ((st = check_extra_tensors(ctx, r)) || (st = check_workspace(ctx, d->workspace))) return st;
+        p->q = operand(&tq);
+        p->k = operand(&tk);
+        p->v = operand(&tv);
+        p->o = operand(&to);
+        p->has_lse = lse != NULL;
+        if (lse) p->lse = operand(&tl);
+    }
+    if ((st = fattn_request_supported(r, &ctx->msg)) != FATTN_OK) return st;
+
+    p->op = op;
+    p->batch = d->batch;
+    p->heads_q = d->heads_q;
+    p->heads_kv = d->heads_kv;
     p->seq_q = d->seq_q;
     p->seq_kv = d->seq_kv;
-    p->head_dim = D;
+    p->head_dim = d->head_dim;
     p->dtype = d->dtype;
-    p->scale = d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)D));
-    p->causal = d->causal != 0;
-    p->tile_q = d->tile_q;
-    p->tile_kv = d->tile_kv;
+    p->scale = d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)d->head_dim));
+    p->scale_log2 = p->scale * FATTN_LOG2E_F;
+    p->causal = d->causal != FATTN_CAUSAL_NONE;
+    p->causal_offset = fattn_causal_offset(d);
     p->flags = d->flags;
-    p->q = operand(q);
-    p->k = operand(k);
-    p->v = operand(v);
-    p->o = operand(o);
-    p->has_lse = lse != NULL;
-    if (lse) p->lse = operand(lse);
+    p->tune = ctx->tune;
     return FATTN_OK;
 }

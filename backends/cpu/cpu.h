@@ -6,13 +6,13 @@
 #include "backend.h"
 
 typedef struct cpu_state {
-    int threads;
+    int threads;   /* as opened: fattn_context_params, FATTN_CPU_THREADS, or every core */
 } cpu_state;
 
-typedef struct cpu_buffer {
-    void *ptr;
-    int owned;
-} cpu_buffer;
+/* Threads for one call: the context parameter when set, else as opened. */
+static inline int cpu_threads(const cpu_state *s, const fattn_problem *p) {
+    return p->tune.cpu_threads > 0 ? p->tune.cpu_threads : s->threads;
+}
 
 /* Runs fn(arg, item, scratch) for item in [0, n) on up to `threads` threads;
  * each thread gets `scratch_bytes` of its own scratch. Returns
@@ -24,9 +24,8 @@ fattn_status cpu_parallel_for(int threads, int64_t n, size_t scratch_bytes, cpu_
 /* Element pointer of operand `op` at (b, h, s), as bytes. */
 static inline const unsigned char *cpu_elem(const fattn_operand *op, fattn_dtype t, int64_t b,
                                             int64_t h, int64_t s) {
-    const int64_t es = t == FATTN_F32 ? 4 : 2;
     const int64_t off = op->offset + b * op->stride_batch + h * op->stride_head + s * op->stride_seq;
-    return (const unsigned char *)((cpu_buffer *)op->mem)->ptr + off * es;
+    return (const unsigned char *)op->mem + off * fattn_esize(t);   /* a buffer is its address */
 }
 
 /* Converts n elements of type t at src to float, multiplied by mul. */
@@ -37,8 +36,10 @@ void cpu_store_row(void *dst, const float *src, fattn_dtype t, int64_t n);
 /* Bytes of RAM plus swap: no single allocation larger can be backed. */
 uint64_t cpu_memory_limit(void);
 
-fattn_status cpu_forward_tiled(const cpu_state *s, const fattn_problem *p, const fattn_plan *plan,
+/* The two variants' run functions (cpu_attention.c). */
+fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_plan *plan,
                                fattn_msg *msg);
-fattn_status cpu_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg);
+fattn_status cpu_forward_naive(void *state, const fattn_problem *p, const fattn_plan *plan,
+                               fattn_msg *msg);
 
 #endif /* FATTN_CPU_H */

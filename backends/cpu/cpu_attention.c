@@ -39,12 +39,9 @@ static float dot(const float *restrict a, const float *restrict b, int64_t n) {
     return s;
 }
 
-/* Keys j < limit are visible to query row i (bottom-right causal alignment). */
-static int64_t key_limit(const fattn_problem *p, int64_t i) {
-    if (!p->causal) return p->seq_kv;
-    int64_t lim = i + p->seq_kv - p->seq_q + 1;
-    return lim < 0 ? 0 : (lim > p->seq_kv ? p->seq_kv : lim);
-}
+/* Keys j < key_limit(p, i) are visible to query row i (either causal
+ * alignment: backend.h's one definition). */
+#define key_limit fattn_key_limit
 
 /* The value a row's scores are shifted by before exp: its running max, or 0
  * while that is -inf (no finite score yet), so that exp never sees
@@ -134,13 +131,14 @@ static void tiled_item(void *arg, int64_t item, float *scratch) {
     for (int64_t i = 0; i < nq; i++) finish_row(p, b, h, q0 + i, acc + i * D, m[i], l[i]);
 }
 
-fattn_status cpu_forward_tiled(const cpu_state *s, const fattn_problem *p, const fattn_plan *plan,
+fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_plan *plan,
                                fattn_msg *msg) {
+    const cpu_state *s = state;
     tiled_job job = {p, plan->tiling.tile_q, plan->tiling.tile_kv, 0};
     job.tiles_per_head = (p->seq_q + job.tq - 1) / job.tq;
     const int64_t items = p->batch * p->heads_q * job.tiles_per_head;
     const size_t scratch = tiled_scratch(job.tq, job.tkv, p->head_dim) * sizeof(float);
-    return cpu_parallel_for(s->threads, items, scratch, tiled_item, &job, msg);
+    return cpu_parallel_for(cpu_threads(s, p), items, scratch, tiled_item, &job, msg);
 }
 
 /* ---- Naive baseline --------------------------------------------------------- */
@@ -182,7 +180,9 @@ static void naive_item(void *arg, int64_t row, float *scratch) {
     finish_row(p, b, h, i, out, mx, sum);
 }
 
-fattn_status cpu_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg) {
+fattn_status cpu_forward_naive(void *state, const fattn_problem *p, const fattn_plan *plan,
+                               fattn_msg *msg) {
+    (void)plan;
     const cpu_state *s = state;
     const int64_t rows = p->batch * p->heads_q * p->seq_q;
     size_t bytes;
@@ -205,7 +205,7 @@ fattn_status cpu_forward_naive(void *state, const fattn_problem *p, fattn_msg *m
                               bytes);
         }
     }
-    fattn_status st = cpu_parallel_for(s->threads, rows, (size_t)(3 * p->head_dim) * sizeof(float),
+    fattn_status st = cpu_parallel_for(cpu_threads(s, p), rows, (size_t)(3 * p->head_dim) * sizeof(float),
                                        naive_item, &job, msg);
     free(job.scores);
     free(job.probs);

@@ -9,8 +9,6 @@
 #endif
 
 #include "cpu.h"
-#include "env.h"
-#include "registry.h"
 
 /* Default tiles: a 16 x 256 float query tile and two 64 x 256 key/value tiles
  * stay within a 256 KiB L2 at the largest head dimension. */
@@ -21,14 +19,18 @@ static int cpu_cores(void) {
     return n > 0 ? (int)(n > 1024 ? 1024 : n) : 1;
 }
 
-static void cpu_probe(fattn_probe *out) {
+static void cpu_probe(const fattn_settings *settings, fattn_probe *out) {
+    (void)settings;
     out->device_count = 1;
     out->gpu_count = 0;
+    out->auto_score = 100;   /* always there, the last choice */
     out->reason[0] = '\0';
 }
 
 /* "model name" from /proc/cpuinfo where there is one. */
-static fattn_status cpu_device_name(int device, char *buf, size_t len, fattn_msg *msg) {
+static fattn_status cpu_device_name(const fattn_settings *settings, int device, char *buf, size_t len,
+                                    fattn_msg *msg) {
+    (void)settings;
     (void)device;
     (void)msg;
     char line[512], model[256] = "CPU";
@@ -49,31 +51,19 @@ static fattn_status cpu_device_name(int device, char *buf, size_t len, fattn_msg
     return FATTN_OK;
 }
 
-static fattn_status cpu_open(int device, void **state, fattn_msg *msg) {
-    (void)device;
-    int threads;
-    fattn_status st = fattn_env_cpu_threads(&threads, msg);
-    if (st != FATTN_OK) return st;
+static fattn_status cpu_open(const fattn_open_args *args, void **state, fattn_msg *msg) {
+    if (args->native_context || args->native_device || args->native_queue || args->native_current)
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                          "the CPU backend takes no native context, device or queue");
     cpu_state *s = calloc(1, sizeof *s);
     if (!s) return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate the CPU backend state");
-    s->threads = threads ? threads : cpu_cores();
+    const int threads = args->settings ? args->settings->cpu_threads : 0;
+    s->threads = threads > 0 ? threads : cpu_cores();
     *state = s;
     return FATTN_OK;
 }
 
 static void cpu_close(void *state) { free(state); }
-
-static fattn_status cpu_buffer_new(void *ptr, int owned, void **mem, fattn_msg *msg) {
-    cpu_buffer *b = malloc(sizeof *b);
-    if (!b) {
-        if (owned) free(ptr);
-        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate a buffer record");
-    }
-    b->ptr = ptr;
-    b->owned = owned;
-    *mem = b;
-    return FATTN_OK;
-}
 
 uint64_t cpu_memory_limit(void) {
 #ifdef __linux__
@@ -97,28 +87,29 @@ static fattn_status cpu_buffer_alloc(void *state, size_t bytes, void **mem, fatt
     size_t rounded = (bytes + 63) & ~(size_t)63;
     void *p = rounded >= bytes ? aligned_alloc(64, rounded) : NULL;
     if (!p) return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", bytes);
-    return cpu_buffer_new(p, 1, mem, msg);
+    *mem = p;   /* a CPU buffer is its address; the core knows alloc from wrap */
+    return FATTN_OK;
 }
 
 static fattn_status cpu_buffer_wrap(void *state, void *native, size_t bytes, void **mem,
                                     fattn_msg *msg) {
     (void)state;
     (void)bytes;
-    return cpu_buffer_new(native, 0, mem, msg);
+    (void)msg;
+    *mem = native;
+    return FATTN_OK;
 }
 
-static void cpu_buffer_free(void *state, void *mem) {
+static void cpu_buffer_free(void *state, void *mem, int owned) {
     (void)state;
-    cpu_buffer *b = mem;
-    if (b->owned) free(b->ptr);
-    free(b);
+    if (owned) free(mem);
 }
 
 static fattn_status cpu_buffer_write(void *state, void *mem, size_t offset, const void *src,
                                      size_t bytes, fattn_msg *msg) {
     (void)state;
     (void)msg;
-    memcpy((char *)((cpu_buffer *)mem)->ptr + offset, src, bytes);
+    memcpy((char *)mem + offset, src, bytes);
     return FATTN_OK;
 }
 
@@ -126,13 +117,13 @@ static fattn_status cpu_buffer_read(void *state, void *mem, size_t offset, void 
                                     fattn_msg *msg) {
     (void)state;
     (void)msg;
-    memcpy(dst, (const char *)((cpu_buffer *)mem)->ptr + offset, bytes);
+    memcpy(dst, (const char *)mem + offset, bytes);
     return FATTN_OK;
 }
 
 static void *cpu_buffer_native(void *state, void *mem) {
     (void)state;
-    return ((cpu_buffer *)mem)->ptr;
+    return mem;
 }
 
 static fattn_status cpu_buffer_region(void *state, void *mem, const void **root, uint64_t *start,
@@ -140,27 +131,46 @@ static fattn_status cpu_buffer_region(void *state, void *mem, const void **root,
     (void)state;
     (void)msg;
     *root = NULL;   /* one address space */
-    *start = (uint64_t)(uintptr_t)((cpu_buffer *)mem)->ptr;
+    *start = (uint64_t)(uintptr_t)mem;
     return FATTN_OK;
 }
 
-static fattn_status cpu_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
     const cpu_state *s = state;
-    if (p->tile_q > CPU_TILE_MAX || p->tile_kv > CPU_TILE_MAX)
+    if (p->tune.tile_q > CPU_TILE_MAX || p->tune.tile_kv > CPU_TILE_MAX)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "tile_q = %d, tile_kv = %d: the CPU backend takes tiles up to %d",
-                          p->tile_q, p->tile_kv, CPU_TILE_MAX);
-    plan->variant = 0;
-    plan->tiling.tile_q = p->tile_q ? p->tile_q : CPU_TILE_Q;
-    plan->tiling.tile_kv = p->tile_kv ? p->tile_kv : CPU_TILE_KV;
-    plan->tiling.concurrent_groups = s->threads;   /* one tile set per thread */
+                          p->tune.tile_q, p->tune.tile_kv, CPU_TILE_MAX);
+    plan->tiling.tile_q = p->tune.tile_q ? p->tune.tile_q : CPU_TILE_Q;
+    plan->tiling.tile_kv = p->tune.tile_kv ? p->tune.tile_kv : CPU_TILE_KV;
+    plan->tiling.concurrent_groups = cpu_threads(s, p);   /* one tile set per thread */
     plan->tiling.workspace_bytes = 0;
     return FATTN_OK;
 }
 
-static fattn_status cpu_forward(void *state, const fattn_problem *p, const fattn_plan *plan,
-                                fattn_msg *msg) {
-    return cpu_forward_tiled(state, p, plan, msg);
+/* Row-at-a-time S and P; its memory check needs nothing from the plan. */
+static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+    (void)state;
+    (void)p;
+    (void)plan;
+    (void)msg;
+    return FATTN_OK;
+}
+
+/* The CPU backend's kernel variants: the planner takes the first row of
+ * the problem's op that accepts it. */
+static const fattn_variant cpu_variants[] = {
+    {"tiled", FATTN_OP_FORWARD, accept_tiled, cpu_forward_tiled},
+    {"naive", FATTN_OP_FORWARD_NAIVE, accept_naive, cpu_forward_naive},
+};
+enum { CPU_VARIANTS = sizeof cpu_variants / sizeof cpu_variants[0] };
+
+static fattn_status cpu_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+    return fattn_plan_from_table(cpu_variants, CPU_VARIANTS, state, p, plan, msg);
+}
+
+static fattn_status cpu_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
+    return fattn_run_from_table(cpu_variants, CPU_VARIANTS, state, p, plan, msg);
 }
 
 /* Host RAM: MemTotal and MemTotal - MemAvailable from /proc/meminfo. */
@@ -203,9 +213,10 @@ static const fattn_backend_vtable cpu_vtable = {
     .buffer_native = cpu_buffer_native,
     .buffer_region = cpu_buffer_region,
     .plan = cpu_plan,
-    .forward = cpu_forward,
-    .forward_naive = cpu_forward_naive,
+    .run = cpu_run,
     .device_memory = cpu_device_memory,
 };
 
+/* Declared by the registry, the one caller. */
+const fattn_backend_vtable *fattn_cpu_backend(void);
 const fattn_backend_vtable *fattn_cpu_backend(void) { return &cpu_vtable; }

@@ -1,0 +1,297 @@
+/* The private contract between the core and a backend: the vtable a backend
+ * fills, and the resolved problem it receives. GPU backends are separate
+ * modules (dlopen) that include only this header and fattn.h, so everything
+ * here is plain data or static inline. */
+#ifndef FATTN_BACKEND_H
+#define FATTN_BACKEND_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "fattn.h"
+
+/* Bumped whenever this header changes incompatibly; the core refuses a
+ * module built against another value. */
+#define FATTN_BACKEND_ABI 5
+/* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
+#define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
+
+/* Limits and constants every backend uses, named once. */
+#define FATTN_INT32_MAX ((int64_t)0x7fffffff)   /* kernels index rows and keys with 32-bit ints */
+#define FATTN_LOG2E_F 1.4426950408889634f        /* kernels fold scale * log2(e) and use exp2 */
+
+/* Backend names, indexed by fattn_backend_kind; inline so that modules,
+ * which link none of the core, can parse them too. */
+static const char *const fattn_backend_names[FATTN_BACKEND_COUNT] = {"auto", "cpu", "cuda", "opencl"};
+
+static inline int fattn_parse_backend(const char *name, fattn_backend_kind *out) {
+    for (int i = 0; i < FATTN_BACKEND_COUNT; i++) {
+        const char *a = name, *b = fattn_backend_names[i];
+        while (*a && *b && (*a | 0x20) == *b) a++, b++;   /* names are lower-case letters */
+        if (!*a && !*b) {
+            *out = (fattn_backend_kind)i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Where a backend writes the detail of a failure. The core shows it through
+ * fattn_error_message(). */
+typedef struct fattn_msg {
+    char text[4096];
+} fattn_msg;
+
+/* Formats the message and returns `status`, so a backend can write
+ * `return fattn_fail(msg, FATTN_ERR_DEVICE, "clEnqueue...: %d", err);`. */
+static inline fattn_status fattn_fail(fattn_msg *msg, fattn_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static inline fattn_status fattn_fail(fattn_msg *msg, fattn_status status, const char *fmt, ...) {
+    if (msg) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg->text, sizeof msg->text, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+/* Settings a backend reads, resolved by the core: the value the caller set
+ * through the API, else the environment variable, else the default. Modules
+ * never read the environment themselves. Strings live as long as the
+ * context (or the call, for probe and device_name). */
+typedef struct fattn_settings {
+    int cpu_threads;              /* CPU: worker threads; 0 = every core */
+    const char *opencl_platform;  /* OpenCL: platform filter, index or name substring; NULL = any */
+    const char *opencl_device;    /* OpenCL: device filter; NULL = any */
+    const char *cache_dir;        /* OpenCL: program cache directory; NULL = default, "off" */
+    const char *cache_dir_origin; /* who named it, for messages; NULL when default */
+    const char *home, *xdg_cache; /* for the default cache directory */
+    /* Kernel-development knobs, environment only (FATTN_KERNEL_DIR,
+     * FATTN_OPENCL_OPTIONS, FATTN_OPENCL_TILES, FATTN_CUDA_SMALL_TILES). */
+    const char *kernel_dir;
+    const char *opencl_options;
+    const char *opencl_tiles;
+    int cuda_small_tiles;
+} fattn_settings;
+
+/* What open() receives: the device and settings, and the caller's native
+ * objects when the context is built around them (see fattn_context_params). */
+typedef struct fattn_open_args {
+    int device;
+    const fattn_settings *settings;
+    void *native_device;      /* OpenCL cl_device_id */
+    void *native_context;     /* OpenCL cl_context */
+    void *native_queue;       /* OpenCL cl_command_queue, CUDA cudaStream_t */
+    int native_current;       /* CUDA: use the calling thread's current context */
+} fattn_open_args;
+
+/* The operations a backend plans. A new op (split-forward, combine,
+ * backward) is a new value here and rows in the backends' variant tables. */
+typedef enum fattn_op {
+    FATTN_OP_FORWARD = 0,        /* tiled online softmax */
+    FATTN_OP_FORWARD_NAIVE = 1,  /* materialised S and P, the baseline */
+    FATTN_OP_COUNT
+} fattn_op;
+
+/* One operand after validation: the backend's own buffer handle plus element
+ * offsets. Strides are in elements; stride_dim is always 1. */
+typedef struct fattn_operand {
+    void *mem;
+    int64_t offset;
+    int64_t stride_batch, stride_head, stride_seq;
+} fattn_operand;
+
+/* Tuning the caller may set on a context (fattn_context_set_param). */
+typedef struct fattn_tuning {
+    int tile_q, tile_kv;   /* 0 = backend default */
+    int cpu_threads;       /* CPU: threads for this call; 0 = as opened */
+} fattn_tuning;
+
+/* A validated attention problem (FlashAttention-2's Flash_fwd_params idea),
+ * built by one function (fattn_build_problem) for validation, accounting and
+ * execution alike: sizes, the resolved scale, the causal diagonal, and the
+ * operands (absent, has_operands 0, when only planning for a report). */
+typedef struct fattn_problem {
+    fattn_op op;
+    int64_t batch, heads_q, heads_kv, seq_q, seq_kv, head_dim;
+    fattn_dtype dtype;
+    float scale;         /* resolved: never 0 unless the caller asked for it */
+    float scale_log2;    /* scale * log2(e), for kernels that use exp2 */
+    int causal;          /* 1 when a causal mask applies */
+    /* With causal, key j is visible to query row i iff j <= i + causal_offset:
+     * seq_kv - seq_q for bottom-right alignment, 0 for top-left. */
+    int64_t causal_offset;
+    unsigned flags;      /* FATTN_FLAG_* */
+    fattn_tuning tune;
+    int has_operands;
+    fattn_operand q, k, v, o, lse;
+    int has_lse;
+} fattn_problem;
+
+/* Keys j < fattn_key_limit(p, i) are visible to query row i, clamped to
+ * 0..seq_kv: one definition of the mask for every backend's host code. */
+static inline int64_t fattn_key_limit(const fattn_problem *p, int64_t i) {
+    if (!p->causal) return p->seq_kv;
+    const int64_t lim = i + p->causal_offset + 1;
+    return lim < 0 ? 0 : (lim > p->seq_kv ? p->seq_kv : lim);
+}
+
+/* What a backend found on this machine. */
+typedef struct fattn_probe {
+    int device_count;
+    int gpu_count;
+    /* How much FATTN_BACKEND_AUTO wants this backend here, at most the
+     * rank in the registry's table (0: never chosen automatically). AUTO
+     * takes the highest score; see registry.c. */
+    int auto_score;
+    char reason[256];   /* why device_count is 0 */
+} fattn_probe;
+
+/* The backend's decision for one problem: which row of its variant table
+ * runs, the tiling it reports, and the variant's typed launch parameters
+ * in an opaque area (a backend keeps its own struct there, checked with
+ * FATTN_PLAN_FITS). plan() is the only place that decides, so "is it
+ * supported" and "what runs" cannot disagree; a plan may describe several
+ * launches. */
+#define FATTN_PLAN_BYTES 256
+typedef struct fattn_plan {
+    fattn_op op;
+    int variant;               /* index into the backend's variant table */
+    const char *variant_name;  /* static */
+    fattn_tiling tiling;       /* tile sizes, resident groups, workspace */
+    union {
+        unsigned char bytes[FATTN_PLAN_BYTES];
+        int64_t align_i;
+        double align_d;
+        void *align_p;
+    } area;
+} fattn_plan;
+
+/* A backend's typed view of plan->area; pair each use with FATTN_PLAN_FITS. */
+#define FATTN_PLAN_AREA(plan, type) ((type *)(void *)(plan)->area.bytes)
+#define FATTN_PLAN_FITS(type) \
+    _Static_assert(sizeof(type) <= FATTN_PLAN_BYTES, #type " does not fit in fattn_plan's area")
+
+/* A row of a backend's variant table: its name, the op it serves, and a
+ * function that says whether it takes a problem and fills the plan (or
+ * fails with FATTN_ERR_UNSUPPORTED and the reason). A planner walks its
+ * table in order and takes the first row that accepts. */
+typedef struct fattn_variant {
+    const char *name;
+    fattn_op op;
+    fattn_status (*accept)(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg);
+    fattn_status (*run)(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
+} fattn_variant;
+
+/* The shared planner over a variant table: the first row for p->op that
+ * accepts wins; when none does, the last row's reason is kept (rows are
+ * ordered most to least capable, so the last reason is the most general). */
+static inline fattn_status fattn_plan_from_table(const fattn_variant *rows, int n, void *state,
+                                                 const fattn_problem *p, fattn_plan *plan,
+                                                 fattn_msg *msg) {
+    fattn_status st = FATTN_ERR_UNSUPPORTED;
+    int seen = 0;
+    for (int i = 0; i < n; i++) {
+        if (rows[i].op != p->op) continue;
+        seen = 1;
+        plan->op = p->op;
+        plan->variant = i;
+        plan->variant_name = rows[i].name;
+        if ((st = rows[i].accept(state, p, plan, msg)) != FATTN_ERR_UNSUPPORTED) return st;
+    }
+    if (!seen)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "this backend has no %s kernel",
+                          p->op == FATTN_OP_FORWARD_NAIVE ? "naive baseline" : "forward");
+    return st;
+}
+
+/* Runs a plan made by fattn_plan_from_table over the same table. */
+static inline fattn_status fattn_run_from_table(const fattn_variant *rows, int n, void *state,
+                                                const fattn_problem *p, const fattn_plan *plan,
+                                                fattn_msg *msg) {
+    if (plan->variant < 0 || plan->variant >= n || rows[plan->variant].op != plan->op)
+        return fattn_fail(msg, FATTN_ERR_INTERNAL, "plan names variant %d, not in the table", plan->variant);
+    return rows[plan->variant].run(state, p, plan, msg);
+}
+
+/* Element size of a dtype, for modules that link none of the core. */
+static inline int64_t fattn_esize(fattn_dtype t) { return t == FATTN_F32 || t == FATTN_I32 ? 4 : 2; }
+
+typedef struct fattn_backend_vtable {
+    int abi;                       /* FATTN_BACKEND_ABI */
+    /* sizeof(fattn_backend_vtable) where the module was built: the core
+     * refuses a module whose table is smaller than its own, or that leaves a
+     * required slot NULL, instead of calling through a missing pointer. */
+    size_t size;
+    fattn_backend_kind kind;
+    const char *name;
+    /* 1 when the backend's buffers are host memory (the CPU backend): the
+     * host convenience call then wraps the caller's arrays instead of copying. */
+    int native_is_host;
+
+    /* Counts devices under the settings' filters; a missing driver is
+     * device_count 0 plus a reason. */
+    void (*probe)(const fattn_settings *settings, fattn_probe *out);
+    fattn_status (*device_name)(const fattn_settings *settings, int device, char *buf, size_t len,
+                                fattn_msg *msg);
+
+    /* A per-context state for one device. On success open may leave a note
+     * in msg (e.g. "disk cache off: ..."); the core appends it to the
+     * context's device description, so a degraded mode is never silent. */
+    fattn_status (*open)(const fattn_open_args *args, void **state, fattn_msg *msg);
+    void (*close)(void *state);
+
+    /* Optional: NULL means the backend has no queues, and the core accepts
+     * only a NULL stream. */
+    fattn_status (*set_stream)(void *state, void *native_stream, fattn_msg *msg);
+    /* Optional: NULL means the backend's calls are synchronous. */
+    fattn_status (*synchronize)(void *state, fattn_msg *msg);
+
+    /* Buffers. The core checks ranges before calling read/write, and keeps
+     * whether it allocated a buffer or wraps the caller's memory. */
+    fattn_status (*buffer_alloc)(void *state, size_t bytes, void **mem, fattn_msg *msg);
+    /* Optional: NULL makes fattn_buffer_wrap return FATTN_ERR_UNSUPPORTED. */
+    fattn_status (*buffer_wrap)(void *state, void *native, size_t bytes, void **mem, fattn_msg *msg);
+    /* Frees what alloc made (owned 1), or only the wrapper of what wrap made. */
+    void (*buffer_free)(void *state, void *mem, int owned);
+    fattn_status (*buffer_write)(void *state, void *mem, size_t offset, const void *src,
+                                 size_t bytes, fattn_msg *msg);
+    fattn_status (*buffer_read)(void *state, void *mem, size_t offset, void *dst, size_t bytes,
+                                fattn_msg *msg);
+    void *(*buffer_native)(void *state, void *mem);
+    /* Where a buffer's memory lies, for the core's overlap and alignment
+     * checks: *root names the allocation it is part of and *start is the
+     * byte position of the buffer's first byte in that allocation's space.
+     * Address backends (CPU, CUDA) give root NULL and start = the address,
+     * so wrappers of the same memory meet; OpenCL gives the top cl_mem of a
+     * sub-buffer chain and the sub-buffer's origin, so two wrappers of one
+     * cl_mem, or a buffer and its sub-buffer, meet too. The core requires
+     * start to be a multiple of the element size of each tensor on it. */
+    fattn_status (*buffer_region)(void *state, void *mem, const void **root, uint64_t *start,
+                                  fattn_msg *msg);
+
+    /* Can this problem (its op included) run, and how: FATTN_ERR_UNSUPPORTED
+     * with a reason if not. Called without operands (p->has_operands 0) for
+     * memory reports. run() receives the plan that this returned. Most
+     * backends implement both with fattn_plan_from_table/fattn_run_from_table. */
+    fattn_status (*plan)(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg);
+    fattn_status (*run)(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
+    /* Optional: device memory in use (by anyone) and total, measured now;
+     * NULL makes fattn_context_device_memory return FATTN_ERR_UNSUPPORTED. */
+    fattn_status (*device_memory)(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg);
+    /* Optional, all three or none: a mark recorded on the current queue,
+     * the milliseconds between two marks (waiting for the second), and its
+     * release. NULL: timers use the host clock when the backend is
+     * synchronous (synchronize NULL), else fattn_timer_create is unsupported. */
+    fattn_status (*mark)(void *state, void **mark, fattn_msg *msg);
+    fattn_status (*mark_elapsed)(void *state, void *start, void *stop, double *ms, fattn_msg *msg);
+    void (*mark_free)(void *state, void *mark);
+} fattn_backend_vtable;
+
+typedef const fattn_backend_vtable *(*fattn_backend_module_fn)(void);
+
+#endif /* FATTN_BACKEND_H */

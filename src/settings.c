@@ -1,0 +1,69 @@
+/* Settings resolution: an explicit API value wins, then the environment
+ * variable, then the default. The strings are copied so that a caller may
+ * free its own after fattn_context_create_with returns. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "settings.h"
+
+/* A copy of v kept by the store, or NULL for NULL; 0 when out of memory. */
+static int keep(fattn_settings_store *st, const char *v, const char **out) {
+    *out = NULL;
+    if (!v) return 1;
+    if (st->count == (int)(sizeof st->owned / sizeof st->owned[0])) return 0;
+    char *c = strdup(v);
+    if (!c) return 0;
+    st->owned[st->count++] = c;
+    *out = c;
+    return 1;
+}
+
+/* An API string wins ("" meaning "none"); else the environment's. */
+static const char *pick(const char *api, const char *env) {
+    if (api) return *api ? api : NULL;
+    return env;
+}
+
+fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backend_kind kind,
+                                    fattn_settings_store *out, fattn_msg *msg) {
+    memset(out, 0, sizeof *out);
+    fattn_settings *s = &out->s;
+    if (kind == FATTN_BACKEND_CPU) {
+        if (prm && prm->cpu_threads != 0) {
+            if (prm->cpu_threads < 1 || prm->cpu_threads > 1024)
+                return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                                  "params->cpu_threads = %d is not 0 (the default) or 1..1024",
+                                  prm->cpu_threads);
+            s->cpu_threads = prm->cpu_threads;
+        } else {
+            fattn_status st = fattn_env_cpu_threads(&s->cpu_threads, msg);
+            if (st != FATTN_OK) return st;
+        }
+    }
+    const char *cache = fattn_env_cache_dir(), *origin = cache ? "FATTN_CACHE_DIR" : NULL;
+    if (prm && prm->cache_dir) {
+        cache = prm->cache_dir;
+        origin = "fattn_context_params.cache_dir";
+    }
+    int ok = keep(out, pick(prm ? prm->opencl_platform : NULL, fattn_env_opencl_platform()),
+                  &s->opencl_platform) &&
+             keep(out, pick(prm ? prm->opencl_device : NULL, fattn_env_opencl_device()),
+                  &s->opencl_device) &&
+             keep(out, cache, &s->cache_dir) && keep(out, origin, &s->cache_dir_origin) &&
+             keep(out, fattn_env_home(), &s->home) && keep(out, fattn_env_xdg_cache(), &s->xdg_cache) &&
+             keep(out, fattn_env_kernel_dir(), &s->kernel_dir) &&
+             keep(out, fattn_env_opencl_options(), &s->opencl_options) &&
+             keep(out, fattn_env_opencl_tiles(), &s->opencl_tiles);
+    s->cuda_small_tiles = fattn_env_cuda_small_tiles();
+    if (!ok) {
+        fattn_settings_free(out);
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot copy the context's settings");
+    }
+    return FATTN_OK;
+}
+
+void fattn_settings_free(fattn_settings_store *store) {
+    for (int i = 0; i < store->count; i++) free(store->owned[i]);
+    memset(store, 0, sizeof *store);
+}
