@@ -12,7 +12,7 @@
  * so neighbouring work-items touch neighbouring words of local memory.
  * f16 is read with vload_half and bf16 with shifts: no cl_khr_fp16 needed.
  * The host builds it after storage.cl (elem_t, LOAD, LOAD4, STORE); every
- * tunable has a default, and the host's cl_local_bytes mirrors the layout
+ * tunable has a default, and the host's ocl_local_bytes mirrors the layout
  * below, pads included. */
 
 #ifndef DPAD
@@ -61,10 +61,13 @@ inline float4 load_row4(__global const elem_t *p, long base, int d, int D) {
     return x;
 }
 
-/* Keys j < key_limit(i) are visible to query row i (bottom-right causal). */
-inline int key_limit(int i, int Sq, int Sk, int causal) {
+/* Keys j < key_limit(i) are visible to query row i: with causal, key j is
+ * visible iff j <= i + coff (coff = Sk - Sq bottom-right, 0 top-left). The
+ * host clamps coff to [-Sq, Sk] and i < Sq < 2^31, so i + coff + 1 cannot
+ * overflow a long, and the clamped result fits an int. */
+inline int key_limit(int i, int Sk, int causal, long coff) {
     if (!causal) return Sk;
-    return clamp(i + Sk - Sq + 1, 0, Sk);
+    return (int)clamp((long)i + coff + 1, 0L, (long)Sk);
 }
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
@@ -73,7 +76,7 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
                __global const elem_t *v, long v_off, long v_sb, long v_sh, long v_ss,
                __global elem_t *o, long o_off, long o_sb, long o_sh, long o_ss,
                __global float *lse, long l_off, long l_sb, long l_sh, long l_ss, int has_lse,
-               int Hq, int group, int Sq, int Sk, int D, float scale_log2e, int causal) {
+               int Hq, int group, int Sq, int Sk, int D, float scale_log2e, int causal, long coff) {
     __local float4 Qs[BQ][D4 + QPAD];
     /* K for the scores, then V for the accumulation: one buffer, because the
      * scores are finished (a barrier) before V is written. */
@@ -101,13 +104,14 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
     float4 acc[RPT][CPT];
     for (int i = 0; i < RPT; i++) {
         const int row = q0 + ty + i * TQ;
-        lim[i] = row < Sq ? key_limit(row, Sq, Sk, causal) : 0;
+        lim[i] = row < Sq ? key_limit(row, Sk, causal, coff) : 0;
         m_i[i] = -INFINITY;
         l_i[i] = 0.0f;
         for (int c = 0; c < CPT; c++) acc[i][c] = (float4)(0.0f);
     }
-    /* Tiles past what the last row sees are skipped, not masked. */
-    const int kv_end = key_limit(min(q0 + BQ, Sq) - 1, Sq, Sk, causal);
+    /* Tiles past what the last row sees (key_limit grows with the row) are
+     * skipped, not masked. */
+    const int kv_end = key_limit(min(q0 + BQ, Sq) - 1, Sk, causal, coff);
 
     for (int j0 = 0; j0 < kv_end; j0 += BKV) {
         barrier(CLK_LOCAL_MEM_FENCE);   /* the previous tile's readers of V and P are done */

@@ -36,16 +36,17 @@ __kernel void find_nonfinite(__global const float *x, long off, long sb, long sh
     if (!isfinite(x[off + (long)(bh / H) * sb + (long)(bh % H) * sh + (long)s * ss + d])) flag[0] = 1;
 }
 
-/* O = P V over the keys each row sees (bottom-right causal), for pairs bh0,
+/* O = P V over the keys each row sees (causal: key j visible to row i iff
+ * j <= i + coff, as in softmax_rows), for pairs bh0,
  * bh0 + 1, ... of P: what the GEMM computes, except that a hidden key's
  * value is not multiplied by its zero weight. V and O are float32 (the f32
  * operands, or the packed copies). global: (D, Sq, pairs). */
 __kernel void pv_visible(__global const float *P, __global const float *v, long v_off, long v_sb,
                          long v_sh, long v_ss, __global float *o, long o_off, long o_sb, long o_sh,
-                         long o_ss, int Hq, int group, int Sk, int bh0) {
+                         long o_ss, int Hq, int group, int Sk, int bh0, long coff) {
     const int d = get_global_id(0), i = get_global_id(1), bh = bh0 + get_global_id(2);
     const int Sq = get_global_size(1);
-    const int b = bh / Hq, h = bh % Hq, lim = clamp(i + Sk - Sq + 1, 0, Sk);
+    const int b = bh / Hq, h = bh % Hq, lim = (int)clamp((long)i + coff + 1, 0L, (long)Sk);
     const long pb = ((long)get_global_id(2) * Sq + i) * Sk;
     const long vb = v_off + (long)b * v_sb + (long)(h / group) * v_sh + d;
     float acc = 0.0f;
@@ -61,16 +62,19 @@ __kernel void zero_out(__global elem_t *o, long off, long sb, long sh, long ss, 
 
 /* One work-group per query row of (batch, head) pairs bh0, bh0 + 1, ...:
  * global (WG * Sq, pairs), local (WG, 1); S and P hold those pairs only.
- * Keys j >= the row's limit (bottom-right causal) and -inf scores get
+ * Keys j >= the row's limit (causal: key j is visible to row i iff
+ * j <= i + coff, coff = Sk - Sq bottom-right, 0 top-left; the host clamps
+ * coff to [-Sq, Sk], so the long sum cannot overflow) and -inf scores get
  * probability 0; a row with no finite score gets all zeros and lse = -inf;
  * a NaN or +inf score makes the row's P and lse NaN (as in flash_fwd.cl). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void softmax_rows(__global const float *S, __global float *P, __global float *lse, long l_off,
-                  long l_sb, long l_sh, long l_ss, int has_lse, int Hq, int Sq, int Sk, int causal, int bh0) {
+                  long l_sb, long l_sh, long l_ss, int has_lse, int Hq, int Sq, int Sk, int causal, int bh0,
+                  long coff) {
     __local float red[WG];
     const int tid = get_local_id(0), i = get_group_id(0), bh = bh0 + get_group_id(1);
     const long base = ((long)get_group_id(1) * Sq + i) * Sk;
-    const int lim = causal ? clamp(i + Sk - Sq + 1, 0, Sk) : Sk;
+    const int lim = causal ? (int)clamp((long)i + coff + 1, 0L, (long)Sk) : Sk;
 
     float mx = -INFINITY;
     for (int j = tid; j < lim; j += WG) mx = fmax(mx, S[base + j]);

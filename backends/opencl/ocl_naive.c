@@ -13,20 +13,30 @@
  * waits for the queue when it uploads its offset arrays, so this baseline
  * blocks the host, which a baseline may. The temporary buffers are released
  * after enqueueing, which OpenCL defers until the commands using them have
- * finished. CLBlast is opened with dlopen on first use (below). */
+ * finished. CLBlast is opened with dlopen on first use (below), on the
+ * first plan of this variant. CLBlast keeps a process-wide cache of its
+ * compiled programs that retains their cl_context (until CLBlastClearCache),
+ * so a context that ran this baseline, the caller's native one included,
+ * outlives fattn's release of it; fattn's own references are all released
+ * at close. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cl_common.h"
+#include "ocl_common.h"
 
 #ifndef FATTN_HAVE_CLBLAST
 
-fattn_status cl_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg) {
-    (void)state, (void)p;
+fattn_status ocl_naive_accept(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+    (void)state, (void)p, (void)plan;
     return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                       "the OpenCL naive baseline needs CLBlast, which was not found when fattn was "
                       "built (Debian: libclblast-dev)");
+}
+
+fattn_status ocl_naive_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
+    (void)state, (void)p, (void)plan;
+    return fattn_fail(msg, FATTN_ERR_INTERNAL, "the OpenCL naive baseline was built without CLBlast");
 }
 
 #else
@@ -59,10 +69,17 @@ static void open_clblast(void) {
 
 #define INT_LIMIT FATTN_INT32_MAX   /* CLBlast's kernels index buffers with int */
 
+/* The naive variant's plan: how S and P are split into buffers. */
+typedef struct naive_plan {
+    int64_t chunk;   /* (batch, head) pairs per S/P buffer */
+    int chunks;      /* S/P buffers */
+} naive_plan;
+FATTN_PLAN_FITS(naive_plan);
+
 enum { T_Q, T_K, T_V, T_O, T_FIXED };   /* packed copies; S and P chunks follow */
 
 typedef struct naive_run {
-    cl_state *s;
+    ocl_state *s;
     const fattn_problem *p;
     cl_mem *temp;        /* T_FIXED packed copies, then S and P per chunk */
     int chunks;          /* S/P buffers: chunk (batch, head) pairs each */
@@ -82,9 +99,10 @@ static fattn_status temp_buffer(naive_run *r, int which, int64_t floats) {
     cl_int err;
     r->temp[which] = clCreateBuffer(r->s->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
     if (err != CL_SUCCESS)
-        return fattn_fail(r->msg, err == CL_INVALID_BUFFER_SIZE ? FATTN_ERR_OUT_OF_MEMORY : cl_status_of(err),
+        return fattn_fail(r->msg,
+                          err == CL_INVALID_BUFFER_SIZE ? FATTN_ERR_OUT_OF_MEMORY : ocl_status_of(err),
                           "clCreateBuffer(%llu bytes) for the naive baseline: %s (%d)",
-                          (unsigned long long)bytes, cl_error_name(err), (int)err);
+                          (unsigned long long)bytes, ocl_error_name(err), (int)err);
     return FATTN_OK;
 }
 
@@ -92,8 +110,8 @@ static fattn_status kernel(naive_run *r, const char *name, cl_kernel *k) {
     char options[96];
     snprintf(options, sizeof options, "-cl-std=CL1.2 -DDTYPE=%d -DWG=%d", (int)r->p->dtype,
              r->s->limits.softmax_wg);
-    return cl_get_kernel(&r->s->cache, r->s->context, r->s->dev.device, "naive.cl", name, options, k,
-                         r->msg);
+    return ocl_get_kernel(&r->s->cache, r->s->context, r->s->dev.device, "naive.cl", name, options, k,
+                          r->msg);
 }
 
 /* A strided [B][H][S][D] array: the caller's operand or a packed copy. */
@@ -103,7 +121,7 @@ typedef struct view {
 } view;
 
 static view operand_view(const fattn_operand *op) {
-    const view v = {cl_mem_of(op), op->offset, op->stride_batch, op->stride_head, op->stride_seq};
+    const view v = {ocl_mem_of(op), op->offset, op->stride_batch, op->stride_head, op->stride_seq};
     return v;
 }
 
@@ -116,8 +134,9 @@ static view dense_view(cl_mem mem, int64_t heads, int64_t seq, int64_t D) {
 /* Sets the five arguments (mem, offset, three strides) of a strided array. */
 static fattn_status set_view(naive_run *r, cl_kernel k, cl_uint first, view v) {
     const cl_long f[4] = {v.offset, v.stride_batch, v.stride_head, v.stride_seq};
-    CL_TRY(r->msg, clSetKernelArg(k, first, sizeof v.mem, &v.mem));
-    for (int j = 0; j < 4; j++) CL_TRY(r->msg, clSetKernelArg(k, first + 1 + (cl_uint)j, sizeof f[j], &f[j]));
+    OCL_TRY(r->msg, clSetKernelArg(k, first, sizeof v.mem, &v.mem));
+    for (int j = 0; j < 4; j++)
+        OCL_TRY(r->msg, clSetKernelArg(k, first + 1 + (cl_uint)j, sizeof f[j], &f[j]));
     return FATTN_OK;
 }
 
@@ -127,7 +146,7 @@ static fattn_status set_operand(naive_run *r, cl_kernel k, cl_uint first, const 
 
 static fattn_status launch3(naive_run *r, cl_kernel k, int64_t d, int64_t s, int64_t bh) {
     const size_t global[3] = {(size_t)d, (size_t)s, (size_t)bh};
-    CL_TRY(r->msg, clEnqueueNDRangeKernel(r->s->queue, k, 3, NULL, global, NULL, 0, NULL, NULL));
+    OCL_TRY(r->msg, clEnqueueNDRangeKernel(r->s->queue, k, 3, NULL, global, NULL, 0, NULL, NULL));
     return FATTN_OK;
 }
 
@@ -140,8 +159,8 @@ static fattn_status pack(naive_run *r, int which, const fattn_operand *op, int64
     if (st == FATTN_OK) st = kernel(r, "pack_f32", &k);
     if (st == FATTN_OK) st = set_operand(r, k, 0, op);
     if (st != FATTN_OK) return st;
-    CL_TRY(r->msg, clSetKernelArg(k, 5, sizeof H, &H));
-    CL_TRY(r->msg, clSetKernelArg(k, 6, sizeof(cl_mem), &r->temp[which]));
+    OCL_TRY(r->msg, clSetKernelArg(k, 5, sizeof H, &H));
+    OCL_TRY(r->msg, clSetKernelArg(k, 6, sizeof(cl_mem), &r->temp[which]));
     return launch3(r, k, D, seq, B * heads);
 }
 
@@ -155,8 +174,8 @@ static fattn_status write_o(naive_run *r, const char *name, cl_mem src) {
     fattn_status st = kernel(r, name, &k);
     if (st == FATTN_OK) st = set_operand(r, k, first, &p->o);
     if (st != FATTN_OK) return st;
-    if (src) CL_TRY(r->msg, clSetKernelArg(k, 0, sizeof src, &src));
-    CL_TRY(r->msg, clSetKernelArg(k, first + 5, sizeof H, &H));
+    if (src) OCL_TRY(r->msg, clSetKernelArg(k, 0, sizeof src, &src));
+    OCL_TRY(r->msg, clSetKernelArg(k, first + 5, sizeof H, &H));
     return launch3(r, k, p->head_dim, p->seq_q, p->batch * p->heads_q);
 }
 
@@ -170,12 +189,14 @@ static fattn_status softmax(naive_run *r, cl_mem s_mem, cl_mem p_mem, int64_t bh
     if (st != FATTN_OK) return st;
     const cl_int ints[6] = {p->has_lse, (cl_int)p->heads_q, (cl_int)p->seq_q, (cl_int)p->seq_kv,
                             p->causal, (cl_int)bh0};
-    CL_TRY(r->msg, clSetKernelArg(k, 0, sizeof(cl_mem), &s_mem));
-    CL_TRY(r->msg, clSetKernelArg(k, 1, sizeof(cl_mem), &p_mem));
-    for (cl_uint i = 0; i < 6; i++) CL_TRY(r->msg, clSetKernelArg(k, 7 + i, sizeof(cl_int), &ints[i]));
+    const cl_long causal_offset = ocl_causal_offset(p);
+    OCL_TRY(r->msg, clSetKernelArg(k, 0, sizeof(cl_mem), &s_mem));
+    OCL_TRY(r->msg, clSetKernelArg(k, 1, sizeof(cl_mem), &p_mem));
+    for (cl_uint i = 0; i < 6; i++) OCL_TRY(r->msg, clSetKernelArg(k, 7 + i, sizeof(cl_int), &ints[i]));
+    OCL_TRY(r->msg, clSetKernelArg(k, 13, sizeof causal_offset, &causal_offset));
     const size_t wg = (size_t)r->s->limits.softmax_wg;
     const size_t global[2] = {wg * (size_t)p->seq_q, (size_t)count}, local[2] = {wg, 1};
-    CL_TRY(r->msg, clEnqueueNDRangeKernel(r->s->queue, k, 2, NULL, global, local, 0, NULL, NULL));
+    OCL_TRY(r->msg, clEnqueueNDRangeKernel(r->s->queue, k, 2, NULL, global, local, 0, NULL, NULL));
     return FATTN_OK;
 }
 
@@ -191,7 +212,7 @@ static fattn_status v_nonfinite(naive_run *r, view v, int *found) {
     if (st != FATTN_OK) return st;
     cl_mem f = clCreateBuffer(r->s->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof flag, &flag,
                               &err);
-    CL_TRY(r->msg, err);
+    OCL_TRY(r->msg, err);
     if ((err = clSetKernelArg(k, 5, sizeof H, &H)) == CL_SUCCESS &&
         (err = clSetKernelArg(k, 6, sizeof f, &f)) == CL_SUCCESS) {
         st = launch3(r, k, p->head_dim, p->seq_kv, p->batch * p->heads_kv);
@@ -199,7 +220,7 @@ static fattn_status v_nonfinite(naive_run *r, view v, int *found) {
             err = clEnqueueReadBuffer(r->s->queue, f, CL_TRUE, 0, sizeof flag, &flag, 0, NULL, NULL);
     }
     clReleaseMemObject(f);
-    CL_TRY(r->msg, err);
+    OCL_TRY(r->msg, err);
     *found = flag != 0;
     return st;
 }
@@ -210,13 +231,15 @@ static fattn_status pv_visible(naive_run *r, cl_mem P, view v, view o, int64_t b
     const fattn_problem *p = r->p;
     const cl_int ints[4] = {(cl_int)p->heads_q, (cl_int)(p->heads_q / p->heads_kv), (cl_int)p->seq_kv,
                             (cl_int)bh0};
+    const cl_long causal_offset = ocl_causal_offset(p);   /* the limit softmax_rows used */
     cl_kernel k;
     fattn_status st = kernel(r, "pv_visible", &k);
     if (st == FATTN_OK) st = set_view(r, k, 1, v);
     if (st == FATTN_OK) st = set_view(r, k, 6, o);
     if (st != FATTN_OK) return st;
-    CL_TRY(r->msg, clSetKernelArg(k, 0, sizeof P, &P));
-    for (cl_uint i = 0; i < 4; i++) CL_TRY(r->msg, clSetKernelArg(k, 11 + i, sizeof(cl_int), &ints[i]));
+    OCL_TRY(r->msg, clSetKernelArg(k, 0, sizeof P, &P));
+    for (cl_uint i = 0; i < 4; i++) OCL_TRY(r->msg, clSetKernelArg(k, 11 + i, sizeof(cl_int), &ints[i]));
+    OCL_TRY(r->msg, clSetKernelArg(k, 15, sizeof causal_offset, &causal_offset));
     return launch3(r, k, p->head_dim, p->seq_q, count);
 }
 
@@ -244,8 +267,8 @@ static fattn_status blast(naive_run *r, CLBlastStatusCode code, const char *what
     if (code == CLBlastSuccess) return FATTN_OK;
     if (code > -100) {   /* CLBlast passes OpenCL's own codes through */
         const cl_int err = (cl_int)code;
-        return fattn_fail(r->msg, cl_status_of(err), "CLBlast %s: %s (%d)",
-                          what, cl_error_name(err), (int)err);
+        return fattn_fail(r->msg, ocl_status_of(err), "CLBlast %s: %s (%d)",
+                          what, ocl_error_name(err), (int)err);
     }
     return fattn_fail(r->msg, FATTN_ERR_DEVICE, "CLBlast %s failed with CLBlast status %d (clblast_c.h)",
                       what, (int)code);
@@ -262,9 +285,9 @@ static fattn_status run(naive_run *r) {
     if (!direct_qkv && ((st = pack(r, T_Q, &p->q, p->heads_q, Sq)) || (st = pack(r, T_K, &p->k, p->heads_kv, Sk)) ||
                         (st = pack(r, T_V, &p->v, p->heads_kv, Sk))))
         return st;
-    const cl_mem q = direct_qkv ? cl_mem_of(&p->q) : r->temp[T_Q];
-    const cl_mem k = direct_qkv ? cl_mem_of(&p->k) : r->temp[T_K];
-    const cl_mem v = direct_qkv ? cl_mem_of(&p->v) : r->temp[T_V];
+    const cl_mem q = direct_qkv ? ocl_mem_of(&p->q) : r->temp[T_Q];
+    const cl_mem k = direct_qkv ? ocl_mem_of(&p->k) : r->temp[T_K];
+    const cl_mem v = direct_qkv ? ocl_mem_of(&p->v) : r->temp[T_V];
     const size_t ld_q = direct_qkv ? (size_t)p->q.stride_seq : (size_t)D;
     const size_t ld_k = direct_qkv ? (size_t)p->k.stride_seq : (size_t)D;
     const size_t ld_v = direct_qkv ? (size_t)p->v.stride_seq : (size_t)D;
@@ -288,7 +311,7 @@ static fattn_status run(naive_run *r) {
         const cl_mem S = r->temp[T_FIXED + 2 * c], P = r->temp[T_FIXED + 2 * c + 1];
         /* S = (scale * log2 e) Q K^T: the softmax kernel then runs on exp2. */
         for (int64_t i = 0; i < n; i++) {
-            r->alphas[i] = p->scale * FATTN_LOG2E_F;
+            r->alphas[i] = p->scale_log2;
             r->betas[i] = 0.0f;
             r->off_c[i] = (size_t)(i * Sq * Sk);
         }
@@ -312,7 +335,7 @@ static fattn_status run(naive_run *r) {
         st = blast(r, sgemm_batched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
                                           (size_t)Sq, (size_t)D, (size_t)Sk, r->alphas, P, r->off_a,
                                           (size_t)Sk, v, r->off_b, ld_v, r->betas,
-                                          direct_o ? cl_mem_of(&p->o) : r->temp[T_O], r->off_c,
+                                          direct_o ? ocl_mem_of(&p->o) : r->temp[T_O], r->off_c,
                                           direct_o ? (size_t)p->o.stride_seq : (size_t)D, (size_t)n,
                                           &queue, NULL),
                    "SgemmBatched (output)");
@@ -331,7 +354,10 @@ static fattn_status no_keys(naive_run *r) {
 /* x rounded up to CLBlast's largest GEMM tile (its indirect path pads to it). */
 static int64_t padded(int64_t x) { return (x + 255) / 256 * 256; }
 
-fattn_status cl_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg) {
+/* Whether the baseline can run (CLBlast there, sizes within its 32-bit
+ * indexing) and how S and P are split: no operand is touched. */
+fattn_status ocl_naive_accept(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+    const ocl_state *s = state;
     pthread_once(&clblast_once, open_clblast);
     if (!sgemm_batched)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
@@ -347,17 +373,28 @@ fattn_status cl_forward_naive(void *state, const fattn_problem *p, fattn_msg *ms
                           "the OpenCL naive baseline needs seq_q * seq_kv (each padded to 256), and "
                           "batch * heads * seq * head_dim of each operand, below 2^31 (CLBlast indexes "
                           "with 32-bit integers)");
-    naive_run r = {.s = state, .p = p, .msg = msg};
-    const uint64_t alloc_floats = r.s->limits.max_alloc / sizeof(float);
+    const uint64_t alloc_floats = s->limits.max_alloc / sizeof(float);
     const int64_t limit = alloc_floats < (uint64_t)INT_LIMIT ? (int64_t)alloc_floats : INT_LIMIT;
-    r.chunk = p->seq_kv ? limit / per_pair : BH;
-    if (r.chunk < 1)
+    naive_plan np = {p->seq_kv ? limit / per_pair : BH, 0};
+    if (np.chunk < 1)
         return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY,
                           "the naive baseline needs %lld-float score buffers per (batch, head); the "
                           "device allows %llu bytes per buffer",
-                          (long long)per_pair, (unsigned long long)r.s->limits.max_alloc);
-    if (r.chunk > BH) r.chunk = BH;
-    r.chunks = (int)((BH + r.chunk - 1) / r.chunk);
+                          (long long)per_pair, (unsigned long long)s->limits.max_alloc);
+    if (np.chunk > BH) np.chunk = BH;
+    np.chunks = (int)((BH + np.chunk - 1) / np.chunk);
+    *FATTN_PLAN_AREA(plan, naive_plan) = np;
+    /* Reported by the accounting as naive_bytes, not as tiles. */
+    plan->tiling.tile_q = 0;
+    plan->tiling.tile_kv = 0;
+    plan->tiling.concurrent_groups = 0;
+    plan->tiling.workspace_bytes = 0;
+    return FATTN_OK;
+}
+
+fattn_status ocl_naive_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
+    const naive_plan *np = FATTN_PLAN_AREA(plan, const naive_plan);
+    naive_run r = {.s = state, .p = p, .msg = msg, .chunk = np->chunk, .chunks = np->chunks};
     r.temp = calloc(T_FIXED + 2 * (size_t)r.chunks, sizeof *r.temp);
     size_t *off = malloc(3 * (size_t)r.chunk * sizeof *off);
     float *scalars = malloc(2 * (size_t)r.chunk * sizeof *scalars);

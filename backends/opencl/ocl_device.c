@@ -1,7 +1,8 @@
 /* OpenCL platform and device discovery: every device of every platform, GPUs
- * first (so device 0 is a GPU when there is one), filtered by
- * FATTN_OPENCL_PLATFORM and FATTN_OPENCL_DEVICE (an index or a
- * case-insensitive name substring). */
+ * first (so device 0 is a GPU when there is one), filtered by the platform
+ * and device filters the core resolved (fattn_context_params.opencl_platform
+ * and .opencl_device, else FATTN_OPENCL_PLATFORM and FATTN_OPENCL_DEVICE: an
+ * index or a case-insensitive name substring). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <pthread.h>
@@ -9,10 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cl_common.h"
-#include "env.h"
+#include "ocl_common.h"
 
-const char *cl_error_name(cl_int err) {
+const char *ocl_error_name(cl_int err) {
     switch (err) {
 #define E(x) case x: return #x;
     E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE) E(CL_COMPILER_NOT_AVAILABLE)
@@ -74,19 +74,23 @@ static void keep_error(first_error *e, cl_int err, const char *call, cl_uint pla
     e->platform = platform;
 }
 
-static int list_locked(cl_device_entry *out, int max, char *reason, size_t reason_len) {
+/* A filter, or NULL for none: NULL and "" both mean any. */
+static const char *filter_of(const char *f) { return f && *f ? f : NULL; }
+
+static int list_locked(const fattn_settings *settings, ocl_device_entry *out, int max, char *reason,
+                       size_t reason_len) {
     cl_platform_id plats[16];
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(16, plats, &np);
     reason[0] = '\0';
     if (err != CL_SUCCESS || np == 0) {
         snprintf(reason, reason_len, "no OpenCL platform (clGetPlatformIDs: %s, %d)",
-                 err == CL_SUCCESS ? "none listed" : cl_error_name(err), (int)err);
+                 err == CL_SUCCESS ? "none listed" : ocl_error_name(err), (int)err);
         return 0;
     }
     if (np > 16) np = 16;
-    const char *pf = fattn_env_opencl_platform(), *df = fattn_env_opencl_device();
-    cl_device_entry all[64];
+    const char *pf = filter_of(settings->opencl_platform), *df = filter_of(settings->opencl_device);
+    ocl_device_entry all[64];
     char names[64][256];
     int n = 0, seen = 0;
     first_error first = {CL_SUCCESS, "", 0};
@@ -122,25 +126,47 @@ static int list_locked(cl_device_entry *out, int max, char *reason, size_t reaso
             if (matches(df, listed++, names[i]) && count < max) out[count++] = all[i];
         }
     if (count == 0) {
-        int w = snprintf(reason, reason_len, "no OpenCL device %s%s%s%s%s (%u platform%s, %d device%s seen)",
-                         pf || df ? "matches" : "found", pf ? " FATTN_OPENCL_PLATFORM=" : "", pf ? pf : "",
-                         df ? " FATTN_OPENCL_DEVICE=" : "", df ? df : "", np, np == 1 ? "" : "s", seen,
+        /* The filters come from the API or the environment; the reason
+         * names both places. */
+        int w = snprintf(reason, reason_len,
+                         "no OpenCL device %s%s%s%s%s%s%s (%u platform%s, %d device%s seen)",
+                         pf || df ? "matches" : "found", pf ? " platform filter '" : "", pf ? pf : "",
+                         pf ? "' (FATTN_OPENCL_PLATFORM or opencl_platform)" : "",
+                         df ? " device filter '" : "", df ? df : "",
+                         df ? "' (FATTN_OPENCL_DEVICE or opencl_device)" : "", np, np == 1 ? "" : "s", seen,
                          seen == 1 ? "" : "s");
         if (first.err != CL_SUCCESS && w > 0 && (size_t)w < reason_len)
             snprintf(reason + w, reason_len - (size_t)w, "; %s on platform %u failed: %s (%d)", first.call,
-                     first.platform, cl_error_name(first.err), (int)first.err);
+                     first.platform, ocl_error_name(first.err), (int)first.err);
     }
     return count;
 }
 
-int cl_list_devices(cl_device_entry *out, int max, char *reason, size_t reason_len) {
+int ocl_list_devices(const fattn_settings *settings, ocl_device_entry *out, int max, char *reason,
+                     size_t reason_len) {
     pthread_mutex_lock(&enum_lock);
-    const int n = list_locked(out, max, reason, reason_len);
+    const int n = list_locked(settings, out, max, reason, reason_len);
     pthread_mutex_unlock(&enum_lock);
     return n;
 }
 
-void cl_describe(cl_device_id dev, char *buf, size_t len) {
+fattn_status ocl_native_entry(cl_device_id dev, ocl_device_entry *out, fattn_msg *msg) {
+    pthread_mutex_lock(&enum_lock);
+    cl_int err = clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof out->platform, &out->platform, NULL);
+    const char *call = "clGetDeviceInfo(CL_DEVICE_PLATFORM)";
+    if (err == CL_SUCCESS) {
+        err = clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof out->type, &out->type, NULL);
+        call = "clGetDeviceInfo(CL_DEVICE_TYPE)";
+    }
+    pthread_mutex_unlock(&enum_lock);
+    if (err != CL_SUCCESS)
+        return fattn_fail(msg, ocl_status_of(err), "native_device: %s failed: %s (%d)", call,
+                          ocl_error_name(err), (int)err);
+    out->device = dev;
+    return FATTN_OK;
+}
+
+void ocl_describe(cl_device_id dev, char *buf, size_t len) {
     char name[256] = "", version[128] = "", driver[128] = "";
     pthread_mutex_lock(&enum_lock);
     if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS) snprintf(name, sizeof name, "?");

@@ -6,11 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cl_common.h"
-#include "env.h"
+#include "ocl_common.h"
 
 typedef struct tuning_row {
-    int vendor_class;   /* CL_CLASS_*; CL_CLASS_OTHER rows are the fallback */
+    int vendor_class;   /* OCL_CLASS_*; OCL_CLASS_OTHER rows are the fallback */
     int dpad;
     int bq, bkv, tq, tk;
 } tuning_row;
@@ -18,42 +17,42 @@ typedef struct tuning_row {
 /* Rows per device class and head-dim bucket. Each keeps the tiles under
  * 48 KiB of local memory (NVIDIA's limit) with micro-tiles of 2-4 rows x 2-8
  * keys. Measured rows name their device; the others are starting points.
- * FATTN_OPENCL_TILES overrides any of them (see cl_choose_tiles). */
+ * FATTN_OPENCL_TILES overrides any of them (see ocl_choose_tiles). */
 static const tuning_row table[] = {
-    {CL_CLASS_OTHER, 32, 64, 64, 16, 8},    /* 4 rows x 8 keys, 4 dims: 36 KiB */
-    {CL_CLASS_OTHER, 64, 64, 32, 16, 8},    /* 4 x 4, 8 dims: 35.5 KiB */
-    {CL_CLASS_OTHER, 128, 64, 16, 16, 8},   /* 4 x 2, 16 dims: 47.25 KiB */
-    {CL_CLASS_OTHER, 256, 16, 16, 8, 8},    /* 2 x 2, 32 dims: 34 KiB */
+    {OCL_CLASS_OTHER, 32, 64, 64, 16, 8},    /* 4 rows x 8 keys, 4 dims: 36 KiB */
+    {OCL_CLASS_OTHER, 64, 64, 32, 16, 8},    /* 4 x 4, 8 dims: 35.5 KiB */
+    {OCL_CLASS_OTHER, 128, 64, 16, 16, 8},   /* 4 x 2, 16 dims: 47.25 KiB */
+    {OCL_CLASS_OTHER, 256, 16, 16, 8, 8},    /* 2 x 2, 32 dims: 34 KiB */
     /* H200, NVIDIA OpenCL, f32 seq 8192, two rounds of bench/tune_opencl.sh:
      * d64: 64x48 tiles beat 64x32 by 6% (36.5 vs 38.8 ms; causal 19.2 vs 20.2).
      * d128: 40 rows x 32 keys on an 8x16 grid (5 rows x 2 keys, 8 dims each;
      * 45.7 KiB) beat 64x16 by 9-17% (43.2 vs 47.1 ms; causal 21.3 vs 25.1). */
-    {CL_CLASS_NVIDIA, 64, 64, 48, 16, 8},
-    {CL_CLASS_NVIDIA, 128, 40, 32, 8, 16},
+    {OCL_CLASS_NVIDIA, 64, 64, 48, 16, 8},
+    {OCL_CLASS_NVIDIA, 128, 40, 32, 8, 16},
     /* PoCL on a 2-core EPYC, f32 seq 1024: 8 x 8 micro-tiles (vectorised across
      * work-items) run 2x (d64: 154 vs 308 ms) and 1.5x (d128: 145 vs 219 ms)
      * faster than the GPU rows; local memory is ordinary cache there. */
-    {CL_CLASS_CPU, 64, 64, 64, 8, 8},
-    {CL_CLASS_CPU, 128, 64, 32, 8, 8},
+    {OCL_CLASS_CPU, 64, 64, 64, 8, 8},
+    {OCL_CLASS_CPU, 128, 64, 32, 8, 8},
 };
 
 /* Most rows or keys per work-item before registers run out. */
-#define CL_MAX_PER_ITEM 16
+#define OCL_MAX_PER_ITEM 16
 /* Largest number FATTN_OPENCL_TILES may give: far past any device, and
  * small enough that no product of two overflows, even in int. */
-#define CL_TILE_MAX 4096
+#define OCL_TILE_MAX 4096
 
-fattn_status cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *out, fattn_msg *msg) {
+fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *out, fattn_msg *msg) {
     cl_ulong local = 0, alloc = 0, global = 0;
     size_t wg = 0, multiple = 0;
     cl_uint cu = 0;
     char vendor[256] = "";
-    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL));
-    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL));
-    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL));
-    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof alloc, &alloc, NULL));
-    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL));
-    CL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL));
+    OCL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL));
+    OCL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL));
+    OCL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL));
+    OCL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof alloc, &alloc, NULL));
+    OCL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL));
+    OCL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL));
     /* OpenCL 3.0 only (0x1067, CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE):
      * older drivers reject the query, and then nothing is preferred. */
     if (clGetDeviceInfo(dev, 0x1067, sizeof multiple, &multiple, NULL) != CL_SUCCESS || multiple == 0) multiple = 1;
@@ -65,16 +64,16 @@ fattn_status cl_read_limits(cl_device_id dev, cl_device_type type, cl_limits *ou
     out->global_mem = (uint64_t)global;
     out->softmax_wg = 1;
     while (out->softmax_wg < 256 && (size_t)out->softmax_wg * 2 <= wg) out->softmax_wg *= 2;
-    if (type & CL_DEVICE_TYPE_CPU) out->vendor_class = CL_CLASS_CPU;
-    else if (strstr(vendor, "NVIDIA")) out->vendor_class = CL_CLASS_NVIDIA;
-    else if (strstr(vendor, "AMD") || strstr(vendor, "Advanced Micro")) out->vendor_class = CL_CLASS_AMD;
-    else if (strstr(vendor, "Intel")) out->vendor_class = CL_CLASS_INTEL;
-    else out->vendor_class = CL_CLASS_OTHER;
+    if (type & CL_DEVICE_TYPE_CPU) out->vendor_class = OCL_CLASS_CPU;
+    else if (strstr(vendor, "NVIDIA")) out->vendor_class = OCL_CLASS_NVIDIA;
+    else if (strstr(vendor, "AMD") || strstr(vendor, "Advanced Micro")) out->vendor_class = OCL_CLASS_AMD;
+    else if (strstr(vendor, "Intel")) out->vendor_class = OCL_CLASS_INTEL;
+    else out->vendor_class = OCL_CLASS_OTHER;
     return FATTN_OK;
 }
 
 /* Mirrors the kernel's local arrays and its default pads (QPAD, KPAD, PPAD). */
-size_t cl_local_bytes(const cl_tiles *t) {
+size_t ocl_local_bytes(const ocl_tiles *t) {
     const size_t f = sizeof(float);
     const size_t qpad = t->tk < 8 ? 4 : 0, kpad = 4, ppad = 4;
     return f * ((size_t)t->bq * (t->dpad + qpad)       /* Q */
@@ -90,31 +89,31 @@ static int pow2_divisor(int n, int cap) {
 }
 
 /* Work-item grid for the tiles: the table's shape, narrowed to divide them. */
-static void shape(cl_tiles *t, int tq, int tk) {
+static void shape(ocl_tiles *t, int tq, int tk) {
     t->tq = pow2_divisor(t->bq, tq);
     t->tk = pow2_divisor(t->bkv, tk < t->dpad / 4 ? tk : t->dpad / 4);
 }
 
 /* Work-items per group. */
-static size_t items(const cl_tiles *t) { return (size_t)t->tq * (size_t)t->tk; }
+static size_t items(const ocl_tiles *t) { return (size_t)t->tq * (size_t)t->tk; }
 
-static int fits_device(const cl_limits *lim, const cl_tiles *t) {
-    return cl_local_bytes(t) <= lim->local_mem && items(t) <= lim->max_wg;
+static int fits_device(const ocl_limits *lim, const ocl_tiles *t) {
+    return ocl_local_bytes(t) <= lim->local_mem && items(t) <= lim->max_wg;
 }
 
-static int fits(const cl_limits *lim, const cl_tiles *t) {
-    return fits_device(lim, t) && t->bq / t->tq <= CL_MAX_PER_ITEM && t->bkv / t->tk <= CL_MAX_PER_ITEM;
+static int fits(const ocl_limits *lim, const ocl_tiles *t) {
+    return fits_device(lim, t) && t->bq / t->tq <= OCL_MAX_PER_ITEM && t->bkv / t->tk <= OCL_MAX_PER_ITEM;
 }
 
 /* One number of FATTN_OPENCL_TILES: decimal digits only (strtol alone would
- * take a sign and leading spaces), 1 .. CL_TILE_MAX. Returns the position
+ * take a sign and leading spaces), 1 .. OCL_TILE_MAX. Returns the position
  * after it, or NULL. */
 static const char *tile_number(const char *v, int *out) {
     if (*v < '0' || *v > '9') return NULL;
     char *end;
     errno = 0;
     const long n = strtol(v, &end, 10);
-    if (errno != 0 || n < 1 || n > CL_TILE_MAX) return NULL;
+    if (errno != 0 || n < 1 || n > OCL_TILE_MAX) return NULL;
     *out = (int)n;
     return end;
 }
@@ -130,16 +129,17 @@ static const char *tile_item(const char *v, tuning_row *r) {
     return v;
 }
 
-/* The FATTN_OPENCL_TILES entry for bucket dpad, if any: "DPAD:BQxBKV/TQxTK"
- * items separated by commas, DPAD one of 32, 64, 128, 256, no whitespace
+/* The entry for bucket dpad, if any, in `value` (FATTN_OPENCL_TILES, from
+ * settings->opencl_tiles; NULL or "" = unset): "DPAD:BQxBKV/TQxTK" items
+ * separated by commas, DPAD one of 32, 64, 128, 256, no whitespace
  * anywhere. The whole value is checked, whichever bucket is asked for.
  * Returns -1 when it is malformed (*bad, *bad_len: the item at fault), 1 if
  * dpad has an entry (the last one wins), else 0. */
-static int env_row(int dpad, tuning_row *out, const char **bad, int *bad_len) {
-    const char *v = fattn_env_opencl_tiles();
+static int env_row(const char *value, int dpad, tuning_row *out, const char **bad, int *bad_len) {
+    const char *v = value && *value ? value : NULL;
     int found = 0;
     while (v) {   /* an empty item (",," or a trailing comma) is malformed too */
-        tuning_row r = {CL_CLASS_OTHER, 0, 0, 0, 0, 0};
+        tuning_row r = {OCL_CLASS_OTHER, 0, 0, 0, 0, 0};
         const char *end = tile_item(v, &r);
         if (!end || (*end != ',' && *end != '\0') ||
             (r.dpad != 32 && r.dpad != 64 && r.dpad != 128 && r.dpad != 256) || r.bkv < 4 || r.bkv % 4 ||
@@ -157,39 +157,39 @@ static int env_row(int dpad, tuning_row *out, const char **bad, int *bad_len) {
     return found;
 }
 
-fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_kv, cl_tiles *out,
-                             fattn_msg *msg) {
+fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced_tiles, int D, int tile_q,
+                              int tile_kv, ocl_tiles *out, fattn_msg *msg) {
     int dpad = 32;
     while (dpad < D) dpad *= 2;   /* 32, 64, 128, 256: few programs to build */
     const tuning_row *row = NULL;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (table[i].dpad == dpad && (table[i].vendor_class == lim->vendor_class ||
-                                      (!row && table[i].vendor_class == CL_CLASS_OTHER)))
+                                      (!row && table[i].vendor_class == OCL_CLASS_OTHER)))
             row = &table[i];
     tuning_row forced;
     const char *bad = "";
     int bad_len = 0;
-    const int from_env = env_row(dpad, &forced, &bad, &bad_len);
+    const int from_env = env_row(forced_tiles, dpad, &forced, &bad, &bad_len);
     if (from_env < 0)
         return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
                           "FATTN_OPENCL_TILES='%s': '%.*s' is not DPAD:BQxBKV/TQxTK (e.g. "
                           "128:32x32/8x8; items separated by commas, no spaces): DPAD 32, 64, 128 "
                           "or 256, each number 1..%d, BKV a multiple of 4, TQ dividing BQ, TK "
                           "dividing BKV and DPAD/4",
-                          fattn_env_opencl_tiles(), bad_len, bad, CL_TILE_MAX);
+                          forced_tiles, bad_len, bad, OCL_TILE_MAX);
     if (from_env) {   /* taken as given: it either fits or fails */
-        cl_tiles t = {dpad, forced.bq, forced.bkv, forced.tq, forced.tk};
+        ocl_tiles t = {dpad, forced.bq, forced.bkv, forced.tq, forced.tk};
         if (!fits(lim, &t))
             return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                               "FATTN_OPENCL_TILES: %dx%d/%dx%d at head dim %d needs %zu bytes of local "
                               "memory (device: %zu), %zu work-items (device: %zu) and at most %d rows "
                               "and keys per work-item",
-                              t.bq, t.bkv, t.tq, t.tk, dpad, cl_local_bytes(&t), lim->local_mem,
-                              items(&t), lim->max_wg, CL_MAX_PER_ITEM);
+                              t.bq, t.bkv, t.tq, t.tk, dpad, ocl_local_bytes(&t), lim->local_mem,
+                              items(&t), lim->max_wg, OCL_MAX_PER_ITEM);
         *out = t;
         return FATTN_OK;
     }
-    cl_tiles t = {dpad, row->bq, row->bkv, row->tq, row->tk};
+    ocl_tiles t = {dpad, row->bq, row->bkv, row->tq, row->tk};
     int tq = row->tq, tk = row->tk;
     if (tile_q) t.bq = tile_q;
     if (tile_kv) {
@@ -201,8 +201,8 @@ fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_k
     /* Large caller tiles: widen the grid (up to 256 work-items) before the
      * per-work-item micro-tile outgrows its registers. */
     shape(&t, tq, tk);
-    while (t.bq / t.tq > CL_MAX_PER_ITEM && t.bq % (2 * t.tq) == 0 && 2 * items(&t) <= 256) tq = t.tq *= 2;
-    while (t.bkv / t.tk > CL_MAX_PER_ITEM && t.bkv % (2 * t.tk) == 0 && 2 * items(&t) <= 256 &&
+    while (t.bq / t.tq > OCL_MAX_PER_ITEM && t.bq % (2 * t.tq) == 0 && 2 * items(&t) <= 256) tq = t.tq *= 2;
+    while (t.bkv / t.tk > OCL_MAX_PER_ITEM && t.bkv % (2 * t.tk) == 0 && 2 * items(&t) <= 256 &&
            2 * t.tk <= dpad / 4)
         tk = t.tk *= 2;
     /* Whole hardware groups (warps, wavefronts): widen the grid along rows
@@ -223,8 +223,8 @@ fattn_status cl_choose_tiles(const cl_limits *lim, int D, int tile_q, int tile_k
                           "tiles %d x %d for head dim %d need %zu bytes of local memory, %zu "
                           "work-items and %d x %d rows x keys per work-item; the device has %zu "
                           "bytes and %zu work-items, and the kernel allows %d x %d",
-                          t.bq, t.bkv, D, cl_local_bytes(&t), items(&t), t.bq / t.tq, t.bkv / t.tk,
-                          lim->local_mem, lim->max_wg, CL_MAX_PER_ITEM, CL_MAX_PER_ITEM);
+                          t.bq, t.bkv, D, ocl_local_bytes(&t), items(&t), t.bq / t.tq, t.bkv / t.tk,
+                          lim->local_mem, lim->max_wg, OCL_MAX_PER_ITEM, OCL_MAX_PER_ITEM);
     *out = t;
     return FATTN_OK;
 }

@@ -1,7 +1,7 @@
 /* Kernel programs: sources (embedded, or from FATTN_KERNEL_DIR), the check
- * of FATTN_OPENCL_OPTIONS, and a two-level cache of compiled programs: in
- * memory per context, and on disk keyed by a hash of source + options +
- * device + driver. A disk entry carries its key and a keyed tag; one that
+ * of FATTN_OPENCL_OPTIONS (both read by the core into fattn_settings), and
+ * a two-level cache of compiled programs: in memory per context, and on
+ * disk keyed by a hash of source + options + device + driver. A disk entry carries its key and a keyed tag; one that
  * fails either, or fails to load, is rebuilt from source and rewritten,
  * never trusted. Writes go to a temporary file that is then renamed, so
  * readers never see half a file. */
@@ -15,16 +15,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cl_common.h"
-#include "env.h"
+#include "ocl_common.h"
 
 /* ---- Sources ----------------------------------------------------------------- */
 
 /* The source of kernel file `file`: malloc'd, NUL-terminated. From
- * FATTN_KERNEL_DIR when it is set, unless `optional` and the file is not
- * there; else the embedded copy. */
-static fattn_status load_source(const char *file, int optional, char **out, size_t *len, fattn_msg *msg) {
-    const char *dir = fattn_env_kernel_dir();
+ * kernel_dir (FATTN_KERNEL_DIR) when it is set, unless `optional` and the
+ * file is not there; else the embedded copy. */
+static fattn_status load_source(const char *kernel_dir, const char *file, int optional, char **out,
+                                size_t *len, fattn_msg *msg) {
+    const char *dir = kernel_dir && *kernel_dir ? kernel_dir : NULL;
     char probe[4096];
     if (dir && optional) {
         snprintf(probe, sizeof probe, "%s/%s", dir, file);
@@ -50,14 +50,14 @@ static fattn_status load_source(const char *file, int optional, char **out, size
         *len = (size_t)n;
         return FATTN_OK;
     }
-    for (size_t i = 0; i < cl_embedded_source_count; i++) {
-        if (strcmp(cl_embedded_sources[i].name, file) != 0) continue;
-        char *s = malloc(cl_embedded_sources[i].size + 1);
+    for (size_t i = 0; i < ocl_embedded_source_count; i++) {
+        if (strcmp(ocl_embedded_sources[i].name, file) != 0) continue;
+        char *s = malloc(ocl_embedded_sources[i].size + 1);
         if (!s) return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot copy kernel source");
-        memcpy(s, cl_embedded_sources[i].data, cl_embedded_sources[i].size);
-        s[cl_embedded_sources[i].size] = '\0';
+        memcpy(s, ocl_embedded_sources[i].data, ocl_embedded_sources[i].size);
+        s[ocl_embedded_sources[i].size] = '\0';
         *out = s;
-        *len = cl_embedded_sources[i].size;
+        *len = ocl_embedded_sources[i].size;
         return FATTN_OK;
     }
     return fattn_fail(msg, FATTN_ERR_INTERNAL, "kernel file %s is not embedded", file);
@@ -66,11 +66,12 @@ static fattn_status load_source(const char *file, int optional, char **out, size
 /* What the compiler gets for `file`: storage.cl (the storage types every
  * kernel shares; a FATTN_KERNEL_DIR without it uses the embedded one), then
  * the file. */
-static fattn_status program_source(const char *file, char **out, size_t *len, fattn_msg *msg) {
+static fattn_status program_source(const char *kernel_dir, const char *file, char **out, size_t *len,
+                                   fattn_msg *msg) {
     char *common = NULL, *own = NULL;
     size_t clen = 0, olen = 0;
-    fattn_status st = load_source(file, 0, &own, &olen, msg);
-    if (st == FATTN_OK) st = load_source("storage.cl", 1, &common, &clen, msg);
+    fattn_status st = load_source(kernel_dir, file, 0, &own, &olen, msg);
+    if (st == FATTN_OK) st = load_source(kernel_dir, "storage.cl", 1, &common, &clen, msg);
     char *both = st == FATTN_OK ? malloc(clen + 1 + olen + 1) : NULL;
     if (st == FATTN_OK && !both) st = fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot join kernel sources");
     if (both) {
@@ -306,8 +307,15 @@ static int open_private_dir(char *dir, int *fd, char *why, size_t len) {
     return kind;
 }
 
-fattn_status cl_disk_cache_open(cl_program_cache *cache, fattn_msg *msg) {
-    const char *env = fattn_env_cache_dir(), *xdg = fattn_env_xdg_cache(), *home = fattn_env_home();
+fattn_status ocl_disk_cache_open(ocl_program_cache *cache, const fattn_settings *settings, fattn_msg *msg) {
+    /* `env`: the explicitly named directory, from FATTN_CACHE_DIR or from
+     * the API (fattn_context_params.cache_dir); `origin` names which, and a
+     * named directory that cannot be used is an error of that origin. */
+    const char *env = settings->cache_dir && *settings->cache_dir ? settings->cache_dir : NULL;
+    const char *xdg = settings->xdg_cache, *home = settings->home;
+    const char *origin = settings->cache_dir_origin ? settings->cache_dir_origin : "FATTN_CACHE_DIR";
+    const fattn_status refused =
+        strcmp(origin, "FATTN_CACHE_DIR") == 0 ? FATTN_ERR_ENVIRONMENT : FATTN_ERR_INVALID_ARGUMENT;
     char dir[4096], why[4096 + 128];
     cache->disk_fd = -1;
     if (env && (strcmp(env, "off") == 0 || strcmp(env, "0") == 0)) return FATTN_OK;
@@ -315,12 +323,10 @@ fattn_status cl_disk_cache_open(cl_program_cache *cache, fattn_msg *msg) {
      * itself must also stay below PATH_MAX (4096 on Linux). */
     const size_t room = sizeof dir - 64;
     if (env && env[0] != '/')
-        return fattn_fail(msg, FATTN_ERR_ENVIRONMENT, "FATTN_CACHE_DIR='%.300s' is a relative path; %s", env,
-                          CACHE_DIR_ADVICE);
+        return fattn_fail(msg, refused, "%s='%.300s' is a relative path; %s", origin, env, CACHE_DIR_ADVICE);
     if (env && strlen(env) >= room)
-        return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
-                          "FATTN_CACHE_DIR='%.100s...' is too long (%zu characters, at most %zu); %s", env,
-                          strlen(env), room - 1, CACHE_DIR_ADVICE);
+        return fattn_fail(msg, refused, "%s='%.100s...' is too long (%zu characters, at most %zu); %s",
+                          origin, env, strlen(env), room - 1, CACHE_DIR_ADVICE);
     if (env) snprintf(dir, sizeof dir, "%s", env);
     /* XDG: a relative XDG_CACHE_HOME is invalid and is ignored. */
     else if (xdg && xdg[0] == '/' && strlen(xdg) + 6 < room) snprintf(dir, sizeof dir, "%s/fattn", xdg);
@@ -333,7 +339,7 @@ fattn_status cl_disk_cache_open(cl_program_cache *cache, fattn_msg *msg) {
     int fd = -1;
     const int kind = open_private_dir(dir, &fd, why, sizeof why);
     if (kind == DIR_UNUSABLE && env)
-        return fattn_fail(msg, FATTN_ERR_ENVIRONMENT, "FATTN_CACHE_DIR: %s; %s", why, CACHE_DIR_ADVICE);
+        return fattn_fail(msg, refused, "%s: %s; %s", origin, why, CACHE_DIR_ADVICE);
     const char *key_why = NULL;
     if (kind == DIR_OK && !load_secret(fd, cache->disk_secret, &key_why)) {
         snprintf(why, sizeof why, "%s: %s", dir, key_why);
@@ -342,14 +348,13 @@ fattn_status cl_disk_cache_open(cl_program_cache *cache, fattn_msg *msg) {
     }
     if (fd < 0)
         return fattn_fail(msg, FATTN_OK,
-                          "disk program cache off: %s; use a private directory (mode 0700), or "
-                          "FATTN_CACHE_DIR=off",
-                          why);
+                          "disk program cache off: %s; use a private directory (mode 0700), or %s=off",
+                          why, origin);
     cache->disk_fd = fd;
     return FATTN_OK;
 }
 
-void cl_disk_cache_close(cl_program_cache *cache) {
+void ocl_disk_cache_close(ocl_program_cache *cache) {
     if (cache->disk_fd >= 0) close(cache->disk_fd);
     cache->disk_fd = -1;
 }
@@ -373,7 +378,7 @@ static void entry_name(char *name, size_t len, cache_key k) {
 
 /* The cached binary for k, malloc'd, or NULL if absent, damaged or not
  * trusted. A FIFO, device or link in its place is never read. */
-static unsigned char *cache_read(const cl_program_cache *c, cache_key k, size_t *size) {
+static unsigned char *cache_read(const ocl_program_cache *c, cache_key k, size_t *size) {
     char name[64];
     entry_name(name, sizeof name, k);
     const int fd = openat(c->disk_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -407,7 +412,7 @@ static unsigned char *cache_read(const cl_program_cache *c, cache_key k, size_t 
 /* Writes the entry for k; `entry` holds room for the header, then the
  * binary's `size` bytes. Best effort: a cache that cannot be written only
  * costs a rebuild later. */
-static void cache_write(const cl_program_cache *c, cache_key k, unsigned char *entry, size_t size) {
+static void cache_write(const ocl_program_cache *c, cache_key k, unsigned char *entry, size_t size) {
     char name[64], tmp[128];
     cache_header h;
     memcpy(h.magic, CACHE_MAGIC, 8);
@@ -435,7 +440,7 @@ static fattn_status build_failed(cl_program prog, cl_device_id dev, const char *
         snprintf(log, sizeof log, "(the driver gave no build log)");
     log[sizeof log - 1] = '\0';
     return fattn_fail(msg, FATTN_ERR_BUILD, "building %s with \"%s\" failed: %s (%d); build log:\n%s",
-                      file, options, cl_error_name(err), (int)err, log);
+                      file, options, ocl_error_name(err), (int)err, log);
 }
 
 static cl_program from_binary(cl_context ctx, cl_device_id dev, const unsigned char *bin, size_t size,
@@ -453,12 +458,12 @@ static cl_program from_binary(cl_context ctx, cl_device_id dev, const unsigned c
     return p;
 }
 
-static fattn_status build_program(cl_program_cache *cache, cl_context ctx, cl_device_id dev,
+static fattn_status build_program(ocl_program_cache *cache, cl_context ctx, cl_device_id dev,
                                   const char *file, const char *options, cl_program *out,
                                   fattn_msg *msg) {
     char *src = NULL;
     size_t len = 0;
-    fattn_status st = program_source(file, &src, &len, msg);
+    fattn_status st = program_source(cache->kernel_dir, file, &src, &len, msg);
     if (st != FATTN_OK) return st;
     cache_key key = {0, 0};
     const int use_disk = cache->disk_fd >= 0 && make_key(src, len, options, dev, &key);
@@ -479,7 +484,8 @@ static fattn_status build_program(cl_program_cache *cache, cl_context ctx, cl_de
     cl_program p = clCreateProgramWithSource(ctx, 1, srcs, &len, &err);
     free(src);
     if (err != CL_SUCCESS)
-        return fattn_fail(msg, FATTN_ERR_DEVICE, "clCreateProgramWithSource: %s (%d)", cl_error_name(err), (int)err);
+        return fattn_fail(msg, FATTN_ERR_DEVICE, "clCreateProgramWithSource: %s (%d)", ocl_error_name(err),
+                          (int)err);
     cache->builds++;
     if ((err = clBuildProgram(p, 1, &dev, options, NULL, NULL)) != CL_SUCCESS) {
         st = build_failed(p, dev, file, options, err, msg);
@@ -516,25 +522,25 @@ static fattn_status check_options(const char *extra, fattn_msg *msg) {
                                   "FATTN_OPENCL_OPTIONS: '%.*s' has no name or path joined to it; write "
                                   "-DNAME, -DNAME=VALUE, -UNAME or -IPATH as one word",
                                   (int)n, t);
-            for (size_t i = 0; t[1] != 'I' && i < cl_kernel_macro_count; i++)
-                if (strlen(cl_kernel_macros[i]) == name_len && memcmp(t + 2, cl_kernel_macros[i], name_len) == 0)
+            for (size_t i = 0; t[1] != 'I' && i < ocl_kernel_macro_count; i++)
+                if (strlen(ocl_kernel_macros[i]) == name_len && memcmp(t + 2, ocl_kernel_macros[i], name_len) == 0)
                     return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
                                       "FATTN_OPENCL_OPTIONS: '%.*s' sets %s, a macro of fattn's kernels "
                                       "that fattn sets itself; remove it (tile sizes go through "
                                       "FATTN_OPENCL_TILES)",
-                                      (int)n, t, cl_kernel_macros[i]);
+                                      (int)n, t, ocl_kernel_macros[i]);
         }
         t += n;
     }
     return FATTN_OK;
 }
 
-fattn_status cl_get_kernel(cl_program_cache *cache, cl_context ctx, cl_device_id dev,
-                           const char *file, const char *name, const char *options,
-                           cl_kernel *out, fattn_msg *msg) {
+fattn_status ocl_get_kernel(ocl_program_cache *cache, cl_context ctx, cl_device_id dev,
+                            const char *file, const char *name, const char *options,
+                            cl_kernel *out, fattn_msg *msg) {
     /* FATTN_OPENCL_OPTIONS joins every build, and so every cache key. */
     char opts[512];
-    const char *extra = fattn_env_opencl_options();
+    const char *extra = cache->extra_options && *cache->extra_options ? cache->extra_options : NULL;
     fattn_status st = extra ? check_options(extra, msg) : FATTN_OK;
     if (st != FATTN_OK) return st;
     if ((size_t)snprintf(opts, sizeof opts, "%s%s%s", options, extra ? " " : "", extra ? extra : "") >= sizeof opts)
@@ -548,10 +554,10 @@ fattn_status cl_get_kernel(cl_program_cache *cache, cl_context ctx, cl_device_id
             *out = cache->entries[i].kernel;
             return FATTN_OK;
         }
-    if (cache->count == CL_MAX_PROGRAMS) {   /* full: drop the oldest */
+    if (cache->count == OCL_MAX_PROGRAMS) {   /* full: drop the oldest */
         clReleaseKernel(cache->entries[0].kernel);
         clReleaseProgram(cache->entries[0].program);
-        memmove(cache->entries, cache->entries + 1, sizeof cache->entries[0] * (CL_MAX_PROGRAMS - 1));
+        memmove(cache->entries, cache->entries + 1, sizeof cache->entries[0] * (OCL_MAX_PROGRAMS - 1));
         cache->count--;
     }
     cl_program prog = NULL;
@@ -562,9 +568,9 @@ fattn_status cl_get_kernel(cl_program_cache *cache, cl_context ctx, cl_device_id
     if (err != CL_SUCCESS) {
         clReleaseProgram(prog);
         return fattn_fail(msg, FATTN_ERR_BUILD, "clCreateKernel(%s) in %s: %s (%d)", name, file,
-                          cl_error_name(err), (int)err);
+                          ocl_error_name(err), (int)err);
     }
-    cl_cached_program *e = &cache->entries[cache->count++];
+    ocl_cached_program *e = &cache->entries[cache->count++];
     snprintf(e->options, sizeof e->options, "%s", full);
     e->program = prog;
     e->kernel = k;
@@ -572,7 +578,7 @@ fattn_status cl_get_kernel(cl_program_cache *cache, cl_context ctx, cl_device_id
     return FATTN_OK;
 }
 
-void cl_cache_release(cl_program_cache *cache) {
+void ocl_cache_release(ocl_program_cache *cache) {
     for (int i = 0; i < cache->count; i++) {
         clReleaseKernel(cache->entries[i].kernel);
         clReleaseProgram(cache->entries[i].program);
