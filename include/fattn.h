@@ -106,8 +106,10 @@ FATTN_API const char *fattn_dtype_name(fattn_dtype dtype);
  * reads only the fields that size covers (later ones take their defaults)
  * and writes only those, so a program built against an older 0.x header
  * keeps working with a newer library. A size smaller than the first
- * version of the struct, or a larger one whose extra bytes are not zero
- * (fields this library does not know), is FATTN_ERR_INVALID_ARGUMENT.
+ * version of the struct is FATTN_ERR_INVALID_ARGUMENT; so is, for a struct
+ * the caller fills, a larger one whose extra bytes are not zero (it sets
+ * fields this library does not know). In a larger struct the library fills,
+ * the fields it does not know keep what the caller put there.
  *
  * Units. Tensors count in elements (offsets and strides); buffers, copies
  * and memory reports count in bytes.
@@ -235,7 +237,7 @@ FATTN_API int fattn_context_device(const fattn_context *ctx);
  *     Other backends accept only 0.
  * Experimental (tuning; may change between minor versions):
  *   FATTN_PARAM_TILE_Q, FATTN_PARAM_TILE_KV: query rows per work-group and
- *     keys per streamed tile; 0 = the backend's choice. A value the
+ *     keys per streamed tile, 1..65536; 0 = the backend's choice. A value the
  *     backend cannot run makes fattn_forward FATTN_ERR_UNSUPPORTED, naming
  *     its limits. FATTN_TILE_Q / FATTN_TILE_KV are not read; the OpenCL
  *     backend's FATTN_OPENCL_TILES still is.

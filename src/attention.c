@@ -48,11 +48,22 @@ fattn_status fattn_tensor_init(fattn_buffer *buf, fattn_dtype dtype, fattn_layou
 
 fattn_status fattn_tensor_init_lse(fattn_buffer *buf, int64_t batch, int64_t heads, int64_t seq,
                                    int64_t offset, fattn_tensor *out) {
+    fattn_ctx_clear(NULL);
+    if (batch < 1 || heads < 1 || seq < 0)
+        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_SIZE,
+                              "batch = %" PRId64 ", heads = %" PRId64 ", seq = %" PRId64
+                              ": need batch >= 1, heads >= 1, seq >= 0",
+                              batch, heads, seq);
     return fattn_tensor_init(buf, FATTN_F32, FATTN_LAYOUT_BHSD, batch, heads, seq, 1, offset, out);
 }
 
 fattn_status fattn_tensor_init_index(fattn_buffer *buf, int64_t rows, int64_t count, int64_t offset,
                                      fattn_tensor *out) {
+    fattn_ctx_clear(NULL);
+    if (rows < 1 || count < 0)
+        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_SIZE,
+                              "rows = %" PRId64 ", count = %" PRId64 ": need rows >= 1, count >= 0",
+                              rows, count);
     fattn_status st = fattn_tensor_init(buf, FATTN_I32, FATTN_LAYOUT_BHSD, rows, 1, count, 1, offset, out);
     if (st == FATTN_OK) out->stride_head = 0;   /* one "head": its stride is never used */
     return st;

@@ -215,7 +215,9 @@ static fattn_status create(const fattn_context_params *prm, fattn_context **out)
     const size_t note_len = strnlen(tm->text, sizeof note - 1);   /* cut to fit */
     memcpy(note, tm->text, note_len);
     note[note_len] = '\0';
-    if (native)
+    if (native && vt->describe)
+        vt->describe(ctx->state, ctx->device_name, sizeof ctx->device_name);
+    else if (native)
         snprintf(ctx->device_name, sizeof ctx->device_name, "%s device of the caller's context", vt->name);
     else if (vt->device_name(&ctx->settings.s, device, ctx->device_name, sizeof ctx->device_name, tm) !=
              FATTN_OK)

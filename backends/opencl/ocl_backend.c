@@ -413,6 +413,10 @@ static void ocl_mark_free(void *state, void *mark) {
     clReleaseEvent((cl_event)mark);
 }
 
+static void ocl_describe_state(void *state, char *buf, size_t len) {
+    ocl_describe(((const ocl_state *)state)->dev.device, buf, len);
+}
+
 static const fattn_backend_vtable ocl_vtable = {
     .abi = FATTN_BACKEND_ABI,
     .size = sizeof(fattn_backend_vtable),
@@ -438,6 +442,7 @@ static const fattn_backend_vtable ocl_vtable = {
     .mark = ocl_mark,
     .mark_elapsed = ocl_mark_elapsed,
     .mark_free = ocl_mark_free,
+    .describe = ocl_describe_state,
 };
 
 __attribute__((visibility("default"))) const fattn_backend_vtable *fattn_backend_module_v1(void) {

@@ -290,6 +290,10 @@ typedef struct fattn_backend_vtable {
     fattn_status (*mark)(void *state, void **mark, fattn_msg *msg);
     fattn_status (*mark_elapsed)(void *state, void *start, void *stop, double *ms, fattn_msg *msg);
     void (*mark_free)(void *state, void *mark);
+    /* Optional: describes the state's device, for contexts made around the
+     * caller's native objects (which have no device index); NULL gives a
+     * generic description. */
+    void (*describe)(void *state, char *buf, size_t len);
 } fattn_backend_vtable;
 
 typedef const fattn_backend_vtable *(*fattn_backend_module_fn)(void);
