@@ -8,7 +8,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda_kernels.h"
+#include "params.h"
 
 namespace {
 

@@ -14,17 +14,58 @@
 #include <stdint.h>
 #include <type_traits>
 
-#include "cuda_kernels.h"
+#include "params.h"
 #include "device_util.cuh"
 
 /* With no bucket built, the kernel and its helpers would be unused. */
 #if FATTN_CUDA_DPAD_32 || FATTN_CUDA_DPAD_64 || FATTN_CUDA_DPAD_128 || FATTN_CUDA_DPAD_256
+
+/* Tile shapes: one trait per head-dim bucket for compute capability 8.0
+ * and later, where the kernel's instructions (mma.sync m16n8k16, ldmatrix,
+ * cp.async) are the same; another architecture's shapes would be traits of
+ * their own. BM query rows per block, BN keys per streamed tile, NW warps;
+ * QREG keeps Q's fragments in registers; FOLD lets the launcher fold the
+ * scale into the exponent (fold_scale); MINB blocks per SM the registers are
+ * capped for (__launch_bounds__). The traits are compile-time data in a
+ * named namespace: in the anonymous one, nvcc warns (#177) about each
+ * member that a build without some bucket leaves unreferenced. */
+namespace fattn_mma_shapes {
+
+template <int BM_, int BN_, int NW_, bool QREG_, bool FOLD_, int MINB_>
+struct ShapeOf {
+    static constexpr int BM = BM_, BN = BN_, NW = NW_, MINB = MINB_;
+    static constexpr bool QREG = QREG_, FOLD = FOLD_;
+    static_assert(BM % (16 * NW) == 0 && BN % 16 == 0, "each warp owns whole m16 tiles; keys come in k16 steps");
+};
+
+/* Picked by H200 timings; all have 4 warps and 2 blocks per SM.
+ * 32: 2 m16 tiles per warp, 128-key tiles, Q in registers.
+ * 64: 2 m16 tiles per warp, 128-key tiles; the 128-float S leaves no room
+ *     for Q in registers.
+ * 128: 2 m16 tiles per warp, 64-key tiles; O alone is 128 registers, so Q
+ *      is re-read per k-step, and FOLD stays off: its extra live value tips
+ *      ptxas into spilling, which costs more than the FMUL it saves.
+ * 256: 1 m16 tile per warp (O is again 128 registers), 32-key tiles, Q in
+ *      registers. */
+template <int DPAD> struct Sm80Shape;
+template <> struct Sm80Shape<32> : ShapeOf<128, 128, 4, true, true, 2> {};
+template <> struct Sm80Shape<64> : ShapeOf<128, 128, 4, false, true, 2> {};
+template <> struct Sm80Shape<128> : ShapeOf<128, 64, 4, false, false, 2> {};
+template <> struct Sm80Shape<256> : ShapeOf<64, 32, 4, true, true, 2> {};
+
+} // namespace fattn_mma_shapes
+
 namespace {
+
+using fattn_mma_shapes::Sm80Shape;
 
 /* Shared-memory rows are padded by 8 elements (16 bytes): the 8 row addresses
  * of one ldmatrix 8x8 matrix then fall in 8 distinct 4-bank groups. */
 constexpr int kPad = 8;
 
+/* Used by the kernel's body, which exists for compute 8.0+ only (see
+ * flash_mma_kernel). */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 /* volatile: these read shared memory that cp.async and other warps write, so
  * they must stay between the barriers they were written between. */
 __device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p)
@@ -37,6 +78,7 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
 }
+#endif
 
 /* c += a * b for one m16n8k16 tile; pure arithmetic, so not volatile (lets
  * ptxas interleave it with the ldmatrix stream). */
@@ -137,6 +179,13 @@ template <typename T, int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, in
 __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cuda_args a, const Pairs pairs,
                                                                    const int vec, const float fold_sc)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    /* mma.sync m16n8k16 needs compute 8.0, and the planner picks this kernel
+     * only there; a build that adds 7.x targets for the CUDA-core kernels
+     * gets an empty instance here instead of failing in ptxas. */
+    (void)a, (void)pairs, (void)vec, (void)fold_sc;
+    __trap();
+#else
     constexpr int NT = NW * 32, LD = DPAD + kPad, MT = BM / (16 * NW);
     constexpr int KD = DPAD / 16, NS = BN / 8, ND = DPAD / 8;
     static_assert(MT * 16 * NW == BM && BN % 16 == 0 && DPAD % 16 == 0, "bad tile shape");
@@ -153,7 +202,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
      * not start in the last wave. */
     const int m0 = (int)(gridDim.x - 1 - blockIdx.x) * BM; /* < seq_q */
     const int D = a.head_dim, seq_q = a.seq_q, seq_kv = a.seq_kv;
-    const int off = seq_kv - seq_q; /* causal: row i sees keys <= i + off (both >= 0: no overflow) */
+    /* causal: row i sees keys <= i + off; off is in [-seq_q, seq_kv - 1]
+     * (params.h), so the int64 sums below hold it without overflow. */
+    const int off = a.causal_offset;
 
     const T *qg = thread_src<T, DPAD, NT>(static_cast<const T *>(a.q) + b * a.q_sb + h * a.q_sh, a.q_ss);
     const T *kg = thread_src<T, DPAD, NT>(static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh, a.k_ss);
@@ -371,6 +422,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
                 a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
                     l == 0.f ? -INFINITY : (mrow[mt][hh] + log2f(l)) * 0.69314718055994531f;
         }
+#endif
 }
 
 /* The scale to fold, or 0. A positive scale commutes with the row max, so
@@ -393,11 +445,20 @@ bool aligned8(const void *p, int64_t sb, int64_t nb, int64_t sh, int64_t nh, int
            (ns <= 1 || ss % 8 == 0);
 }
 
-template <typename T, int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB>
+/* Dynamic shared memory of a shape: Q, and K and V double-buffered, in
+ * rows padded by kPad; f16 and bf16 are both 2 bytes. */
+template <int DPAD, typename S>
+constexpr int shape_smem()
+{
+    return (S::BM + 4 * S::BN) * (DPAD + kPad) * 2;
+}
+
+template <typename T, int DPAD, typename S>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream)
 {
-    constexpr int smem = (BM + 4 * BN) * (DPAD + kPad) * (int)sizeof(T);
-    auto kern = flash_mma_kernel<T, DPAD, BM, BN, NW, QREG, FOLD, MINB>;
+    static_assert(sizeof(T) == 2, "the shared-memory size assumes a 2-byte storage type");
+    constexpr int smem = shape_smem<DPAD, S>();
+    auto kern = flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB>;
     cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) return e;
     const int64_t hkv = a->heads_q / a->group;
@@ -405,42 +466,28 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream)
     if (aligned8(a->q, a->q_sb, a->batch, a->q_sh, a->heads_q, a->q_ss, a->seq_q)) vec |= 1;
     if (aligned8(a->k, a->k_sb, a->batch, a->k_sh, hkv, a->k_ss, a->seq_kv)) vec |= 2;
     if (aligned8(a->v, a->v_sb, a->batch, a->v_sh, hkv, a->v_ss, a->seq_kv)) vec |= 4;
-    const float fold_sc = FOLD ? fold_scale(a) : 0.f;
-    const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + BM - 1) / BM);
+    const float fold_sc = S::FOLD ? fold_scale(a) : 0.f;
+    const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + S::BM - 1) / S::BM);
     return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
-        flash_mma_kernel<T, DPAD, BM, BN, NW, QREG, FOLD, MINB>
-            <<<grid, NW * 32, smem, stream>>>(*a, pairs, vec, fold_sc);
+        flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB>
+            <<<grid, S::NW * 32, smem, stream>>>(*a, pairs, vec, fold_sc);
     });
 }
 
-/* Per-dpad configuration <DPAD, BM, BN, NW, QREG, FOLD, MINB>, picked by
- * H200 timings; all have 4 warps and 2 blocks per SM.
- * 32: 2 m16 tiles per warp, 128-key tiles, Q in registers.
- * 64: 2 m16 tiles per warp, 128-key tiles; the 128-float S leaves no room
- *     for Q in registers.
- * 128: 2 m16 tiles per warp, 64-key tiles; O alone is 128 registers, so Q
- *      is re-read per k-step, and FOLD stays off: its extra live value tips
- *      ptxas into spilling, which costs more than the FMUL it saves.
- * 256: 1 m16 tile per warp (O is again 128 registers), 32-key tiles, Q in
- *      registers. */
-#define CFG32 32, 128, 128, 4, true, true, 2
-#define CFG64 64, 128, 128, 4, false, true, 2
-#define CFG128 128, 128, 64, 4, false, false, 2
-#define CFG256 256, 64, 32, 4, true, true, 2
-
-template <int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB>
+template <int DPAD>
 void tiles(int *bm, int *bn, int *smem)
 {
-    *bm = BM;
-    *bn = BN;
-    *smem = (BM + 4 * BN) * (DPAD + kPad) * 2;
+    using S = Sm80Shape<DPAD>;
+    *bm = S::BM;
+    *bn = S::BN;
+    *smem = shape_smem<DPAD, S>();
 }
 
-template <int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB>
+template <int DPAD>
 cudaError_t dispatch(const fattn_cuda_args *a, cudaStream_t stream)
 {
-    return a->dtype == 1 ? launch<__half, DPAD, BM, BN, NW, QREG, FOLD, MINB>(a, stream)
-                         : launch<__nv_bfloat16, DPAD, BM, BN, NW, QREG, FOLD, MINB>(a, stream);
+    using S = Sm80Shape<DPAD>;
+    return a->dtype == FATTN_F16 ? launch<__half, DPAD, S>(a, stream) : launch<__nv_bfloat16, DPAD, S>(a, stream);
 }
 
 } // namespace
@@ -449,19 +496,22 @@ cudaError_t dispatch(const fattn_cuda_args *a, cudaStream_t stream)
 extern "C" cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, cudaStream_t stream)
 {
     (void)stream; /* unused only when no bucket is built */
-    if (!a || (a->dtype != 1 && a->dtype != 2) || a->group < 1 || a->head_dim > dpad) return cudaErrorInvalidValue;
+    if (!a || (a->dtype != FATTN_F16 && a->dtype != FATTN_BF16) || a->group < 1 || a->head_dim > dpad)
+        return cudaErrorInvalidValue;
     if (a->seq_q <= 0 || a->heads_q <= 0 || a->batch <= 0) return cudaSuccess; /* nothing to compute */
+    if (a->causal && (a->causal_offset < -a->seq_q || a->causal_offset > a->seq_kv - 1))
+        return cudaErrorInvalidValue; /* the kernel's int arithmetic relies on the range (params.h) */
 #if FATTN_CUDA_DPAD_32
-    if (dpad == 32) return dispatch<CFG32>(a, stream);
+    if (dpad == 32) return dispatch<32>(a, stream);
 #endif
 #if FATTN_CUDA_DPAD_64
-    if (dpad == 64) return dispatch<CFG64>(a, stream);
+    if (dpad == 64) return dispatch<64>(a, stream);
 #endif
 #if FATTN_CUDA_DPAD_128
-    if (dpad == 128) return dispatch<CFG128>(a, stream);
+    if (dpad == 128) return dispatch<128>(a, stream);
 #endif
 #if FATTN_CUDA_DPAD_256
-    if (dpad == 256) return dispatch<CFG256>(a, stream);
+    if (dpad == 256) return dispatch<256>(a, stream);
 #endif
     return cudaErrorInvalidValue;
 }
@@ -471,16 +521,16 @@ extern "C" void fattn_cuda_flash_mma_tiles(int dpad, int *block_m, int *block_n,
     int bm = 0, bn = 0, sm = 0;
     (void)dpad;
 #if FATTN_CUDA_DPAD_32
-    if (dpad == 32) tiles<CFG32>(&bm, &bn, &sm);
+    if (dpad == 32) tiles<32>(&bm, &bn, &sm);
 #endif
 #if FATTN_CUDA_DPAD_64
-    if (dpad == 64) tiles<CFG64>(&bm, &bn, &sm);
+    if (dpad == 64) tiles<64>(&bm, &bn, &sm);
 #endif
 #if FATTN_CUDA_DPAD_128
-    if (dpad == 128) tiles<CFG128>(&bm, &bn, &sm);
+    if (dpad == 128) tiles<128>(&bm, &bn, &sm);
 #endif
 #if FATTN_CUDA_DPAD_256
-    if (dpad == 256) tiles<CFG256>(&bm, &bn, &sm);
+    if (dpad == 256) tiles<256>(&bm, &bn, &sm);
 #endif
     if (block_m) *block_m = bm;
     if (block_n) *block_n = bn;

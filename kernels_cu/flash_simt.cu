@@ -19,14 +19,78 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "cuda_kernels.h"
+#include "params.h"
 #include "device_util.cuh"
 
 #ifndef FATTN_CUDA_SIMT_HALF   // f16/bf16 instances, needed only below compute capability 8.0
 #define FATTN_CUDA_SIMT_HALF 1
 #endif
 
+// The tile traits: compile-time data in a named namespace, since in the
+// anonymous one nvcc warns (#177) about each member that a build without
+// some head-dim bucket leaves unreferenced.
+namespace fattn_simt_shapes {
+
+// The layout a shape implies: threads, each thread's rows (RPT), keys (KPT)
+// and float4 chunks of O (CPT), shared-memory strides and bytes.
+template <int DPAD, int BQ, int BKV, int TQ, int TK>
+struct Tiles {
+    static constexpr int NT = TQ * TK, RPT = BQ / TQ, KPT = BKV / TK, D4 = DPAD / 4, CPT = D4 / TK;
+    static constexpr int QPAD = TK < 8 ? 1 : 0, KPAD = 1, PPAD = 4;   // in float4s / floats: banks
+    static constexpr int QLD = D4 + QPAD, KLD = D4 + KPAD, PLD = BKV + PPAD;
+    static constexpr int SMEM = 16 * (BQ * QLD + 2 * BKV * KLD) + 4 * BQ * PLD;
+    static_assert(BQ % TQ == 0 && BKV % TK == 0 && BKV % 4 == 0 && D4 % TK == 0, "tile shape");
+    static_assert(TK <= 32 && 32 % TK == 0 && NT % 32 == 0, "a row's threads share a warp");
+};
+
+// Tile shapes per head-dim bucket. 64 and 128 from bench/tune_cuda_simt.sh
+// on the H200 (bench/results/tune/cuda-simt-v2-*): d64 96x64 on a 16x8 grid
+// (40.5 TFLOP/s f32 seq 8192, 84 KiB; 128x64 as fast but 100 KiB, more than
+// compute 7.0 / 8.6 / 8.9 give a block), d128 64x48 on 8x16 (39.1, 95 KiB;
+// 64x32 36.7, 64x64 at one block per SM 35.7, a 16x8 grid 35.2).
+// Shape<DPAD, true>: the fallback for devices that give a block less shared
+// memory than Shape<DPAD, false> needs (compute 7.5: 64 KiB); untuned.
+// MINB: blocks per SM the registers are capped for (__launch_bounds__).
+template <int BQ_, int BKV_, int TQ_, int TK_, int MINB_ = 1>
+struct ShapeOf {
+    static constexpr int BQ = BQ_, BKV = BKV_, TQ = TQ_, TK = TK_, MINB = MINB_;
+};
+template <int DPAD, bool SMALL> struct Shape : Shape<DPAD, false> {};   // no smaller shape
+template <> struct Shape<32, false> : ShapeOf<64, 64, 16, 8> {};
+template <> struct Shape<256, false> : ShapeOf<16, 16, 8, 8> {};
+template <> struct Shape<64, true> : ShapeOf<64, 32, 16, 8> {};
+template <> struct Shape<128, true> : ShapeOf<32, 32, 8, 16> {};
+// FATTN_SIMT_{BQ,BKV,TQ,TK,MINB}_<DPAD> (compile definitions; nvcc splits
+// values at commas, hence five) override the 64 and 128 rows, for tile
+// sweeps (bench/tune_cuda_simt.sh).
+#ifdef FATTN_SIMT_BQ_64
+template <> struct Shape<64, false>
+    : ShapeOf<FATTN_SIMT_BQ_64, FATTN_SIMT_BKV_64, FATTN_SIMT_TQ_64, FATTN_SIMT_TK_64, FATTN_SIMT_MINB_64> {};
+#else
+template <> struct Shape<64, false> : ShapeOf<96, 64, 16, 8, 2> {};
+#endif
+#ifdef FATTN_SIMT_BQ_128
+template <> struct Shape<128, false>
+    : ShapeOf<FATTN_SIMT_BQ_128, FATTN_SIMT_BKV_128, FATTN_SIMT_TQ_128, FATTN_SIMT_TK_128, FATTN_SIMT_MINB_128> {};
+#else
+template <> struct Shape<128, false> : ShapeOf<64, 48, 8, 16, 2> {};
+#endif
+template <int DPAD, bool SMALL>
+using TilesOf = Tiles<DPAD, Shape<DPAD, SMALL>::BQ, Shape<DPAD, SMALL>::BKV, Shape<DPAD, SMALL>::TQ, Shape<DPAD, SMALL>::TK>;
+// Whether Shape<DPAD, true> is a shape of its own (else: no instance for it).
+template <int DPAD>
+constexpr bool has_small() {
+    return TilesOf<DPAD, true>::SMEM != TilesOf<DPAD, false>::SMEM;
+}
+
+}  // namespace fattn_simt_shapes
+
 namespace {
+
+using fattn_simt_shapes::has_small;
+using fattn_simt_shapes::Shape;
+using fattn_simt_shapes::Tiles;
+using fattn_simt_shapes::TilesOf;
 
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ void from_f(float *p, float x) { *p = x; }
@@ -97,21 +161,14 @@ __device__ __forceinline__ float row_sum(float x) {
     return x;
 }
 
-__device__ __forceinline__ int key_limit(int i, int Sq, int Sk, int causal) {
+// Keys j < key_limit are visible to row i: j <= i + off under causal
+// (off in [-Sq, Sk - 1], params.h), clamped to 0..Sk. The sum is taken in
+// 64 bits: i + off + 1 can pass 2^31.
+__device__ __forceinline__ int key_limit(int i, int Sk, int off, int causal) {
     if (!causal) return Sk;
-    const long long lim = (long long)i + Sk - Sq + 1;
+    const long long lim = (long long)i + off + 1;
     return lim < 0 ? 0 : (lim > Sk ? Sk : (int)lim);
 }
-
-template <int DPAD, int BQ, int BKV, int TQ, int TK>
-struct Tiles {
-    static constexpr int NT = TQ * TK, RPT = BQ / TQ, KPT = BKV / TK, D4 = DPAD / 4, CPT = D4 / TK;
-    static constexpr int QPAD = TK < 8 ? 1 : 0, KPAD = 1, PPAD = 4;   // in float4s / floats: banks
-    static constexpr int QLD = D4 + QPAD, KLD = D4 + KPAD, PLD = BKV + PPAD;
-    static constexpr int SMEM = 16 * (BQ * QLD + 2 * BKV * KLD) + 4 * BQ * PLD;
-    static_assert(BQ % TQ == 0 && BKV % TK == 0 && BKV % 4 == 0 && D4 % TK == 0, "tile shape");
-    static_assert(TK <= 32 && 32 % TK == 0 && NT % 32 == 0, "a row's threads share a warp");
-};
 
 template <typename T, int DPAD, int BQ, int BKV, int TQ, int TK, int MINB, bool VEC>
 __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a, Pairs pairs) {
@@ -127,13 +184,13 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a, P
     const int q0 = blockIdx.x * BQ;
     int64_t b, h, hk;
     block_pair(a, pairs, b, h, hk);
-    const int D = a.head_dim, Sq = a.seq_q, Sk = a.seq_kv;
+    const int D = a.head_dim, Sq = a.seq_q, Sk = a.seq_kv, off = a.causal_offset;
     const T *q = static_cast<const T *>(a.q) + b * a.q_sb + h * a.q_sh;
     const T *k = static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh;
     const T *v = static_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh;
 
     // Tiles past what the block's last row sees are skipped, not masked.
-    const int kv_end = key_limit((int)min((unsigned)q0 + BQ, (unsigned)Sq) - 1, Sq, Sk, a.causal);
+    const int kv_end = key_limit((int)min((unsigned)q0 + BQ, (unsigned)Sq) - 1, Sk, off, a.causal);
     if (kv_end > 0) load_tile<VEC, BKV, D4, C::KLD, NT>(Ks, k, a.k_ss, 0, Sk, D, tid);
 
     // Q scaled by scale * log2(e): the softmax runs on exp2.
@@ -151,7 +208,7 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a, P
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
         const unsigned row = (unsigned)q0 + ty + i * TQ;
-        lim[i] = row < (unsigned)Sq ? key_limit((int)row, Sq, Sk, a.causal) : 0;
+        lim[i] = row < (unsigned)Sq ? key_limit((int)row, Sk, off, a.causal) : 0;
         m_i[i] = -INFINITY;
         l_i[i] = 0.f;
 #pragma unroll
@@ -271,46 +328,6 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a, P
     }
 }
 
-// Tile shapes per head-dim bucket. 64 and 128 from bench/tune_cuda_simt.sh
-// on the H200 (bench/results/tune/cuda-simt-v2-*): d64 96x64 on a 16x8 grid
-// (40.5 TFLOP/s f32 seq 8192, 84 KiB; 128x64 as fast but 100 KiB, more than
-// compute 7.0 / 8.6 / 8.9 give a block), d128 64x48 on 8x16 (39.1, 95 KiB;
-// 64x32 36.7, 64x64 at one block per SM 35.7, a 16x8 grid 35.2).
-// Shape<DPAD, true>: the fallback for devices that give a block less shared
-// memory than Shape<DPAD, false> needs (compute 7.5: 64 KiB); untuned.
-// MINB: blocks per SM the registers are capped for (__launch_bounds__).
-template <int BQ_, int BKV_, int TQ_, int TK_, int MINB_ = 1>
-struct ShapeOf {
-    static constexpr int BQ = BQ_, BKV = BKV_, TQ = TQ_, TK = TK_, MINB = MINB_;
-};
-template <int DPAD, bool SMALL> struct Shape : Shape<DPAD, false> {};   // no smaller shape
-template <> struct Shape<32, false> : ShapeOf<64, 64, 16, 8> {};
-template <> struct Shape<256, false> : ShapeOf<16, 16, 8, 8> {};
-template <> struct Shape<64, true> : ShapeOf<64, 32, 16, 8> {};
-template <> struct Shape<128, true> : ShapeOf<32, 32, 8, 16> {};
-// FATTN_SIMT_{BQ,BKV,TQ,TK,MINB}_<DPAD> (compile definitions; nvcc splits
-// values at commas, hence five) override the 64 and 128 rows, for tile
-// sweeps (bench/tune_cuda_simt.sh).
-#ifdef FATTN_SIMT_BQ_64
-template <> struct Shape<64, false>
-    : ShapeOf<FATTN_SIMT_BQ_64, FATTN_SIMT_BKV_64, FATTN_SIMT_TQ_64, FATTN_SIMT_TK_64, FATTN_SIMT_MINB_64> {};
-#else
-template <> struct Shape<64, false> : ShapeOf<96, 64, 16, 8, 2> {};
-#endif
-#ifdef FATTN_SIMT_BQ_128
-template <> struct Shape<128, false>
-    : ShapeOf<FATTN_SIMT_BQ_128, FATTN_SIMT_BKV_128, FATTN_SIMT_TQ_128, FATTN_SIMT_TK_128, FATTN_SIMT_MINB_128> {};
-#else
-template <> struct Shape<128, false> : ShapeOf<64, 48, 8, 16, 2> {};
-#endif
-template <int DPAD, bool SMALL>
-using TilesOf = Tiles<DPAD, Shape<DPAD, SMALL>::BQ, Shape<DPAD, SMALL>::BKV, Shape<DPAD, SMALL>::TQ, Shape<DPAD, SMALL>::TK>;
-// Whether Shape<DPAD, true> is a shape of its own (else: no instance for it).
-template <int DPAD>
-constexpr bool has_small() {
-    return TilesOf<DPAD, true>::SMEM != TilesOf<DPAD, false>::SMEM;
-}
-
 template <typename T, int DPAD, bool SMALL, bool VEC>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = Shape<DPAD, SMALL>;
@@ -330,7 +347,7 @@ bool vec_rows(const fattn_cuda_args *a) {
     const int64_t strides[] = {a->k_sb, a->k_sh, a->k_ss, a->v_sb, a->v_sh, a->v_ss};
     for (int64_t st : strides)
         if (st % 4 != 0) return false;
-    return a->dtype == 0 && a->head_dim % 4 == 0 && (uintptr_t)a->k % 16 == 0 && (uintptr_t)a->v % 16 == 0;
+    return a->dtype == FATTN_F32 && a->head_dim % 4 == 0 && (uintptr_t)a->k % 16 == 0 && (uintptr_t)a->v % 16 == 0;
 }
 
 template <int DPAD>
@@ -351,11 +368,11 @@ cudaError_t by_shape(const fattn_cuda_args *a, int small, cudaStream_t stream) {
 
 template <int DPAD>
 cudaError_t by_dtype(const fattn_cuda_args *a, int small, cudaStream_t stream) {
-    if (a->dtype == 0)
+    if (a->dtype == FATTN_F32)
         return vec_rows(a) ? by_shape<float, DPAD, true>(a, small, stream) : by_shape<float, DPAD, false>(a, small, stream);
 #if FATTN_CUDA_SIMT_HALF
-    if (a->dtype == 1) return by_shape<__half, DPAD, false>(a, small, stream);
-    if (a->dtype == 2) return by_shape<__nv_bfloat16, DPAD, false>(a, small, stream);
+    if (a->dtype == FATTN_F16) return by_shape<__half, DPAD, false>(a, small, stream);
+    if (a->dtype == FATTN_BF16) return by_shape<__nv_bfloat16, DPAD, false>(a, small, stream);
 #endif
     return cudaErrorInvalidValue;
 }
@@ -375,6 +392,9 @@ extern "C" int fattn_cuda_dpad_built(int dpad) {
 extern "C" int fattn_cuda_simt_half_built(void) { return FATTN_CUDA_SIMT_HALF; }
 
 extern "C" cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad, int small, cudaStream_t stream) {
+    // The kernel holds the offset in an int and its limits in int arithmetic
+    // (params.h gives the range).
+    if (a->causal && (a->causal_offset < -a->seq_q || a->causal_offset > a->seq_kv - 1)) return cudaErrorInvalidValue;
     switch (dpad) {
 #if FATTN_CUDA_DPAD_32
     case 32: return by_dtype<32>(a, small, stream);

@@ -4,7 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "cuda_kernels.h"
+#include "params.h"
 #include "device_util.cuh"
 
 namespace {
@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(WG) softmax_rows(const float *S, P *out, fattn
     const int i = blockIdx.x, Sq = a.seq_q, Sk = a.seq_kv;
     const int64_t bh = block_bh(pairs), b = divide(bh, pairs.heads_q), h = bh - b * a.heads_q;
     const int64_t base = (bh * Sq + i) * Sk;
-    const int64_t lim_ll = a.causal ? (int64_t)i + Sk - Sq + 1 : Sk;
+    const int64_t lim_ll = a.causal ? (int64_t)i + a.causal_offset + 1 : Sk;   // j <= i + offset
     const int64_t lim = lim_ll < 0 ? 0 : (lim_ll > Sk ? Sk : lim_ll);
 
     float mx = -INFINITY;
@@ -84,19 +84,21 @@ cudaError_t zero(const fattn_cuda_args *a, cudaStream_t stream) {
 
 }  // namespace
 
-extern "C" cudaError_t fattn_cuda_naive_softmax(const float *s, void *p, int p_dtype, const fattn_cuda_args *a,
-                                                cudaStream_t stream) {
+extern "C" cudaError_t fattn_cuda_naive_softmax(const float *s, void *p, fattn_dtype p_dtype,
+                                                const fattn_cuda_args *a, cudaStream_t stream) {
     if (a->seq_q <= 0 || a->heads_q <= 0 || a->batch <= 0) return cudaSuccess;
-    if (p_dtype == 0) return softmax<float>(s, p, a, stream);
-    if (p_dtype == 1) return softmax<__half>(s, p, a, stream);
-    if (p_dtype == 2) return softmax<__nv_bfloat16>(s, p, a, stream);
+    if (a->causal && (a->causal_offset < -a->seq_q || a->causal_offset > a->seq_kv - 1))
+        return cudaErrorInvalidValue;   // params.h's range, the same contract as the tiled kernels'
+    if (p_dtype == FATTN_F32) return softmax<float>(s, p, a, stream);
+    if (p_dtype == FATTN_F16) return softmax<__half>(s, p, a, stream);
+    if (p_dtype == FATTN_BF16) return softmax<__nv_bfloat16>(s, p, a, stream);
     return cudaErrorInvalidValue;
 }
 
 extern "C" cudaError_t fattn_cuda_zero_output(const fattn_cuda_args *a, cudaStream_t stream) {
     if (a->seq_q <= 0 || a->heads_q <= 0 || a->batch <= 0) return cudaSuccess;
-    if (a->dtype == 0) return zero<float>(a, stream);
-    if (a->dtype == 1) return zero<__half>(a, stream);
-    if (a->dtype == 2) return zero<__nv_bfloat16>(a, stream);
+    if (a->dtype == FATTN_F32) return zero<float>(a, stream);
+    if (a->dtype == FATTN_F16) return zero<__half>(a, stream);
+    if (a->dtype == FATTN_BF16) return zero<__nv_bfloat16>(a, stream);
     return cudaErrorInvalidValue;
 }

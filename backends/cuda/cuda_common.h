@@ -1,43 +1,55 @@
-/* The CUDA backend's shared declarations: its per-context state and the
- * error helpers. cuda_backend.c has the vtable, cuda_naive.c the cuBLAS
- * baseline, kernels_cu/ the kernels (through cuda_kernels.h). */
+/* The CUDA backend's private declarations: its per-context state, its typed
+ * plan, and what each file gives the others. The files form layers, each
+ * using only those below it:
+ *   cuda_device.c  devices, the context state, streams, memory, marks,
+ *                  buffers, and the error helpers every layer uses;
+ *   cuda_launch.c  the kernels' arguments and the launch of each variant;
+ *   cuda_naive.c   the cuBLAS baseline;
+ *   cuda_plan.c    the variant table: which kernel runs, and how;
+ *   cuda_module.c  the vtable, the module's one exported symbol.
+ * The kernels (kernels_cu/) are reached through kernels_cu/params.h. */
 #ifndef FATTN_CUDA_COMMON_H
 #define FATTN_CUDA_COMMON_H
 
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
-#include "cuda_kernels.h"
+#include "params.h"
+
+/* ---- cuda_device.c ------------------------------------------------------ */
 
 /* Fails with the call, cudaGetErrorName and cudaGetErrorString; memory
  * errors become FATTN_ERR_OUT_OF_MEMORY. */
-#define CU_TRY(msg, call)                                                                       \
-    do {                                                                                        \
-        cudaError_t err_ = (call);                                                              \
-        if (err_ != cudaSuccess) return cuda_fail((msg), err_, #call);                          \
+#define CU_TRY(msg, call)                                              \
+    do {                                                               \
+        cudaError_t err_ = (call);                                     \
+        if (err_ != cudaSuccess) return cuda_fail((msg), err_, #call); \
     } while (0)
 
 fattn_status cuda_fail(fattn_msg *msg, cudaError_t err, const char *what);
 
 typedef struct cuda_state {
     int device;
+    /* 1: the caller's context, current on the calling thread, is used as
+     * it is: fattn never calls cudaSetDevice. */
+    int native_current;
+    int small_tiles;          /* settings->cuda_small_tiles, read at open */
     struct cudaDeviceProp prop;
     cudaStream_t own_stream;
     cudaStream_t stream;      /* own_stream, or the caller's */
     void *cublas;             /* cublasHandle_t, created on the first naive call */
 } cuda_state;
 
-/* A fattn buffer: the device pointer, and whether fattn allocated it (or
- * wraps the caller's). */
-typedef struct cuda_buf {
-    void *ptr;
-    int owned;
-} cuda_buf;
+/* A fattn buffer's mem is the device pointer itself (the core keeps whether
+ * fattn allocated it); an absent operand is NULL. */
+static inline void *cuda_ptr(const fattn_operand *op) { return op->mem; }
 
-static inline void *cuda_ptr(const fattn_operand *op) { return op->mem ? ((const cuda_buf *)op->mem)->ptr : NULL; }
-
-/* Makes the context's device current for this thread. */
+/* Makes the context's device current for this thread (nothing to do when
+ * the context runs on the caller's current one). */
 fattn_status cuda_use(cuda_state *s, fattn_msg *msg);
+/* The same for the slots that free and cannot report (close, buffer_free,
+ * mark_free): a failure is left to the call that follows. */
+void cuda_use_quiet(cuda_state *s);
 
 /* `bytes` of device memory (1 when 0) for `what` ("a buffer"), by cudaMalloc,
  * or by cudaMallocAsync on the context's stream when async. A size above the
@@ -45,11 +57,74 @@ fattn_status cuda_use(cuda_state *s, fattn_msg *msg);
  * the size and the device's free and total memory. The device must be current. */
 fattn_status cuda_alloc(cuda_state *s, const char *what, size_t bytes, int async, void **ptr, fattn_msg *msg);
 
-/* The naive baseline (cuda_naive.c) and its cleanup. */
-fattn_status cuda_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg);
+/* The vtable's device and buffer slots (backend.h says what each does). */
+void cuda_probe(const fattn_settings *settings, fattn_probe *out);
+fattn_status cuda_device_name(const fattn_settings *settings, int device, char *buf, size_t len, fattn_msg *msg);
+fattn_status cuda_open(const fattn_open_args *args, void **state, fattn_msg *msg);
+/* Frees the state after the layers above released what they hold in it. */
+void cuda_close_state(cuda_state *s);
+fattn_status cuda_set_stream(void *state, void *native, fattn_msg *msg);
+fattn_status cuda_synchronize(void *state, fattn_msg *msg);
+fattn_status cuda_buffer_alloc(void *state, size_t bytes, void **mem, fattn_msg *msg);
+fattn_status cuda_buffer_wrap(void *state, void *native, size_t bytes, void **mem, fattn_msg *msg);
+void cuda_buffer_free(void *state, void *mem, int owned);
+fattn_status cuda_buffer_write(void *state, void *mem, size_t offset, const void *src, size_t bytes,
+                               fattn_msg *msg);
+fattn_status cuda_buffer_read(void *state, void *mem, size_t offset, void *dst, size_t bytes, fattn_msg *msg);
+void *cuda_buffer_native(void *state, void *mem);
+fattn_status cuda_buffer_region(void *state, void *mem, const void **root, uint64_t *start, fattn_msg *msg);
+fattn_status cuda_device_memory(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg);
+fattn_status cuda_mark(void *state, void **mark, fattn_msg *msg);
+fattn_status cuda_mark_elapsed(void *state, void *start, void *stop, double *ms, fattn_msg *msg);
+void cuda_mark_free(void *state, void *mark);
+
+/* ---- The plan (filled by cuda_plan.c, read by the launchers) ------------- */
+
+/* The rows of the variant table, in the order the planner tries them. */
+typedef enum cuda_variant {
+    CUDA_VARIANT_MMA = 0,     /* tensor cores: f16/bf16 on compute 8.0+ */
+    CUDA_VARIANT_SIMT = 1,    /* CUDA cores: f32 anywhere, f16/bf16 below 8.0 */
+    CUDA_VARIANT_NAIVE = 2,   /* cuBLAS, S and P materialised: the baseline */
+    CUDA_VARIANT_COUNT
+} cuda_variant;
+
+/* How a variant runs: the typed view of fattn_plan's area. */
+typedef struct cuda_plan {
+    int dpad;    /* mma, simt: the head-dim bucket whose instance runs (32..256) */
+    int small;   /* simt: 1 = the small-shared-memory tile shape */
+} cuda_plan;
+FATTN_PLAN_FITS(cuda_plan);
+
+/* ---- cuda_launch.c ------------------------------------------------------- */
+
+/* The kernels' view of a problem with operands. */
+void cuda_args(const fattn_problem *p, fattn_cuda_args *a);
+
+/* O = 0 and lse = -inf: the output when seq_kv = 0 (no key), for every
+ * variant. The device must be current. */
+fattn_status cuda_run_zero(cuda_state *s, const fattn_cuda_args *a, fattn_msg *msg);
+
+/* The forward variants' run slots: the planned kernel, or the zero output
+ * when seq_kv = 0. */
+fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
+fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
+
+/* ---- cuda_naive.c -------------------------------------------------------- */
+
+/* What the baseline needs of a problem (sequences below 2^31; with
+ * operands, row strides that cuBLAS takes as leading dimensions):
+ * FATTN_ERR_UNSUPPORTED with the reason if it does not fit. */
+fattn_status cuda_naive_check(const fattn_problem *p, fattn_msg *msg);
+/* Opens cuBLAS once per process: FATTN_ERR_UNSUPPORTED with the loader's
+ * reason when it cannot. */
+fattn_status cuda_naive_load(fattn_msg *msg);
+fattn_status cuda_run_naive(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
+/* Destroys the context's cuBLAS handle, if it made one. */
 void cuda_naive_release(cuda_state *s);
 
-/* The kernels' view of a problem. */
-void cuda_args(const fattn_problem *p, fattn_cuda_args *a);
+/* ---- cuda_plan.c --------------------------------------------------------- */
+
+fattn_status cuda_plan_problem(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg);
+fattn_status cuda_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
 
 #endif /* FATTN_CUDA_COMMON_H */

@@ -7,8 +7,10 @@
  * batched GEMM over its `group` query heads (in chunks of GEMM_BATCH), K and
  * V repeated with stride 0.
  * S and P come from cudaMallocAsync and go back with cudaFreeAsync on the
- * context's stream: nothing synchronises. cuBLAS is opened with dlopen on the
- * first call, so the module loads without it. */
+ * context's stream: nothing synchronises. cuBLAS is opened with dlopen the
+ * first time a naive problem is planned, so the module loads without it.
+ * The planner (cuda_plan.c) decides whether the baseline takes a problem,
+ * with the checks below; this file runs it. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -56,8 +58,40 @@ static void open_cublas(void) {
     }
 }
 
+fattn_status cuda_naive_load(fattn_msg *msg) {
+    pthread_once(&blas_once, open_cublas);
+    if (!blas.gemm)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "the CUDA naive baseline needs cuBLAS at run time: %s",
+                          blas.error);
+    return FATTN_OK;
+}
+
+/* cuBLAS takes sequence lengths and leading dimensions as int, and a
+ * leading dimension no smaller than a row. The sequence lengths bind the
+ * zero output too (its rows are ints); the strides only the GEMMs, and are
+ * checked when the problem has operands. */
+fattn_status cuda_naive_check(const fattn_problem *p, fattn_msg *msg) {
+    const int64_t int_max = FATTN_INT32_MAX;
+    const int gemms = p->seq_kv > 0 && p->has_operands;
+    if (p->seq_q > int_max || p->seq_kv > int_max ||
+        (gemms && (p->q.stride_seq > int_max || p->k.stride_seq > int_max || p->v.stride_seq > int_max ||
+                   p->o.stride_seq > int_max)))
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the CUDA naive baseline passes sequence lengths and row strides to cuBLAS as "
+                          "32-bit integers: each must stay below 2^31");
+    if (!gemms) return FATTN_OK;
+    if (p->q.stride_seq < p->head_dim || p->k.stride_seq < p->head_dim || p->v.stride_seq < p->head_dim ||
+        p->o.stride_seq < p->head_dim)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the CUDA naive baseline needs row strides of at least head_dim (cuBLAS leading "
+                          "dimensions)");
+    return FATTN_OK;
+}
+
 void cuda_naive_release(cuda_state *s) {
-    if (s->cublas && blas.destroy) blas.destroy((cublasHandle_t)s->cublas);
+    if (!s->cublas) return;
+    cuda_use_quiet(s);   /* the handle belongs to the device's context */
+    if (blas.destroy) blas.destroy((cublasHandle_t)s->cublas);
     s->cublas = NULL;
 }
 
@@ -75,11 +109,11 @@ static cudaDataType data_type(fattn_dtype t) {
 }
 
 /* The two GEMMs and the softmax between them, on buffers S and P. */
-static fattn_status run(cuda_state *s, const fattn_problem *p, const fattn_cuda_args *a, float *S, void *P,
-                        fattn_msg *msg) {
+static fattn_status run_gemms(cuda_state *s, const fattn_problem *p, const fattn_cuda_args *a, float *S, void *P,
+                              fattn_msg *msg) {
     cublasHandle_t h = (cublasHandle_t)s->cublas;
     const int64_t Sq = p->seq_q, Sk = p->seq_kv, D = p->head_dim, group = p->heads_q / p->heads_kv;
-    const size_t es = p->dtype == FATTN_F32 ? 4 : 2;   /* P is in the storage type too */
+    const size_t es = (size_t)fattn_esize(p->dtype);   /* P is in the storage type too */
     const cudaDataType t = data_type(p->dtype);
     const float alpha_s = a->scale_log2, one = 1.0f, zero = 0.0f;
     cublasStatus_t bs;
@@ -96,7 +130,7 @@ static fattn_status run(cuda_state *s, const fattn_problem *p, const fattn_cuda_
                                Sq * Sk, (int)n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
                 if (bs != CUBLAS_STATUS_SUCCESS) return blas_fail(msg, bs, "GemmStridedBatchedEx (scores)");
             }
-    cudaError_t err = fattn_cuda_naive_softmax(S, P, (int)p->dtype, a, s->stream);
+    cudaError_t err = fattn_cuda_naive_softmax(S, P, p->dtype, a, s->stream);
     if (err != cudaSuccess) return cuda_fail(msg, err, "the naive softmax kernel");
     for (int64_t b = 0; b < p->batch; b++)
         for (int64_t hk = 0; hk < p->heads_kv; hk++)
@@ -114,31 +148,19 @@ static fattn_status run(cuda_state *s, const fattn_problem *p, const fattn_cuda_
     return FATTN_OK;
 }
 
-fattn_status cuda_forward_naive(void *state, const fattn_problem *p, fattn_msg *msg) {
+fattn_status cuda_run_naive(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
     cuda_state *s = state;
-    fattn_status st = cuda_use(s, msg);
+    (void)plan;   /* the baseline has one way to run */
+    /* The plan made these checks already; made again on the operands this
+     * run has, since a truncated leading dimension would send cuBLAS
+     * reading outside the tensors. Both are cheap. */
+    fattn_status st = cuda_naive_check(p, msg);
+    if (st == FATTN_OK) st = cuda_use(s, msg);
     if (st != FATTN_OK) return st;
     fattn_cuda_args a;
     cuda_args(p, &a);
-    if (p->seq_kv == 0) {
-        cudaError_t err = fattn_cuda_zero_output(&a, s->stream);
-        return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the zero-output kernel (seq_kv = 0)");
-    }
-    const int64_t int_max = FATTN_INT32_MAX;
-    if (p->seq_q > int_max || p->seq_kv > int_max || p->q.stride_seq > int_max || p->k.stride_seq > int_max ||
-        p->v.stride_seq > int_max || p->o.stride_seq > int_max)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the CUDA naive baseline passes sequence lengths and row strides to cuBLAS as "
-                          "32-bit integers: each must stay below 2^31");
-    if (p->q.stride_seq < p->head_dim || p->k.stride_seq < p->head_dim || p->v.stride_seq < p->head_dim ||
-        p->o.stride_seq < p->head_dim)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the CUDA naive baseline needs row strides of at least head_dim (cuBLAS leading "
-                          "dimensions)");
-    pthread_once(&blas_once, open_cublas);
-    if (!blas.gemm)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "the CUDA naive baseline needs cuBLAS at run time: %s",
-                          blas.error);
+    if (p->seq_kv == 0) return cuda_run_zero(s, &a, msg);
+    if ((st = cuda_naive_load(msg)) != FATTN_OK) return st;
     cublasStatus_t bs;
     if (!s->cublas) {
         cublasHandle_t h;
@@ -149,7 +171,7 @@ fattn_status cuda_forward_naive(void *state, const fattn_problem *p, fattn_msg *
         return blas_fail(msg, bs, "SetStream");
 
     const size_t pairs = (size_t)(p->batch * p->heads_q) * (size_t)p->seq_q * (size_t)p->seq_kv;   /* validated */
-    const size_t es = p->dtype == FATTN_F32 ? 4 : 2;   /* P's element: the storage type */
+    const size_t es = (size_t)fattn_esize(p->dtype);   /* P's element: the storage type */
     size_t bytes;
     if (__builtin_mul_overflow(pairs, sizeof(float), &bytes))
         return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY,
@@ -159,7 +181,7 @@ fattn_status cuda_forward_naive(void *state, const fattn_problem *p, fattn_msg *
     st = cuda_alloc(s, "the naive baseline's score matrix S", bytes, 1, &S, msg);
     if (st != FATTN_OK) return st;
     st = cuda_alloc(s, "the naive baseline's probability matrix P", pairs * es, 1, &P, msg);
-    if (st == FATTN_OK) st = run(s, p, &a, S, P, msg);
+    if (st == FATTN_OK) st = run_gemms(s, p, &a, S, P, msg);
     /* Freed in stream order, after the kernels that use them. */
     if (P) cudaFreeAsync(P, s->stream);
     cudaFreeAsync(S, s->stream);

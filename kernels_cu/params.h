@@ -1,13 +1,17 @@
-/* The contract between the CUDA backend's C host code and its kernels
- * (the .cu files in kernels_cu/): plain C, so both sides include it. Every launcher
- * enqueues on `stream` and returns cudaGetLastError() after the launch (or
- * the error that stopped it), never synchronising. */
-#ifndef FATTN_CUDA_KERNELS_H
-#define FATTN_CUDA_KERNELS_H
+/* The contract between the CUDA backend's C host code (backends/cuda/) and
+ * its kernels (the .cu files here): one plain parameter struct and the
+ * extern "C" entry points, in C so that both sides include it (the idea of
+ * FlashAttention-2's Flash_fwd_params). Every launcher enqueues on `stream`
+ * and returns cudaGetLastError() after each launch (or the error that
+ * stopped it), never synchronising. */
+#ifndef FATTN_CUDA_PARAMS_H
+#define FATTN_CUDA_PARAMS_H
 
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
+
+#include "fattn.h"   /* fattn_dtype: the storage type, named on both sides */
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,9 +29,18 @@ typedef struct fattn_cuda_args {
      * (kernels_cu/device_util.cuh). */
     int64_t batch, heads_q, group;   /* group = heads_q / heads_kv: query heads per K/V head */
     int seq_q, seq_kv, head_dim;     /* seq below 2^31 (the planner checks) */
-    float scale_log2;            /* softmax scale * log2(e): kernels use exp2 */
-    int causal;                  /* bottom-right: key j visible to row i iff j <= i + seq_kv - seq_q */
-    int dtype;                   /* fattn_dtype: 0 f32, 1 f16, 2 bf16 */
+    float scale_log2;                /* softmax scale * log2(e): kernels use exp2 */
+    int causal;                      /* 1: key j is visible to query row i iff j <= i + causal_offset */
+    fattn_dtype dtype;               /* of q, k, v and o: FATTN_F32, FATTN_F16 or FATTN_BF16 */
+    /* With causal, in [-seq_q, seq_kv - 1] (else 0): the host clamps the
+     * problem's int64 offset into that range, which changes no mask (an
+     * offset >= seq_kv - 1 shows every key to every row, one <= -seq_q none)
+     * and, with both sequences below 2^31, fits an int; bottom-right
+     * alignment is seq_kv - seq_q, top-left 0. The entry points check it.
+     * Last, so that the fields before keep their offsets: placed before
+     * dtype, it made ptxas spill 64 bytes in the dpad-128 tensor-core
+     * kernel on sm_90, which spills nothing this way. */
+    int causal_offset;
 } fattn_cuda_args;
 
 /* Head-dim buckets compiled into this build: the build sets each
@@ -47,18 +60,19 @@ typedef struct fattn_cuda_args {
 #define FATTN_CUDA_DPAD_256 1
 #endif
 
-
+/* 1 when the bucket `dpad` (32, 64, 128 or 256) was built. */
 int fattn_cuda_dpad_built(int dpad);
 
 /* Tensor-core kernel (mma.sync m16n8k16, ldmatrix, cp.async), f16 and bf16,
  * compute capability 8.0+. */
 cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, cudaStream_t stream);
-/* Tile sizes the mma kernel uses for dpad (for the memory report). */
+/* Tile sizes the mma kernel uses for dpad (for the planner and the memory
+ * report); zeros when the bucket was not built. */
 void fattn_cuda_flash_mma_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes);
 
 /* CUDA-core kernel (FFMA, float32 arithmetic), every dtype, compute capability 7.0+.
- * small: the tile shape for devices that give a block less shared memory than
- * the tuned one needs (the tiles query says how much each takes). */
+ * small: 1 takes the tile shape for devices that give a block less shared
+ * memory than the tuned one needs (the tiles query says how much each takes). */
 cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad, int small, cudaStream_t stream);
 void fattn_cuda_flash_simt_tiles(int dpad, int small, int *block_m, int *block_n, int *smem_bytes);
 /* 1 when the CUDA-core kernel was built for f16/bf16 too (FATTN_CUDA_SIMT_HALF). */
@@ -66,8 +80,8 @@ int fattn_cuda_simt_half_built(void);
 
 /* The naive baseline's softmax: S (float32, [batch * heads_q][seq_q][seq_kv],
  * already scaled by scale * log2 e) to P (float32, or the storage dtype when
- * p_dtype is f16/bf16, same layout), masked, with the lse. */
-cudaError_t fattn_cuda_naive_softmax(const float *s, void *p, int p_dtype, const fattn_cuda_args *a,
+ * p_dtype is FATTN_F16/FATTN_BF16, same layout), masked, with the lse. */
+cudaError_t fattn_cuda_naive_softmax(const float *s, void *p, fattn_dtype p_dtype, const fattn_cuda_args *a,
                                      cudaStream_t stream);
 /* Zeros into O (seq_kv = 0) and -inf into the lse. */
 cudaError_t fattn_cuda_zero_output(const fattn_cuda_args *a, cudaStream_t stream);
@@ -76,4 +90,4 @@ cudaError_t fattn_cuda_zero_output(const fattn_cuda_args *a, cudaStream_t stream
 }
 #endif
 
-#endif /* FATTN_CUDA_KERNELS_H */
+#endif /* FATTN_CUDA_PARAMS_H */

@@ -1,0 +1,84 @@
+/* The CUDA backend's launch layer: a problem becomes the kernels' arguments
+ * (kernels_cu/params.h), and a plan becomes one launch of its kernel on the
+ * context's stream. Nothing here decides (cuda_plan.c did), allocates or
+ * synchronises. */
+#include <string.h>
+
+#include "cuda_common.h"
+
+/* An operand's first element, or NULL for an absent operand (K and V may be
+ * absent when seq_kv = 0). */
+static const void *at(const fattn_operand *op, size_t es) {
+    return op->mem ? (const char *)cuda_ptr(op) + (size_t)op->offset * es : NULL;
+}
+
+/* The kernels keep the causal offset in an int. Clamped into [-seq_q,
+ * seq_kv - 1] it changes no mask (an offset >= seq_kv - 1 shows every key
+ * to every row, one <= -seq_q none; params.h), and with both sequences
+ * below 2^31 (the planner's check) that range fits an int. */
+static int kernel_offset(const fattn_problem *p) {
+    if (!p->causal) return 0;
+    int64_t off = p->causal_offset;
+    if (off > p->seq_kv - 1) off = p->seq_kv - 1;
+    if (off < -p->seq_q) off = -p->seq_q;
+    return (int)off;
+}
+
+void cuda_args(const fattn_problem *p, fattn_cuda_args *a) {
+    const size_t es = (size_t)fattn_esize(p->dtype);
+    memset(a, 0, sizeof *a);
+    a->q = at(&p->q, es);
+    a->k = at(&p->k, es);
+    a->v = at(&p->v, es);
+    a->o = (void *)at(&p->o, es);
+    a->lse = p->has_lse ? (float *)at(&p->lse, sizeof(float)) : NULL;
+    a->q_sb = p->q.stride_batch, a->q_sh = p->q.stride_head, a->q_ss = p->q.stride_seq;
+    a->k_sb = p->k.stride_batch, a->k_sh = p->k.stride_head, a->k_ss = p->k.stride_seq;
+    a->v_sb = p->v.stride_batch, a->v_sh = p->v.stride_head, a->v_ss = p->v.stride_seq;
+    a->o_sb = p->o.stride_batch, a->o_sh = p->o.stride_head, a->o_ss = p->o.stride_seq;
+    a->l_sb = p->lse.stride_batch, a->l_sh = p->lse.stride_head, a->l_ss = p->lse.stride_seq;
+    a->batch = p->batch;
+    a->heads_q = p->heads_q;
+    a->group = p->heads_q / p->heads_kv;
+    a->seq_q = (int)p->seq_q;   /* below 2^31: the planner checks */
+    a->seq_kv = (int)p->seq_kv;
+    a->head_dim = (int)p->head_dim;
+    a->scale_log2 = p->scale_log2;
+    a->causal = p->causal;
+    a->causal_offset = kernel_offset(p);
+    a->dtype = p->dtype;
+}
+
+fattn_status cuda_run_zero(cuda_state *s, const fattn_cuda_args *a, fattn_msg *msg) {
+    const cudaError_t err = fattn_cuda_zero_output(a, s->stream);
+    return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the zero-output kernel (seq_kv = 0)");
+}
+
+/* The device current and the arguments built: what every run starts with. */
+static fattn_status begin(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a, fattn_msg *msg) {
+    fattn_status st = cuda_use(s, msg);
+    if (st == FATTN_OK) cuda_args(p, a);
+    return st;
+}
+
+fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
+    cuda_state *s = state;
+    const cuda_plan *cp = FATTN_PLAN_AREA(plan, const cuda_plan);
+    fattn_cuda_args a;
+    fattn_status st = begin(s, p, &a, msg);
+    if (st != FATTN_OK) return st;
+    if (p->seq_kv == 0) return cuda_run_zero(s, &a, msg);
+    const cudaError_t err = fattn_cuda_flash_mma(&a, cp->dpad, s->stream);
+    return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the tensor-core attention kernel");
+}
+
+fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
+    cuda_state *s = state;
+    const cuda_plan *cp = FATTN_PLAN_AREA(plan, const cuda_plan);
+    fattn_cuda_args a;
+    fattn_status st = begin(s, p, &a, msg);
+    if (st != FATTN_OK) return st;
+    if (p->seq_kv == 0) return cuda_run_zero(s, &a, msg);
+    const cudaError_t err = fattn_cuda_flash_simt(&a, cp->dpad, cp->small, s->stream);
+    return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the CUDA-core attention kernel");
+}
