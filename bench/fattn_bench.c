@@ -129,7 +129,7 @@ static void progress(int k, int total, const bench_result *r, double t0) {
 static void run_device(const config *c, fattn_backend_kind kind, int dev, const bench_shape *shapes, int nshapes,
                        const bench_opts *o, results *rs, int *k, int total, double t0) {
     fattn_context *ctx;
-    if (fattn_context_create(&ctx, kind, dev) != FATTN_OK) {
+    if (fattn_context_create(kind, dev, &ctx) != FATTN_OK) {
         fprintf(stderr, "fattn_bench: %s device %d: %s\n", fattn_backend_name(kind), dev, fattn_error_message(NULL));
         return;
     }
@@ -240,7 +240,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 3; k++) {
         const fattn_backend_kind kind = (fattn_backend_kind)(k + 1);
         if (!c.kinds[k]) continue;
-        fattn_backend_info info;
+        fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
         if (fattn_backend_get_info(kind, &info) != FATTN_OK || info.device_count == 0) {
             fprintf(stderr, "fattn_bench: %s: skipped (%s)\n", fattn_backend_name(kind),
                     info.reason[0] ? info.reason : "no devices");

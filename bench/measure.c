@@ -28,8 +28,14 @@ const char *bench_dtype_name(fattn_dtype t) {
 }
 
 static fattn_attention_desc desc_of(bench_shape sh, fattn_dtype t) {
-    return (fattn_attention_desc){.batch = sh.b, .heads_q = sh.h, .heads_kv = sh.h, .seq_q = sh.s, .seq_kv = sh.s,
-                                  .head_dim = sh.d, .dtype = t, .causal = sh.causal};
+    fattn_attention_desc d = FATTN_ATTENTION_DESC_INIT;
+    d.batch = sh.b;
+    d.heads_q = d.heads_kv = sh.h;
+    d.seq_q = d.seq_kv = sh.s;
+    d.head_dim = sh.d;
+    d.dtype = t;
+    d.causal = sh.causal ? FATTN_CAUSAL_BOTTOM_RIGHT : FATTN_CAUSAL_NONE;
+    return d;
 }
 
 double bench_flops(bench_shape sh) {
@@ -205,7 +211,7 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
     r->clock = "host";
     r->max_err = -1.0;
     r->flash_measured = r->naive_measured = -1;
-    fattn_memory_report mem = {0};
+    fattn_memory_report mem = FATTN_MEMORY_REPORT_INIT;
     if (fattn_context_memory_report(ctx, &d, &mem) == FATTN_OK) {
         r->flash_bytes = mem.flash_bytes;
         r->naive_bytes = mem.naive_bytes;
@@ -221,7 +227,7 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
         if (st == FATTN_OK && i < 3) random_fill(host[i], t, n, 1234 + (uint64_t)i);
         if (st == FATTN_OK) st = fattn_buffer_alloc(ctx, bytes, &buf[i]);
         if (st == FATTN_OK && i < 3) st = fattn_buffer_write(buf[i], 0, host[i], bytes);
-        if (st == FATTN_OK) st = fattn_tensor_init(&x[i], buf[i], t, FATTN_LAYOUT_BSHD, sh.h, sh.s, sh.d);
+        if (st == FATTN_OK) st = fattn_tensor_init(buf[i], t, FATTN_LAYOUT_BSHD, sh.b, sh.h, sh.s, sh.d, 0, &x[i]);
     }
     if (st != FATTN_OK) fail(ctx, r, "inputs");
     else if (median_ms(ctx, fattn_forward, &d, x, o, &r->ms, &r->clock) != FATTN_OK) fail(ctx, r, "forward");

@@ -35,7 +35,7 @@ static int demo_context(fattn_context *ctx) {
         for (int t = 0; t < 3 && c; t++) {
             case_result r;
             fattn_attention_desc d = harness_desc(c, dtypes[t]);
-            fattn_memory_report m;
+            fattn_memory_report m = FATTN_MEMORY_REPORT_INIT;
             fattn_status st = harness_run(ctx, c, dtypes[t], 42 + i, HARNESS_TILED, &r);
             if (st == FATTN_OK) st = fattn_context_memory_report(ctx, &d, &m);
             if (st != FATTN_OK) {
@@ -64,9 +64,10 @@ static void long_sequences(fattn_context *ctx) {
            fattn_context_backend_name(ctx));
     printf("  %8s %12s %12s %9s\n", "seq", "naive", "fattn", "ratio");
     for (int64_t s = 2048; s <= 131072; s *= 4) {
-        fattn_attention_desc d = {.batch = 1, .heads_q = 16, .heads_kv = 16, .seq_q = s,
-                                  .seq_kv = s, .head_dim = 128, .dtype = FATTN_F16, .causal = 1};
-        fattn_memory_report m;
+        fattn_attention_desc d = {.size = sizeof d, .batch = 1, .heads_q = 16, .heads_kv = 16,
+                                  .seq_q = s, .seq_kv = s, .head_dim = 128, .dtype = FATTN_F16,
+                                  .causal = FATTN_CAUSAL_BOTTOM_RIGHT};
+        fattn_memory_report m = FATTN_MEMORY_REPORT_INIT;
         if (fattn_context_memory_report(ctx, &d, &m) != FATTN_OK) continue;
         char naive[32], flash[32];
         human((double)m.naive_bytes, naive, sizeof naive);
@@ -79,7 +80,7 @@ int main(void) {
     int failures = 0, ran = 0;
     printf("fattn %s demo\n", fattn_version_string());
     for (int k = FATTN_BACKEND_CPU; k < FATTN_BACKEND_COUNT; k++) {
-        fattn_backend_info info;
+        fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
         fattn_backend_get_info((fattn_backend_kind)k, &info);
         if (!info.available) {
             printf("\n%s: skipped: %s\n", info.name, info.reason);
@@ -87,7 +88,7 @@ int main(void) {
         }
         for (int dev = 0; dev < info.device_count; dev++) {
             fattn_context *ctx;
-            if (fattn_context_create(&ctx, (fattn_backend_kind)k, dev) != FATTN_OK) {
+            if (fattn_context_create((fattn_backend_kind)k, dev, &ctx) != FATTN_OK) {
                 printf("\n%s device %d: %s\n", info.name, dev, fattn_error_message(NULL));
                 failures++;
                 continue;

@@ -7,7 +7,8 @@
 #include "internal.h"
 
 #define REPORT_MIN (offsetof(fattn_memory_report, naive_bytes) + sizeof(uint64_t))
-#define TILING_MIN (offsetof(fattn_tiling, tile_kv) + sizeof(int))
+#define TILING_OLDER \
+    FATTN_OLDER(offsetof(fattn_tiling, concurrent_groups), offsetof(fattn_tiling, workspace_bytes))
 
 double fattn_visible_pairs(int64_t seq_q, int64_t seq_kv, int causal, int64_t off) {
     if (seq_q <= 0 || seq_kv <= 0) return 0.0;
@@ -92,7 +93,7 @@ fattn_status fattn_memory_estimate(const fattn_attention_desc *desc, const fattn
     fattn_status st = fattn_read_request(desc, &r, msg);
     if (st != FATTN_OK) return st;
     if (!out) return fattn_fail(msg, FATTN_ERR_NULL_POINTER, "out (the report) is NULL");
-    if (tiling && (st = fattn_ext_read(&t, sizeof t, tiling, TILING_MIN, "tiling", "fattn_tiling", msg)))
+    if (tiling && (st = fattn_ext_read(&t, sizeof t, tiling, TILING_OLDER, "tiling", "fattn_tiling", msg)))
         return st;
     if (t.tile_q < 0 || t.tile_kv < 0 || t.concurrent_groups < 0)
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT, "tiling has a negative field");

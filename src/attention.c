@@ -69,20 +69,36 @@ fattn_status fattn_tensor_init_index(fattn_buffer *buf, int64_t rows, int64_t co
     return st;
 }
 
-/* The plan's workspace: the caller's (checked for size), else nothing is
- * needed in this release (every plan's workspace_bytes is 0). */
-static fattn_status check_plan_workspace(fattn_context *ctx, const fattn_request *r, const fattn_plan *plan) {
+/* The plan's workspace: the caller's (checked for size), else the
+ * context's own, allocated the first time a plan needs more than it has and
+ * kept (no plan of this release needs any). */
+static fattn_status bind_workspace(fattn_context *ctx, const fattn_request *r, const fattn_plan *plan,
+                                   fattn_problem *p) {
     const uint64_t need = plan->tiling.workspace_bytes;
     if (need == 0) return FATTN_OK;
-    if (!r->d.workspace)
-        return fattn_ctx_fail(ctx, FATTN_ERR_INTERNAL,
-                              "plan '%s' needs %llu bytes of workspace and the context keeps none yet",
-                              plan->variant_name, (unsigned long long)need);
-    if (r->d.workspace->bytes < need)
-        return fattn_ctx_fail(ctx, FATTN_ERR_BUFFER_TOO_SMALL,
-                              "desc->workspace has %zu bytes; this problem needs %llu "
-                              "(fattn_workspace_size)",
-                              r->d.workspace->bytes, (unsigned long long)need);
+    if (r->d.workspace) {
+        if (r->d.workspace->bytes < need)
+            return fattn_ctx_fail(ctx, FATTN_ERR_BUFFER_TOO_SMALL,
+                                  "desc->workspace has %zu bytes; this problem needs %llu "
+                                  "(fattn_workspace_size)",
+                                  r->d.workspace->bytes, (unsigned long long)need);
+        p->workspace.mem = r->d.workspace->mem;
+        return FATTN_OK;
+    }
+    if (need > (uint64_t)SIZE_MAX)
+        return fattn_ctx_fail(ctx, FATTN_ERR_OUT_OF_MEMORY, "a workspace of %llu bytes cannot be addressed",
+                              (unsigned long long)need);
+    if (ctx->workspace_bytes < need) {
+        void *mem = NULL;
+        fattn_status st = ctx->vt->buffer_alloc(ctx->state, (size_t)need, &mem, &ctx->msg);
+        if (st != FATTN_OK) return st;
+        /* Work already queued on the old one keeps it alive: backends free
+         * device memory in queue order (cudaFree waits, OpenCL defers). */
+        if (ctx->workspace) ctx->vt->buffer_free(ctx->state, ctx->workspace, 1);
+        ctx->workspace = mem;
+        ctx->workspace_bytes = need;
+    }
+    p->workspace.mem = ctx->workspace;
     return FATTN_OK;
 }
 
@@ -101,7 +117,7 @@ static fattn_status run(fattn_context *ctx, fattn_op op, const fattn_attention_d
     if (st != FATTN_OK) return st;
     memset(&plan, 0, sizeof plan);
     if ((st = ctx->vt->plan(ctx->state, &p, &plan, &ctx->msg)) != FATTN_OK) return st;
-    if ((st = check_plan_workspace(ctx, &r, &plan)) != FATTN_OK) return st;
+    if ((st = bind_workspace(ctx, &r, &plan, &p)) != FATTN_OK) return st;
     return ctx->vt->run(ctx->state, &p, &plan, &ctx->msg);
 }
 

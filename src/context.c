@@ -237,8 +237,13 @@ fattn_status fattn_context_create_with(const fattn_context_params *params, fattn
     *out = NULL;
     if (!params) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "params is NULL");
     fattn_context_params prm = FATTN_CONTEXT_PARAMS_INIT;
-    fattn_status st = fattn_ext_read(&prm, sizeof prm, params, offsetof(fattn_context_params, device) + sizeof(int),
+#define P_(field) offsetof(fattn_context_params, field)
+    fattn_status st = fattn_ext_read(&prm, sizeof prm, params,
+                                     FATTN_OLDER(P_(cpu_threads), P_(opencl_platform), P_(opencl_device),
+                                                 P_(cache_dir), P_(native_context), P_(native_device),
+                                                 P_(native_queue), P_(cuda_current_context)),
                                      "params", "fattn_context_params", fattn_thread_msg());
+#undef P_
     if (st != FATTN_OK) return st;
     return create(&prm, out);
 }
@@ -299,6 +304,7 @@ fattn_status fattn_context_get_param(fattn_context *ctx, fattn_param param, int6
 
 void fattn_context_release(fattn_context *ctx) {
     if (--ctx->refs > 0) return;
+    if (ctx->workspace) ctx->vt->buffer_free(ctx->state, ctx->workspace, 1);
     ctx->vt->close(ctx->state);
     fattn_settings_free(&ctx->settings);
     free(ctx);

@@ -26,11 +26,20 @@ static fattn_status check_size(size_t size, size_t own, size_t min, const char *
     return FATTN_OK;
 }
 
-fattn_status fattn_ext_read(void *dst, size_t own, const void *src, size_t min, const char *name,
-                            const char *type, fattn_msg *msg) {
+fattn_status fattn_ext_read(void *dst, size_t own, const void *src, const size_t *older, int n_older,
+                            const char *name, const char *type, fattn_msg *msg) {
     const size_t size = size_of(src);
-    fattn_status st = check_size(size, own, min, name, type, msg);
+    fattn_status st = check_size(size, own, older[0], name, type, msg);
     if (st != FATTN_OK) return st;
+    /* An older struct ends where a field of the newer one starts; any other
+     * size would cut a field (half a pointer) and is no struct at all. */
+    int known = size >= own;
+    for (int i = 0; i < n_older && !known; i++) known = size == older[i];
+    if (!known)
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                          "%s->size = %zu ends inside a field of %s (this version's is %zu bytes): set "
+                          "size = sizeof(%s), e.g. with its INIT macro",
+                          name, size, type, own, type);
     /* A newer caller's extra fields are fine while they hold their zero
      * defaults; a set one asks for something this library cannot do. */
     for (size_t i = own; i < size; i++)

@@ -16,6 +16,8 @@ struct fattn_context {
     fattn_msg msg;             /* detail of the last failure */
     fattn_settings_store settings;   /* resolved at creation, kept for the backend */
     fattn_tuning tune;         /* context parameters (fattn_context_set_param) */
+    void *workspace;           /* the backend's buffer for plans that need scratch, kept */
+    uint64_t workspace_bytes;
 };
 
 struct fattn_buffer {
@@ -45,12 +47,17 @@ fattn_msg *fattn_thread_msg(void);
 /* ---- Size-first structs (extensible.c) ------------------------------------ */
 
 /* Reads the caller's struct at src into dst, which holds the library's
- * defaults and is `own` bytes: checks src's size field against `min` (the
- * first version's size) and, past `own`, that the unknown bytes are zero;
- * copies what both know. `name` is the argument ("desc"), `type` the struct
+ * defaults and is `own` bytes. src's size must be `own` or more (the bytes
+ * past `own` zero), or one of the n_older sizes an older version of the
+ * struct had (older[0], the smallest, is the first version's); copies what
+ * both know. `name` is the argument ("desc"), `type` the struct
  * ("fattn_attention_desc"), for the message. */
-fattn_status fattn_ext_read(void *dst, size_t own, const void *src, size_t min, const char *name,
-                            const char *type, fattn_msg *msg);
+fattn_status fattn_ext_read(void *dst, size_t own, const void *src, const size_t *older, int n_older,
+                            const char *name, const char *type, fattn_msg *msg);
+/* The sizes an older struct may have: where each field after the first
+ * version's last begins. */
+#define FATTN_OLDER(...) ((const size_t[]){__VA_ARGS__}), \
+    (int)(sizeof((const size_t[]){__VA_ARGS__}) / sizeof(size_t))
 /* Writes the library's struct src (own bytes) to the caller's dst, only the
  * bytes its size covers; dst's size field is kept. */
 fattn_status fattn_ext_write(void *dst, const void *src, size_t own, size_t min, const char *name,

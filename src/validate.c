@@ -19,12 +19,19 @@ static int mul4(int64_t a, int64_t b, int64_t c, int64_t d, int64_t *out) {
     return 1;
 }
 
-/* The first version's sizes: a caller built against them still works. */
-#define DESC_MIN offsetof(fattn_attention_desc, mask)
-#define MASK_MIN (offsetof(fattn_mask_desc, window_right) + sizeof(int64_t))
-#define VARLEN_MIN sizeof(fattn_varlen_desc)
-#define PAGED_MIN sizeof(fattn_paged_kv_desc)
-#define TENSOR_MIN sizeof(fattn_tensor)
+/* The sizes a caller built against an older header may pass: the first
+ * version's, then one per field added since (0.2.0 counts the fields
+ * fattn 0.1 had as its first version of the description and the mask's
+ * window as the mask's). */
+#define DESC_OLDER                                                                           \
+    FATTN_OLDER(offsetof(fattn_attention_desc, mask), offsetof(fattn_attention_desc, varlen), \
+                offsetof(fattn_attention_desc, paged_kv), offsetof(fattn_attention_desc, workspace))
+#define MASK_OLDER                                                                      \
+    FATTN_OLDER(offsetof(fattn_mask_desc, softcap), offsetof(fattn_mask_desc, alibi_slopes), \
+                offsetof(fattn_mask_desc, sinks), offsetof(fattn_mask_desc, bias))
+#define VARLEN_OLDER FATTN_OLDER(sizeof(fattn_varlen_desc))
+#define PAGED_OLDER FATTN_OLDER(sizeof(fattn_paged_kv_desc))
+#define TENSOR_OLDER FATTN_OLDER(sizeof(fattn_tensor))
 
 static fattn_status check_desc(const fattn_attention_desc *d, fattn_msg *msg) {
     int64_t n;
@@ -123,21 +130,21 @@ fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request 
     r->mask = m0;
     r->varlen = v0;
     r->paged = p0;
-    if ((st = fattn_ext_read(&r->d, sizeof r->d, desc, DESC_MIN, "desc", "fattn_attention_desc", msg)))
+    if ((st = fattn_ext_read(&r->d, sizeof r->d, desc, DESC_OLDER, "desc", "fattn_attention_desc", msg)))
         return st;
     if ((st = check_desc(&r->d, msg))) return st;
     r->has_mask = r->d.mask != NULL;
     r->has_varlen = r->d.varlen != NULL;
     r->has_paged = r->d.paged_kv != NULL;
     if (r->has_mask &&
-        ((st = fattn_ext_read(&r->mask, sizeof r->mask, r->d.mask, MASK_MIN, "desc->mask",
+        ((st = fattn_ext_read(&r->mask, sizeof r->mask, r->d.mask, MASK_OLDER, "desc->mask",
                               "fattn_mask_desc", msg)) ||
          (st = check_mask(&r->mask, msg))))
         return st;
-    if (r->has_varlen && (st = fattn_ext_read(&r->varlen, sizeof r->varlen, r->d.varlen, VARLEN_MIN,
+    if (r->has_varlen && (st = fattn_ext_read(&r->varlen, sizeof r->varlen, r->d.varlen, VARLEN_OLDER,
                                               "desc->varlen", "fattn_varlen_desc", msg)))
         return st;
-    if (r->has_paged && (st = fattn_ext_read(&r->paged, sizeof r->paged, r->d.paged_kv, PAGED_MIN,
+    if (r->has_paged && (st = fattn_ext_read(&r->paged, sizeof r->paged, r->d.paged_kv, PAGED_OLDER,
                                              "desc->paged_kv", "fattn_paged_kv_desc", msg)))
         return st;
     return check_layout(r, msg);
@@ -230,7 +237,7 @@ static fattn_status check_tensor(fattn_context *ctx, const want_ *w, const fattn
     const char *name = w->name;
     if (!user) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s (the tensor) is NULL", name);
     *t = t0;
-    fattn_status st = fattn_ext_read(t, sizeof *t, user, TENSOR_MIN, name, "fattn_tensor", &ctx->msg);
+    fattn_status st = fattn_ext_read(t, sizeof *t, user, TENSOR_OLDER, name, "fattn_tensor", &ctx->msg);
     if (st != FATTN_OK) return st;
     r->root = NULL;
     r->empty = 0;

@@ -320,7 +320,7 @@ static void run_once(fattn_backend_kind kind, run_out *out) {
     out->ok = 1;
     out->step = "";
     out->st = FATTN_OK;
-    fattn_status st = fattn_context_create(&ctx, kind, 0);
+    fattn_status st = fattn_context_create(kind, 0, &ctx);
     if (st != FATTN_OK) {
         if (ctx != NULL) fail_msg("a failed fattn_context_create left *out = %p, not NULL", (void *)ctx);
         check_failure(st, NULL, "fattn_context_create");
@@ -329,8 +329,9 @@ static void run_once(fattn_backend_kind kind, run_out *out) {
         out->st = st;
         return;
     }
-    const fattn_attention_desc desc = {.batch = B, .heads_q = HQ, .heads_kv = HKV, .seq_q = SQ,
-                                       .seq_kv = SKV, .head_dim = D, .dtype = FATTN_F32, .causal = 1};
+    const fattn_attention_desc desc = {.size = sizeof desc, .batch = B, .heads_q = HQ, .heads_kv = HKV,
+                                       .seq_q = SQ, .seq_kv = SKV, .head_dim = D, .dtype = FATTN_F32,
+                                       .causal = FATTN_CAUSAL_BOTTOM_RIGHT};
     fattn_tensor tq, tk, tv, to, tl;
     STEP(fattn_buffer_alloc(ctx, sizeof q_host, &bq), ctx, "fattn_buffer_alloc q");
     STEP(fattn_buffer_alloc(ctx, sizeof k_host, &bk), ctx, "fattn_buffer_alloc k");
@@ -340,11 +341,11 @@ static void run_once(fattn_backend_kind kind, run_out *out) {
     STEP(fattn_buffer_write(bq, 0, q_host, sizeof q_host), ctx, "fattn_buffer_write q");
     STEP(fattn_buffer_write(bk, 0, k_host, sizeof k_host), ctx, "fattn_buffer_write k");
     STEP(fattn_buffer_write(bv, 0, v_host, sizeof v_host), ctx, "fattn_buffer_write v");
-    fattn_tensor_init(&tq, bq, FATTN_F32, FATTN_LAYOUT_BSHD, HQ, SQ, D);
-    fattn_tensor_init(&tk, bk, FATTN_F32, FATTN_LAYOUT_BSHD, HKV, SKV, D);
-    fattn_tensor_init(&tv, bv, FATTN_F32, FATTN_LAYOUT_BSHD, HKV, SKV, D);
-    fattn_tensor_init(&to, bo, FATTN_F32, FATTN_LAYOUT_BSHD, HQ, SQ, D);
-    fattn_tensor_init_lse(&tl, bl, HQ, SQ);
+    STEP(fattn_tensor_init(bq, FATTN_F32, FATTN_LAYOUT_BSHD, B, HQ, SQ, D, 0, &tq), NULL, "fattn_tensor_init q");
+    STEP(fattn_tensor_init(bk, FATTN_F32, FATTN_LAYOUT_BSHD, B, HKV, SKV, D, 0, &tk), NULL, "fattn_tensor_init k");
+    STEP(fattn_tensor_init(bv, FATTN_F32, FATTN_LAYOUT_BSHD, B, HKV, SKV, D, 0, &tv), NULL, "fattn_tensor_init v");
+    STEP(fattn_tensor_init(bo, FATTN_F32, FATTN_LAYOUT_BSHD, B, HQ, SQ, D, 0, &to), NULL, "fattn_tensor_init o");
+    STEP(fattn_tensor_init_lse(bl, B, HQ, SQ, 0, &tl), NULL, "fattn_tensor_init_lse");
     st = fattn_timer_create(ctx, &timer);   /* a backend may have no timer */
     if (st != FATTN_ERR_UNSUPPORTED) STEP(st, ctx, "fattn_timer_create");
     if (timer) STEP(fattn_timer_start(timer), ctx, "fattn_timer_start");
@@ -392,7 +393,7 @@ static float max_diff(const float *a, const float *b, int n) {
 
 static void fail_each_allocation(void **state) {
     const fattn_backend_kind kind = *(const fattn_backend_kind *)*state;
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     test_use_backend(kind, &info);
 
     /* An uninjected run first: it loads the backend's module and caches its

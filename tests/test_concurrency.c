@@ -83,7 +83,7 @@ static void *worker(void *p) {
     shared *s = a->s;
     pthread_barrier_wait(&s->start);
     fattn_context *ctx = NULL;
-    if (fattn_context_create(&ctx, s->kind, 0) != FATTN_OK) {
+    if (fattn_context_create(s->kind, 0, &ctx) != FATTN_OK) {
         failed(s, "worker %d: create: %s", a->id, fattn_error_message(NULL));
         return NULL;
     }
@@ -114,7 +114,7 @@ static void *querier(void *p) {
     pthread_barrier_wait(&s->start);
     for (int q = 0; q < QUERIES; q++) {
         for (int i = 0; i < KINDS; i++) {
-            fattn_backend_info info;
+            fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
             fattn_status st = fattn_backend_get_info(all_kinds[i], &info);
             if (st != FATTN_OK || info.available != s->info[i].available ||
                 info.device_count != s->info[i].device_count || strcmp(info.name, s->info[i].name) != 0)
@@ -139,7 +139,7 @@ static void *querier(void *p) {
             failed(s, "querier %d: the message for \"%s\" is \"%s\"", a->id, bogus, fattn_error_message(NULL));
         if (strcmp(fattn_status_string(FATTN_ERR_HEADS), "query heads are not a multiple of key/value heads") != 0)
             failed(s, "querier %d: fattn_status_string(FATTN_ERR_HEADS) changed", a->id);
-        fattn_memory_report rep;
+        fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
         if (fattn_memory_estimate(&s->desc, NULL, &rep) != FATTN_OK ||
             rep.naive_bytes != s->report.naive_bytes || rep.flash_bytes != s->report.flash_bytes ||
             rep.flops != s->report.flops)
@@ -155,14 +155,14 @@ static void *churner(void *p) {
     pthread_barrier_wait(&s->start);
     for (int n = 0; n < CHURNS; n++) {
         fattn_context *ctx = NULL;
-        if (fattn_context_create(&ctx, s->kind, 0) != FATTN_OK) {
+        if (fattn_context_create(s->kind, 0, &ctx) != FATTN_OK) {
             failed(s, "churner %d: create: %s", a->id, fattn_error_message(NULL));
             return NULL;
         }
         unsigned char in[1024], out[1024];
         for (size_t i = 0; i < sizeof in; i++) in[i] = (unsigned char)(i * 7 + (size_t)a->id + (size_t)n);
         fattn_buffer *b1 = NULL, *b2 = NULL;
-        fattn_memory_report rep;
+        fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
         if (fattn_buffer_alloc(ctx, sizeof in, &b1) != FATTN_OK || fattn_buffer_alloc(ctx, 4096, &b2) != FATTN_OK ||
             fattn_buffer_write(b1, 0, in, sizeof in) != FATTN_OK ||
             fattn_buffer_read(b1, 0, out, sizeof out) != FATTN_OK || memcmp(in, out, sizeof in) != 0)
@@ -186,8 +186,10 @@ static void *first_query(void *p) {
     first_use *f = ((void **)p)[0];
     const int id = (int)(intptr_t)((void **)p)[1];
     pthread_barrier_wait(&f->start);
-    for (int i = KINDS - 1; i >= 0; i--)   /* the GPU modules first */
+    for (int i = KINDS - 1; i >= 0; i--) {   /* the GPU modules first */
+        f->info[id][i].size = sizeof f->info[id][i];
         f->st[id][i] = fattn_backend_get_info(all_kinds[i], &f->info[id][i]);
+    }
     return NULL;
 }
 
@@ -235,6 +237,7 @@ static void run_threads(void **state) {
         skip();
     }
     for (int i = 0; i < KINDS; i++) {
+        s.info[i].size = sizeof s.info[i];
         assert_int_equal(fattn_backend_get_info(all_kinds[i], &s.info[i]), FATTN_OK);
         if (s.info[i].available)
             assert_int_equal(fattn_device_get_name(all_kinds[i], 0, s.device0[i], sizeof s.device0[i]), FATTN_OK);
@@ -242,8 +245,10 @@ static void run_threads(void **state) {
     }
     for (size_t i = 0; i < sizeof case_names / sizeof case_names[0]; i++)
         if (!find_case(case_names[i])) fail_msg("case '%s' is not in the shared table", case_names[i]);
-    s.desc = (fattn_attention_desc){.batch = 2, .heads_q = 8, .heads_kv = 2, .seq_q = 100, .seq_kv = 300,
-                                    .head_dim = 64, .dtype = FATTN_BF16, .causal = 1};
+    s.desc = (fattn_attention_desc){.size = sizeof s.desc, .batch = 2, .heads_q = 8, .heads_kv = 2, .seq_q = 100,
+                                    .seq_kv = 300, .head_dim = 64, .dtype = FATTN_BF16,
+                                    .causal = FATTN_CAUSAL_BOTTOM_RIGHT};
+    s.report.size = sizeof s.report;
     assert_int_equal(fattn_memory_estimate(&s.desc, NULL, &s.report), FATTN_OK);
     pthread_mutex_init(&s.lock, NULL);
 

@@ -35,12 +35,12 @@ static int case_selected(const char *name) {
 
 static void run_table(void **state) {
     const conf_state *cs = *state;
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     test_use_backend(cs->kind, &info);
     int failures = 0;
     for (int dev = 0; dev < info.device_count; dev++) {
         fattn_context *ctx = NULL;
-        fattn_status st = fattn_context_create(&ctx, cs->kind, dev);
+        fattn_status st = fattn_context_create(cs->kind, dev, &ctx);
         if (st != FATTN_OK) fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
         print_message("%s device %d (%s), %s%s\n", info.name, dev, fattn_context_device_name(ctx),
                       harness_dtype_name(cs->dtype), cs->path == HARNESS_NAIVE ? ", naive" : "");

@@ -21,10 +21,11 @@
 #include "test_backend.h"
 
 /* Non-causal, causal, GQA (causal, other layout), causal with seq_q > seq_kv
- * and an odd head dim, and a large one: tile edges everywhere. */
+ * and an odd head dim, top-left causal with more queries than keys, and a
+ * large one: tile edges everywhere. */
 static const char *const case_names[] = {
     "seq 63 dim 40", "causal seq 65", "GQA 8/2", "GQA 8/2 causal bhsd", "causal sq>sk 65/7",
-    "causal sq<sk 63/129", "seq 129 dim 256",
+    "causal sq<sk 63/129", "causal tl sq>sk 101/37", "seq 129 dim 256",
 };
 enum { CASES = sizeof case_names / sizeof case_names[0] };
 
@@ -112,7 +113,8 @@ static fattn_status repeat_case(fattn_context *ctx, const fattn_case *c, fattn_d
     unsigned char *l = malloc(nl * 4), *first_l = malloc(nl * 4), *poison_l = malloc(nl * 4);
     assert_true(o && first_o && poison_o && l && first_l && poison_l);
     fattn_buffer *bq = NULL, *bk = NULL, *bv = NULL, *bo = NULL, *bl = NULL;
-    fattn_tensor tq, tk, tv, to, tl;
+    fattn_tensor tq = FATTN_TENSOR_INIT, tk = FATTN_TENSOR_INIT, tv = FATTN_TENSOR_INIT,
+                 to = FATTN_TENSOR_INIT, tl = FATTN_TENSOR_INIT;
     fattn_status st;
     if ((st = fattn_buffer_alloc(ctx, nq * es, &bq)) || (st = fattn_buffer_alloc(ctx, nq * es, &bo)) ||
         (st = fattn_buffer_alloc(ctx, nl * 4, &bl)) ||
@@ -121,11 +123,13 @@ static fattn_status repeat_case(fattn_context *ctx, const fattn_case *c, fattn_d
     if (nkv && ((st = fattn_buffer_alloc(ctx, nkv * es, &bk)) || (st = fattn_buffer_alloc(ctx, nkv * es, &bv)) ||
                 (st = fattn_buffer_write(bk, 0, k, nkv * es)) || (st = fattn_buffer_write(bv, 0, v, nkv * es))))
         goto done;
-    fattn_tensor_init(&tq, bq, dt, c->layout, c->heads_q, c->seq_q, c->head_dim);
-    fattn_tensor_init(&tk, bk, dt, c->layout, c->heads_kv, c->seq_kv, c->head_dim);
-    fattn_tensor_init(&tv, bv, dt, c->layout, c->heads_kv, c->seq_kv, c->head_dim);
-    fattn_tensor_init(&to, bo, dt, c->layout, c->heads_q, c->seq_q, c->head_dim);
-    fattn_tensor_init_lse(&tl, bl, c->heads_q, c->seq_q);
+    if ((st = fattn_tensor_init(bq, dt, c->layout, c->batch, c->heads_q, c->seq_q, c->head_dim, 0, &tq)) ||
+        (st = fattn_tensor_init(bk, dt, c->layout, c->batch, c->heads_kv, c->seq_kv, c->head_dim, 0, &tk)) ||
+        (st = fattn_tensor_init(bv, dt, c->layout, c->batch, c->heads_kv, c->seq_kv, c->head_dim, 0, &tv)) ||
+        (st = fattn_tensor_init(bo, dt, c->layout, c->batch, c->heads_q, c->seq_q, c->head_dim, 0, &to)) ||
+        (st = fattn_tensor_init_lse(bl, c->batch, c->heads_q, c->seq_q, 0, &tl)))
+        fail_msg("case '%s': fattn_tensor_init: %s: %s", c->name, fattn_status_string(st),
+                 fattn_error_message(NULL));
 
     for (int r = 0; r < reps; r++) {
         /* 0xff is NaN in every dtype; 0xa5 is a finite value: an element a run
@@ -174,13 +178,13 @@ done:
 
 static void repeat_all(void **state) {
     const det_state *ds = *state;
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     test_use_backend(ds->kind, &info);
     const int reps = repeats();
     const char *path = ds->path == HARNESS_NAIVE ? "naive" : "tiled";
     for (int dev = 0; dev < info.device_count; dev++) {
         fattn_context *ctx = NULL;
-        if (fattn_context_create(&ctx, ds->kind, dev) != FATTN_OK)
+        if (fattn_context_create(ds->kind, dev, &ctx) != FATTN_OK)
             fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
         for (int i = 0; i < CASES; i++) {
             const fattn_case *c = find_case(case_names[i]);

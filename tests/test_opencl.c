@@ -43,7 +43,7 @@ static char cache_dir[256];
 static char last_device[600];   /* the device description of run_small's context */
 
 static void require_opencl(void) {
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     assert_int_equal(fattn_backend_get_info(FATTN_BACKEND_OPENCL, &info), FATTN_OK);
     if (!info.available) {
         const char *required = getenv("FATTN_TEST_REQUIRE");
@@ -60,7 +60,7 @@ static fattn_status run_case(const char *case_name, int check, char *msg, size_t
         if (strcmp(fattn_cases[i].name, case_name) == 0) c = &fattn_cases[i];
     assert_non_null(c);
     fattn_context *ctx;
-    fattn_status st = fattn_context_create(&ctx, FATTN_BACKEND_OPENCL, 0);
+    fattn_status st = fattn_context_create(FATTN_BACKEND_OPENCL, 0, &ctx);
     if (st != FATTN_OK) {
         snprintf(msg, len, "%s", fattn_error_message(NULL));
         return st;
@@ -227,7 +227,7 @@ static void test_timer(void **state) {
         if (strcmp(fattn_cases[i].name, "seq 1000 dim 64") == 0) c = &fattn_cases[i];
     assert_non_null(c);
     fattn_context *ctx;
-    assert_int_equal(fattn_context_create(&ctx, FATTN_BACKEND_OPENCL, 0), FATTN_OK);
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_OPENCL, 0, &ctx), FATTN_OK);
     fattn_timer *t = NULL;
     assert_int_equal(fattn_timer_create(ctx, &t), FATTN_OK);
     assert_int_equal(fattn_timer_is_device_clock(t), 1);
@@ -251,7 +251,7 @@ static void test_device_selection(void **state) {
     (void)state;
     require_opencl();
     char name[256], msg[4096];
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     assert_int_equal(fattn_device_get_name(FATTN_BACKEND_OPENCL, 0, name, sizeof name), FATTN_OK);
 
     /* By name substring, in another case: the same device 0. */
@@ -273,7 +273,7 @@ static void test_device_selection(void **state) {
     assert_false(info.available);
     assert_non_null(strstr(info.reason, "FATTN_OPENCL_DEVICE"));
     fattn_context *ctx;
-    assert_int_equal(fattn_context_create(&ctx, FATTN_BACKEND_OPENCL, 0), FATTN_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_OPENCL, 0, &ctx), FATTN_ERR_BACKEND_UNAVAILABLE);
     unsetenv("FATTN_OPENCL_DEVICE");
 
     setenv("FATTN_OPENCL_PLATFORM", "no-such-platform", 1);
@@ -296,9 +296,10 @@ typedef struct first_use {
 static void *first_use_thread(void *arg) {
     first_use *u = arg;
     pthread_barrier_wait(u->barrier);
+    u->info.size = sizeof u->info;
     u->info_st = fattn_backend_get_info(FATTN_BACKEND_OPENCL, &u->info);
     fattn_context *ctx = NULL;
-    u->ctx_st = fattn_context_create(&ctx, FATTN_BACKEND_OPENCL, 0);
+    u->ctx_st = fattn_context_create(FATTN_BACKEND_OPENCL, 0, &ctx);
     fattn_context_free(ctx);
     return NULL;
 }
@@ -353,7 +354,7 @@ static void test_concurrent_first_use(void **state) {
  * must say how many platforms were seen and what the driver answered. Exit
  * 0 when it does, 4 when a device of another platform is still there. */
 static int child_enumeration(void) {
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     if (fattn_backend_get_info(FATTN_BACKEND_OPENCL, &info) != FATTN_OK) return 1;
     if (info.available) return 4;
     fprintf(stderr, "reason: %s\n", info.reason);
@@ -435,7 +436,7 @@ static const char evil_kernel[] =
     "    __global const elem_t *v, long v_off, long v_sb, long v_sh, long v_ss,\n"
     "    __global elem_t *o, long o_off, long o_sb, long o_sh, long o_ss,\n"
     "    __global float *lse, long l_off, long l_sb, long l_sh, long l_ss, int has_lse,\n"
-    "    int Hq, int group, int Sq, int Sk, int D, float scale_log2e, int causal) {\n"
+    "    int Hq, int group, int Sq, int Sk, int D, float scale_log2e, int causal, long coff) {\n"
     "    if (get_global_id(0) == 0 && get_global_id(1) == 0) STORE(o, o_off, 42.0f);\n"
     "}\n";
 
@@ -570,7 +571,7 @@ static void test_cache_entry_not_trusted(void **state) {
 static void expect_cache_dir_refused(const char *value, const char *says) {
     fattn_context *ctx = NULL;
     setenv("FATTN_CACHE_DIR", value, 1);
-    const fattn_status st = fattn_context_create(&ctx, FATTN_BACKEND_OPENCL, 0);
+    const fattn_status st = fattn_context_create(FATTN_BACKEND_OPENCL, 0, &ctx);
     const char *msg = fattn_error_message(NULL);
     fattn_context_free(ctx);
     if (st != FATTN_ERR_ENVIRONMENT || !strstr(msg, "FATTN_CACHE_DIR") || !strstr(msg, says) ||
@@ -754,7 +755,7 @@ static void test_absurd_alloc(void **state) {
     require_opencl();
     fattn_context *ctx;
     fattn_buffer *b = NULL;
-    assert_int_equal(fattn_context_create(&ctx, FATTN_BACKEND_OPENCL, 0), FATTN_OK);
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_OPENCL, 0, &ctx), FATTN_OK);
     assert_int_equal(fattn_buffer_alloc(ctx, (size_t)1 << 62, &b), FATTN_ERR_OUT_OF_MEMORY);
     assert_null(b);
     const char *msg = fattn_error_message(ctx);
@@ -800,10 +801,9 @@ static fattn_status alias_forward(alias_run *a, fattn_buffer *qb, int64_t q_off,
     fattn_tensor t[4];
     fattn_buffer *bufs[4] = {qb, a->k, a->v, ob};
     for (int i = 0; i < 4; i++)
-        assert_int_equal(fattn_tensor_init(&t[i], bufs[i], FATTN_F32, FATTN_LAYOUT_BSHD, 1, AL_S, AL_D),
+        assert_int_equal(fattn_tensor_init(bufs[i], FATTN_F32, FATTN_LAYOUT_BSHD, 1, 1, AL_S, AL_D,
+                                           i == 0 ? q_off : i == 3 ? o_off : 0, &t[i]),
                          FATTN_OK);
-    t[0].offset = q_off;
-    t[3].offset = o_off;
     return fattn_forward(a->ctx, &a->desc, &t[0], &t[1], &t[2], &t[3], NULL);
 }
 
@@ -845,13 +845,14 @@ static void test_aliasing_found(void **state) {
         a.kv[0][i] = (float)rand() / (float)RAND_MAX - 0.5f;
         a.kv[1][i] = (float)rand() / (float)RAND_MAX - 0.5f;
     }
-    a.desc = (fattn_attention_desc){.batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = AL_S, .seq_kv = AL_S,
+    a.desc = (fattn_attention_desc){.size = sizeof a.desc, .batch = 1, .heads_q = 1, .heads_kv = 1,
+                                    .seq_q = AL_S, .seq_kv = AL_S,
                                     .head_dim = AL_D, .dtype = FATTN_F32};
     const ref_view rq = {a.q, FATTN_F32, 0, AL_N, AL_N, AL_D}, rk = {a.kv[0], FATTN_F32, 0, AL_N, AL_N, AL_D},
                    rv = {a.kv[1], FATTN_F32, 0, AL_N, AL_N, AL_D};
     double lse[AL_S];
     ref_attention(&a.desc, &rq, &rk, &rv, a.want, lse);
-    assert_int_equal(fattn_context_create(&a.ctx, FATTN_BACKEND_OPENCL, 0), FATTN_OK);
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_OPENCL, 0, &a.ctx), FATTN_OK);
     assert_int_equal(fattn_buffer_alloc(a.ctx, bytes, &a.k), FATTN_OK);
     assert_int_equal(fattn_buffer_alloc(a.ctx, bytes, &a.v), FATTN_OK);
     assert_int_equal(fattn_buffer_write(a.k, 0, a.kv[0], bytes), FATTN_OK);

@@ -7,8 +7,9 @@
  *   - NaN propagates: a NaN or +inf score (NaN in Q or K, inf - inf) makes
  *     the row's O and LSE NaN; a NaN in V at a visible key makes that output
  *     element NaN and leaves LSE alone; the K of a key the causal mask hides
- *     never enters a score, so a NaN there changes nothing. (A NaN in the V
- *     of a hidden key is left open: GPU paths multiply whole tiles.)
+ *     (bottom-right or top-left) never enters a score, so a NaN or -inf
+ *     there changes nothing. (A NaN in the V of a hidden key is left open:
+ *     GPU paths multiply whole tiles.)
  * Each head of one call is one scenario (heads have their own K and V). The
  * expected values come from the double reference, which follows the same
  * rules; NaN must meet NaN, infinities must be equal, finite values within
@@ -91,7 +92,8 @@ typedef struct problem {
 } problem;
 
 static void problem_alloc(problem *p, fattn_dtype t, int64_t heads, int64_t sq, int64_t sk) {
-    memset(&p->desc, 0, sizeof p->desc);
+    const fattn_attention_desc init = FATTN_ATTENTION_DESC_INIT;
+    p->desc = init;
     p->desc.batch = 1;
     p->desc.heads_q = p->desc.heads_kv = heads;
     p->desc.seq_q = sq;
@@ -164,8 +166,18 @@ static void build_overflow(problem *p, fattn_dtype t, uint64_t seed) {
 static void build_causal_hidden(problem *p, fattn_dtype t, uint64_t seed) {
     problem_alloc(p, t, 1, 2, N_KEYS);
     fill_random(p, seed);
-    p->desc.causal = 1;
+    p->desc.causal = FATTN_CAUSAL_BOTTOM_RIGHT;
     put(p->k, t, at(p, N_KEYS - 1, 0, 2), NAN);
+}
+
+/* Top-left causal, seq_q 3: row i sees keys 0..i only, so the NaN in K of
+ * key 3, and the -inf in K of key 150 and beyond, never enter a score. */
+static void build_causal_hidden_top_left(problem *p, fattn_dtype t, uint64_t seed) {
+    problem_alloc(p, t, 1, 3, N_KEYS);
+    fill_random(p, seed);
+    p->desc.causal = FATTN_CAUSAL_TOP_LEFT;
+    put(p->k, t, at(p, 3, 0, 0), NAN);
+    for (int j = 150; j < N_KEYS; j++) put(p->k, t, at(p, j, 0, 1), j % 2 ? -INFINITY : NAN);
 }
 
 static float get(const void *base, fattn_dtype t, int64_t i) {
@@ -193,12 +205,12 @@ static fattn_status run_on(fattn_context *ctx, const problem *p, int naive, void
         st = fattn_buffer_alloc(ctx, bytes[i], &b[i]);
         if (st == FATTN_OK) st = fattn_buffer_write(b[i], 0, i < 3 ? src[i] : i == 3 ? o : (void *)lse, bytes[i]);
     }
-    if (st == FATTN_OK) {
-        for (int i = 0; i < 4; i++)
-            fattn_tensor_init(&t[i], b[i], d->dtype, FATTN_LAYOUT_BSHD, d->heads_q, i == 1 || i == 2 ? d->seq_kv : d->seq_q, DIM);
-        fattn_tensor_init_lse(&t[4], b[4], d->heads_q, d->seq_q);
+    for (int i = 0; i < 4 && st == FATTN_OK; i++)
+        st = fattn_tensor_init(b[i], d->dtype, FATTN_LAYOUT_BSHD, 1, d->heads_q,
+                               i == 1 || i == 2 ? d->seq_kv : d->seq_q, DIM, 0, &t[i]);
+    if (st == FATTN_OK) st = fattn_tensor_init_lse(b[4], 1, d->heads_q, d->seq_q, 0, &t[4]);
+    if (st == FATTN_OK)
         st = (naive ? fattn_forward_naive : fattn_forward)(ctx, d, &t[0], &t[1], &t[2], &t[3], &t[4]);
-    }
     if (st == FATTN_OK) st = fattn_buffer_read(b[3], 0, o, bytes[3]);
     if (st == FATTN_OK) st = fattn_buffer_read(b[4], 0, lse, bytes[4]);
     for (int i = 0; i < 5; i++) fattn_buffer_free(b[i]);
@@ -283,19 +295,20 @@ typedef struct special_state {
 
 static void test_backend(void **state) {
     const special_state *ss = *state;
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     test_use_backend(ss->kind, &info);
     int bad = 0;
     for (int dev = 0; dev < info.device_count; dev++) {
         fattn_context *ctx = NULL;
-        if (fattn_context_create(&ctx, ss->kind, dev) != FATTN_OK)
+        if (fattn_context_create(ss->kind, dev, &ctx) != FATTN_OK)
             fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
         for (int dt = FATTN_F32; dt <= FATTN_BF16; dt++) {
-            for (int which = 0; which < 3; which++) {
+            for (int which = 0; which < 4; which++) {
                 problem p;
                 if (which == 0) build_scenarios(&p, (fattn_dtype)dt, 0x5eed + (uint64_t)dt);
                 else if (which == 1) build_overflow(&p, (fattn_dtype)dt, 0x0f10 + (uint64_t)dt);
-                else build_causal_hidden(&p, (fattn_dtype)dt, 0xca05 + (uint64_t)dt);
+                else if (which == 2) build_causal_hidden(&p, (fattn_dtype)dt, 0xca05 + (uint64_t)dt);
+                else build_causal_hidden_top_left(&p, (fattn_dtype)dt, 0x7105 + (uint64_t)dt);
                 const size_t nq = (size_t)(p.desc.heads_q * p.desc.seq_q);
                 void *o = malloc(nq * DIM * 4);
                 float *lse = malloc(nq * sizeof(float));
@@ -303,7 +316,8 @@ static void test_backend(void **state) {
                 char what[256];
                 snprintf(what, sizeof what, "%s device %d %s%s %s", info.name, dev, harness_dtype_name((fattn_dtype)dt),
                          ss->naive ? " naive" : "",
-                         which == 0 ? "scenarios" : which == 1 ? "overflow to -inf" : "causal-hidden NaN");
+                         which == 0 ? "scenarios" : which == 1 ? "overflow to -inf"
+                                       : which == 2 ? "causal-hidden NaN" : "top-left-hidden NaN and -inf");
                 const fattn_status st = run_on(ctx, &p, ss->naive, o, lse);
                 if (st == FATTN_ERR_UNSUPPORTED && ss->naive) {
                     char name[64], reason[512];
@@ -337,7 +351,7 @@ static void test_backend(void **state) {
 static fattn_context *open_device0(const special_state *ss, fattn_backend_info *info) {
     test_use_backend(ss->kind, info);
     fattn_context *ctx = NULL;
-    if (fattn_context_create(&ctx, ss->kind, 0) != FATTN_OK)
+    if (fattn_context_create(ss->kind, 0, &ctx) != FATTN_OK)
         fail_msg("create %s: %s", info->name, fattn_error_message(NULL));
     return ctx;
 }
@@ -346,7 +360,7 @@ static fattn_context *open_device0(const special_state *ss, fattn_backend_info *
  * bytes asked for (OpenCL drivers and CUDA could accept it lazily, or quote
  * source text). */
 static void test_absurd_alloc(void **state) {
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     fattn_context *ctx = open_device0(*state, &info);
     fattn_buffer *b = NULL;
     const fattn_status st = fattn_buffer_alloc(ctx, (size_t)1 << 62, &b);
@@ -361,7 +375,7 @@ static void test_absurd_alloc(void **state) {
  * allocated, is FATTN_ERR_MISALIGNED on backends whose buffers are
  * addresses (CPU, CUDA); a cl_mem cannot be offset that way. */
 static void test_misaligned_wrap(void **state) {
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     fattn_context *ctx = open_device0(*state, &info);
     problem p;
     build_causal_hidden(&p, FATTN_F32, 7);
@@ -372,9 +386,10 @@ static void test_misaligned_wrap(void **state) {
     assert_int_equal(fattn_buffer_wrap(ctx, (char *)fattn_buffer_native(b[0]) + 2, qb, &odd), FATTN_OK);
     fattn_tensor t[5];
     for (int i = 0; i < 4; i++)
-        fattn_tensor_init(&t[i], i == 0 ? odd : b[i], FATTN_F32, FATTN_LAYOUT_BSHD, 1,
-                          i == 1 || i == 2 ? p.desc.seq_kv : p.desc.seq_q, DIM);
-    fattn_tensor_init_lse(&t[4], b[4], 1, p.desc.seq_q);
+        assert_int_equal(fattn_tensor_init(i == 0 ? odd : b[i], FATTN_F32, FATTN_LAYOUT_BSHD, 1, 1,
+                                           i == 1 || i == 2 ? p.desc.seq_kv : p.desc.seq_q, DIM, 0, &t[i]),
+                         FATTN_OK);
+    assert_int_equal(fattn_tensor_init_lse(b[4], 1, 1, p.desc.seq_q, 0, &t[4]), FATTN_OK);
     const fattn_status st = fattn_forward(ctx, &p.desc, &t[0], &t[1], &t[2], &t[3], &t[4]);
     if (st != FATTN_ERR_MISALIGNED)
         fail_msg("%s: a misaligned q gave %s: \"%s\"", info.name, fattn_status_string(st), fattn_error_message(ctx));

@@ -53,8 +53,7 @@ static float uniform(uint64_t *s) {
 }
 
 static fattn_attention_desc small_desc(void) {
-    fattn_attention_desc d;
-    memset(&d, 0, sizeof d);
+    fattn_attention_desc d = FATTN_ATTENTION_DESC_INIT;
     d.batch = 2;
     d.heads_q = 4;
     d.heads_kv = 2;   /* GQA: exercises the head mapping too */
@@ -96,10 +95,11 @@ static void fx_build(fixture *fx, fattn_context *ctx, const fattn_attention_desc
         fx->bytes[i] = (size_t)(d->batch * heads[i] * seq[i] * dim) * sizeof(float);
         fattn_buffer *b = fx->bytes[i] ? fx_alloc(fx, fx->bytes[i]) : NULL;
         if (i == TL)
-            assert_int_equal(fattn_tensor_init_lse(&fx->t[i], b, heads[i], seq[i]), FATTN_OK);
+            assert_int_equal(fattn_tensor_init_lse(b, d->batch, heads[i], seq[i], 0, &fx->t[i]),
+                             FATTN_OK);
         else
-            assert_int_equal(fattn_tensor_init(&fx->t[i], b, d->dtype, FATTN_LAYOUT_BHSD, heads[i],
-                                               seq[i], dim),
+            assert_int_equal(fattn_tensor_init(b, d->dtype, FATTN_LAYOUT_BHSD, d->batch, heads[i],
+                                               seq[i], dim, 0, &fx->t[i]),
                              FATTN_OK);
         if (!b) continue;
         if (i < TO) fill_random(fx, b);
@@ -115,7 +115,7 @@ static void fx_release(fixture *fx) {
 static int setup(void **state) {
     fixture *fx = malloc(sizeof *fx);
     fattn_context *ctx = NULL;
-    if (!fx || fattn_context_create(&ctx, FATTN_BACKEND_CPU, 0) != FATTN_OK) {
+    if (!fx || fattn_context_create(FATTN_BACKEND_CPU, 0, &ctx) != FATTN_OK) {
         free(fx);
         return -1;
     }
@@ -351,8 +351,17 @@ static void test_status_strings(void **state) {
     assert_string_equal(fattn_dtype_name(FATTN_F32), "f32");
     assert_string_equal(fattn_dtype_name(FATTN_F16), "f16");
     assert_string_equal(fattn_dtype_name(FATTN_BF16), "bf16");
-    assert_string_equal(fattn_dtype_name((fattn_dtype)3), "invalid");
+    assert_string_equal(fattn_dtype_name(FATTN_I32), "i32");
+    assert_string_equal(fattn_dtype_name((fattn_dtype)4), "invalid");
     assert_string_equal(fattn_dtype_name((fattn_dtype)-1), "invalid");
+    assert_int_equal(fattn_dtype_size(FATTN_I32), 4);
+    assert_int_equal(fattn_dtype_size((fattn_dtype)4), 0);
+    /* The version the library says it is matches this header (0.2). */
+    assert_int_equal(fattn_version_number(), FATTN_VERSION_NUMBER);
+    char version[32];
+    snprintf(version, sizeof version, "%d.%d.%d", FATTN_VERSION_MAJOR, FATTN_VERSION_MINOR,
+             FATTN_VERSION_PATCH);
+    assert_string_equal(fattn_version_string(), version);
     const int outside[] = {-999, -22, 1, 12345, INT32_MIN};
     for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++)
         assert_string_equal(fattn_status_string((fattn_status)outside[i]), "unknown status");
@@ -387,7 +396,18 @@ static void test_null_pointer(void **state) {
     copy_tensors(t, fx);
 
     /* Context and buffer calls. */
-    EXPECT(NULL, fattn_context_create(NULL, FATTN_BACKEND_CPU, 0), FATTN_ERR_NULL_POINTER, "out");
+    EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, 0, NULL), FATTN_ERR_NULL_POINTER, "out");
+    fattn_context *c = NOT_NULL_CTX;
+    EXPECT(NULL, fattn_context_create_with(NULL, &c), FATTN_ERR_NULL_POINTER, "params");
+    assert_null(c);
+    const fattn_context_params params = FATTN_CONTEXT_PARAMS_INIT;
+    EXPECT(NULL, fattn_context_create_with(&params, NULL), FATTN_ERR_NULL_POINTER, "out");
+    int64_t value = 0;
+    EXPECT(NULL, fattn_context_set_param(NULL, FATTN_PARAM_TILE_Q, 0), FATTN_ERR_NULL_POINTER, "ctx");
+    EXPECT(NULL, fattn_context_get_param(NULL, FATTN_PARAM_TILE_Q, &value), FATTN_ERR_NULL_POINTER,
+           "ctx");
+    EXPECT(fx->ctx, fattn_context_get_param(fx->ctx, FATTN_PARAM_TILE_Q, NULL),
+           FATTN_ERR_NULL_POINTER, "value");
     EXPECT(NULL, fattn_context_set_stream(NULL, NULL), FATTN_ERR_NULL_POINTER, "ctx");
     EXPECT(NULL, fattn_context_synchronize(NULL), FATTN_ERR_NULL_POINTER, "ctx");
     fattn_buffer *b = NULL;
@@ -397,6 +417,11 @@ static void test_null_pointer(void **state) {
     EXPECT(NULL, fattn_buffer_wrap(NULL, host, sizeof host, &b), FATTN_ERR_NULL_POINTER, "ctx");
     EXPECT(fx->ctx, fattn_buffer_wrap(fx->ctx, NULL, sizeof host, &b), FATTN_ERR_NULL_POINTER,
            "native");
+    EXPECT(NULL, fattn_buffer_wrap_const(NULL, host, sizeof host, &b), FATTN_ERR_NULL_POINTER, "ctx");
+    EXPECT(fx->ctx, fattn_buffer_wrap_const(fx->ctx, NULL, sizeof host, &b), FATTN_ERR_NULL_POINTER,
+           "native");
+    EXPECT(fx->ctx, fattn_buffer_wrap_const(fx->ctx, host, sizeof host, NULL),
+           FATTN_ERR_NULL_POINTER, "out");
     EXPECT(NULL, fattn_buffer_write(NULL, 0, host, 4), FATTN_ERR_NULL_POINTER, "buf");
     EXPECT(NULL, fattn_buffer_read(NULL, 0, host, 4), FATTN_ERR_NULL_POINTER, "buf");
     EXPECT(fx->ctx, fattn_buffer_write(fx->bufs[0], 0, NULL, 4), FATTN_ERR_NULL_POINTER,
@@ -405,23 +430,29 @@ static void test_null_pointer(void **state) {
            "read host pointer is NULL");
 
     /* Tensor, device and accounting calls. */
-    EXPECT(NULL, fattn_tensor_init(NULL, fx->bufs[0], FATTN_F32, FATTN_LAYOUT_BHSD, 1, 1, 1),
-           FATTN_ERR_NULL_POINTER, "t (the tensor)");
-    EXPECT(NULL, fattn_tensor_init_lse(NULL, fx->bufs[0], 1, 1), FATTN_ERR_NULL_POINTER,
-           "t (the tensor)");
+    EXPECT(NULL, fattn_tensor_init(fx->bufs[0], FATTN_F32, FATTN_LAYOUT_BHSD, 1, 1, 1, 1, 0, NULL),
+           FATTN_ERR_NULL_POINTER, "out");
+    EXPECT(NULL, fattn_tensor_init_lse(fx->bufs[0], 1, 1, 1, 0, NULL), FATTN_ERR_NULL_POINTER, "out");
+    EXPECT(NULL, fattn_tensor_init_index(fx->bufs[0], 1, 4, 0, NULL), FATTN_ERR_NULL_POINTER, "out");
     EXPECT(NULL, fattn_backend_get_info(FATTN_BACKEND_CPU, NULL), FATTN_ERR_NULL_POINTER, "info");
     char name[32];
     EXPECT(NULL, fattn_device_get_name(FATTN_BACKEND_CPU, 0, NULL, sizeof name),
            FATTN_ERR_NULL_POINTER, "buf");
     EXPECT(NULL, fattn_device_get_name(FATTN_BACKEND_CPU, 0, name, 0), FATTN_ERR_NULL_POINTER,
            "len");
-    fattn_memory_report rep;
+    fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
     EXPECT(NULL, fattn_memory_estimate(NULL, NULL, &rep), FATTN_ERR_NULL_POINTER, "desc");
     EXPECT(NULL, fattn_memory_estimate(d, NULL, NULL), FATTN_ERR_NULL_POINTER, "out");
     EXPECT(NULL, fattn_context_memory_report(NULL, d, &rep), FATTN_ERR_NULL_POINTER, "ctx");
     EXPECT(fx->ctx, fattn_context_memory_report(fx->ctx, NULL, &rep), FATTN_ERR_NULL_POINTER,
            "desc");
     EXPECT(fx->ctx, fattn_context_memory_report(fx->ctx, d, NULL), FATTN_ERR_NULL_POINTER, "out");
+    uint64_t ws = 1;
+    EXPECT(NULL, fattn_workspace_size(NULL, d, &ws), FATTN_ERR_NULL_POINTER, "ctx");
+    EXPECT(fx->ctx, fattn_workspace_size(fx->ctx, NULL, &ws), FATTN_ERR_NULL_POINTER, "desc");
+    EXPECT(fx->ctx, fattn_workspace_size(fx->ctx, d, NULL), FATTN_ERR_NULL_POINTER, "bytes");
+    EXPECT(fx->ctx, fattn_workspace_size(fx->ctx, d, &ws), FATTN_OK, "");
+    assert_true(ws == 0);   /* no plan of this release needs scratch */
     /* fattn_backend_from_name reports no message (see the report), so only
      * the status is checked. */
     fattn_backend_kind kind;
@@ -447,7 +478,7 @@ static void test_null_pointer(void **state) {
     host_io_free(&h);
 
     /* Success clears both kinds of message. */
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     assert_int_equal(fattn_backend_get_info(FATTN_BACKEND_CPU, &info), FATTN_OK);
     assert_string_equal(fattn_error_message(NULL), "");
     EXPECT_ACCEPTED(fx, d, t);
@@ -475,7 +506,7 @@ static void test_invalid_size(void **state) {
             fattn_attention_desc d = fx->desc;
             memcpy((char *)&d + fields[i].field, &bad[j], sizeof bad[j]);
             EXPECT_REJECTED(fx, &d, t, 0, FATTN_ERR_INVALID_SIZE, fields[i].name);
-            fattn_memory_report rep;
+            fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
             EXPECT(NULL, fattn_memory_estimate(&d, NULL, &rep), FATTN_ERR_INVALID_SIZE,
                    fields[i].name);
             EXPECT(fx->ctx, fattn_context_memory_report(fx->ctx, &d, &rep), FATTN_ERR_INVALID_SIZE,
@@ -501,14 +532,17 @@ static void test_invalid_size(void **state) {
     EXPECT(fx->ctx, fattn_buffer_wrap(fx->ctx, host, 0, &b), FATTN_ERR_INVALID_SIZE, "0 bytes");
     assert_null(b);
 
-    fattn_tensor x;
-    EXPECT(NULL, fattn_tensor_init(&x, NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 0, 4, 4),
+    fattn_tensor x = FATTN_TENSOR_INIT;
+    EXPECT(NULL, fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 0, 2, 4, 4, 0, &x),
+           FATTN_ERR_INVALID_SIZE, "batch = 0");
+    EXPECT(NULL, fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 1, 0, 4, 4, 0, &x),
            FATTN_ERR_INVALID_SIZE, "heads = 0");
-    EXPECT(NULL, fattn_tensor_init(&x, NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 2, -1, 4),
+    EXPECT(NULL, fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 1, 2, -1, 4, 0, &x),
            FATTN_ERR_INVALID_SIZE, "seq = -1");
-    EXPECT(NULL, fattn_tensor_init(&x, NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 2, 4, 0),
+    EXPECT(NULL, fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 1, 2, 4, 0, 0, &x),
            FATTN_ERR_INVALID_SIZE, "dim = 0");
-    EXPECT(NULL, fattn_tensor_init_lse(&x, NULL, 2, -3), FATTN_ERR_INVALID_SIZE, "seq = -3");
+    EXPECT(NULL, fattn_tensor_init_lse(NULL, 1, 2, -3, 0, &x), FATTN_ERR_INVALID_SIZE, "seq = -3");
+    EXPECT(NULL, fattn_tensor_init_lse(NULL, -1, 2, 3, 0, &x), FATTN_ERR_INVALID_SIZE, "batch = -1");
 
     EXPECT_ACCEPTED(fx, &fx->desc, t);
 }
@@ -522,7 +556,7 @@ static void test_head_dim(void **state) {
         fattn_attention_desc d = fx->desc;
         d.head_dim = bad[i];
         EXPECT_REJECTED(fx, &d, fx->t, 0, FATTN_ERR_HEAD_DIM, "desc->head_dim");
-        fattn_memory_report rep;
+        fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
         EXPECT(NULL, fattn_memory_estimate(&d, NULL, &rep), FATTN_ERR_HEAD_DIM, "desc->head_dim");
     }
     /* The limits themselves run, on tensors sized for them. */
@@ -547,7 +581,7 @@ static void test_heads(void **state) {
         d.heads_q = bad[i][0];
         d.heads_kv = bad[i][1];
         EXPECT_REJECTED(fx, &d, fx->t, 0, FATTN_ERR_HEADS, "desc->heads_kv");
-        fattn_memory_report rep;
+        fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
         EXPECT(NULL, fattn_memory_estimate(&d, NULL, &rep), FATTN_ERR_HEADS, "heads_q");
     }
     fattn_attention_desc d = fx->desc;
@@ -593,11 +627,58 @@ static void test_invalid_argument(void **state) {
         EXPECT_REJECTED(fx, &d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "desc->scale");
     }
     fattn_attention_desc d = fx->desc;
-    d.tile_q = -1;
-    EXPECT_REJECTED(fx, &d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "desc->tile_q = -1");
+    const int bad_causal[] = {3, -1, 100, INT32_MIN};
+    for (size_t i = 0; i < sizeof bad_causal / sizeof bad_causal[0]; i++) {
+        d = fx->desc;
+        d.causal = (fattn_causal)bad_causal[i];
+        EXPECT_REJECTED(fx, &d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "desc->causal");
+        fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
+        EXPECT(NULL, fattn_memory_estimate(&d, NULL, &rep), FATTN_ERR_INVALID_ARGUMENT, "desc->causal");
+        assert_true(fattn_flops(&d) == 0.0);
+    }
+    /* A struct without its size (zeroed, or filled field by field) is refused,
+     * not read as some version of it. */
     d = fx->desc;
-    d.tile_kv = -64;
-    EXPECT_REJECTED(fx, &d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "desc->tile_kv = -64");
+    d.size = 0;
+    EXPECT_REJECTED(fx, &d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "desc->size");
+    for (int i = 0; i < NT; i++) {
+        copy_tensors(t, fx);
+        t[i].size = 0;
+        snprintf(needle, sizeof needle, "%s->size", tname[i]);
+        EXPECT_REJECTED(fx, &fx->desc, t, 0, FATTN_ERR_INVALID_ARGUMENT, needle);
+    }
+    copy_tensors(t, fx);
+
+    /* Tiles are context parameters: a negative one is refused when set,
+     * and leaves the parameter as it was. */
+    const struct {
+        fattn_param param;
+        int64_t value;
+        const char *name;
+    } bad_tiles[] = {
+        {FATTN_PARAM_TILE_Q, -1, "FATTN_PARAM_TILE_Q = -1"},
+        {FATTN_PARAM_TILE_KV, -64, "FATTN_PARAM_TILE_KV = -64"},
+        {FATTN_PARAM_TILE_Q, INT64_MIN, "FATTN_PARAM_TILE_Q"},
+        {FATTN_PARAM_TILE_KV, INT64_C(1) << 40, "FATTN_PARAM_TILE_KV"},   /* no int holds it */
+    };
+    for (size_t i = 0; i < sizeof bad_tiles / sizeof bad_tiles[0]; i++) {
+        EXPECT(fx->ctx, fattn_context_set_param(fx->ctx, bad_tiles[i].param, bad_tiles[i].value),
+               FATTN_ERR_INVALID_ARGUMENT, bad_tiles[i].name);
+        int64_t v = -7;
+        assert_int_equal(fattn_context_get_param(fx->ctx, bad_tiles[i].param, &v), FATTN_OK);
+        assert_true(v == 0);
+    }
+    const int bad_params[] = {0, 2, 99, 102, -1};
+    for (size_t i = 0; i < sizeof bad_params / sizeof bad_params[0]; i++) {
+        int64_t v = 0;
+        char name[48];
+        snprintf(name, sizeof name, "parameter %d", bad_params[i]);
+        EXPECT(fx->ctx, fattn_context_set_param(fx->ctx, (fattn_param)bad_params[i], 0),
+               FATTN_ERR_INVALID_ARGUMENT, name);
+        EXPECT(fx->ctx, fattn_context_get_param(fx->ctx, (fattn_param)bad_params[i], &v),
+               FATTN_ERR_INVALID_ARGUMENT, name);
+    }
+    EXPECT_ACCEPTED(fx, &fx->desc, t);
     const unsigned bad_flags[] = {1u << 1, 1u << 31, ~0u};
     for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++) {
         d = fx->desc;
@@ -613,7 +694,7 @@ static void test_invalid_argument(void **state) {
     copy_tensors(t, fx);
 
     /* Out-of-range enums outside the attention. */
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     const int bad_kinds[] = {FATTN_BACKEND_AUTO, FATTN_BACKEND_COUNT, -1, 99};
     for (size_t i = 0; i < sizeof bad_kinds / sizeof bad_kinds[0]; i++) {
         snprintf(needle, sizeof needle, "backend kind %d", bad_kinds[i]);
@@ -621,32 +702,51 @@ static void test_invalid_argument(void **state) {
                FATTN_ERR_INVALID_ARGUMENT, needle);
         if (bad_kinds[i] == FATTN_BACKEND_AUTO) continue;   /* AUTO is a valid context request */
         fattn_context *c = NOT_NULL_CTX;
-        EXPECT(NULL, fattn_context_create(&c, (fattn_backend_kind)bad_kinds[i], 0),
+        EXPECT(NULL, fattn_context_create((fattn_backend_kind)bad_kinds[i], 0, &c),
                FATTN_ERR_INVALID_ARGUMENT, needle);
         assert_null(c);
     }
     fattn_context *c = NOT_NULL_CTX;
-    EXPECT(NULL, fattn_context_create(&c, FATTN_BACKEND_CPU, -2), FATTN_ERR_INVALID_ARGUMENT,
+    EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, -2, &c), FATTN_ERR_INVALID_ARGUMENT,
            "device -2");
     assert_null(c);
-    fattn_tensor x;
-    EXPECT(NULL, fattn_tensor_init(&x, NULL, FATTN_F32, (fattn_layout)2, 2, 4, 4),
+    fattn_tensor x = FATTN_TENSOR_INIT;
+    EXPECT(NULL, fattn_tensor_init(NULL, FATTN_F32, (fattn_layout)2, 1, 2, 4, 4, 0, &x),
            FATTN_ERR_INVALID_ARGUMENT, "layout 2");
-    EXPECT(NULL, fattn_tensor_init(&x, NULL, FATTN_F32, (fattn_layout)-1, 2, 4, 4),
+    EXPECT(NULL, fattn_tensor_init(NULL, FATTN_F32, (fattn_layout)-1, 1, 2, 4, 4, 0, &x),
            FATTN_ERR_INVALID_ARGUMENT, "layout -1");
-    fattn_memory_report rep;
-    const fattn_tiling bad_tilings[] = {{-1, 0, 0, 0}, {0, -1, 0, 0}, {0, 0, -1, 0}};
+    fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
+    const size_t ts = sizeof(fattn_tiling);
+    const fattn_tiling bad_tilings[] = {{ts, -1, 0, 0, 0}, {ts, 0, -1, 0, 0}, {ts, 0, 0, -1, 0},
+                                        {0, 64, 64, 0, 0}};
     for (size_t i = 0; i < sizeof bad_tilings / sizeof bad_tilings[0]; i++)
         EXPECT(NULL, fattn_memory_estimate(&fx->desc, &bad_tilings[i], &rep),
                FATTN_ERR_INVALID_ARGUMENT, "tiling");
+    rep.size = 0;
+    EXPECT(NULL, fattn_memory_estimate(&fx->desc, NULL, &rep), FATTN_ERR_INVALID_ARGUMENT, "size");
+    EXPECT(fx->ctx, fattn_context_memory_report(fx->ctx, &fx->desc, &rep), FATTN_ERR_INVALID_ARGUMENT,
+           "size");
+    info.size = 0;
+    EXPECT(NULL, fattn_backend_get_info(FATTN_BACKEND_CPU, &info), FATTN_ERR_INVALID_ARGUMENT, "size");
 
-    /* Legal values that sit next to the rejected ones. */
+    /* Legal values that sit next to the rejected ones: the smallest tiles,
+     * set on the context (and reset to the default after). */
     d = fx->desc;
     d.scale = -0.25f;
     d.flags = FATTN_FLAG_ALLOW_TF32;   /* a CUDA hint; the CPU must ignore it */
-    d.tile_q = 1;
-    d.tile_kv = 1;
+    assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_Q, 1), FATTN_OK);
+    assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_KV, 1), FATTN_OK);
+    assert_string_equal(fattn_error_message(fx->ctx), "");
+    int64_t v = 0;
+    assert_int_equal(fattn_context_get_param(fx->ctx, FATTN_PARAM_TILE_KV, &v), FATTN_OK);
+    assert_true(v == 1);
     EXPECT_ACCEPTED(fx, &d, t);
+    d.causal = FATTN_CAUSAL_TOP_LEFT;
+    EXPECT_ACCEPTED(fx, &d, t);
+    d.causal = FATTN_CAUSAL_BOTTOM_RIGHT;
+    EXPECT_ACCEPTED(fx, &d, t);
+    assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_Q, 0), FATTN_OK);
+    assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_KV, 0), FATTN_OK);
 }
 
 /* o and lse must not share bytes with an input, nor with each other. */
@@ -936,7 +1036,7 @@ static void test_overflow(void **state) {
     fixture *fx = *state;
     fattn_tensor t[NT];
     char needle[80];
-    fattn_memory_report rep;
+    fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
 
     /* Description products: each of the three is checked on its own. */
     fattn_attention_desc d = fx->desc;
@@ -981,10 +1081,10 @@ static void test_overflow(void **state) {
         EXPECT_REJECTED(fx, &fx->desc, t, 0, FATTN_ERR_OVERFLOW, needle);
     }
 
-    fattn_tensor x;
-    EXPECT(NULL, fattn_tensor_init(&x, NULL, FATTN_F32, FATTN_LAYOUT_BHSD, INT64_MAX / 2, 4, 4),
+    fattn_tensor x = FATTN_TENSOR_INIT;
+    EXPECT(NULL, fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BHSD, 1, INT64_MAX / 2, 4, 4, 0, &x),
            FATTN_ERR_OVERFLOW, "heads * seq * dim");
-    EXPECT(NULL, fattn_tensor_init(&x, NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 2, INT64_MAX / 2, 4),
+    EXPECT(NULL, fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 1, 2, INT64_MAX / 2, 4, 0, &x),
            FATTN_ERR_OVERFLOW, "heads * seq * dim");
 
     EXPECT_ACCEPTED(fx, &fx->desc, fx->t);
@@ -997,7 +1097,7 @@ static void test_wrong_context(void **state) {
     fattn_context *other = NULL;
     fattn_tensor t[NT];
     char needle[64];
-    assert_int_equal(fattn_context_create(&other, FATTN_BACKEND_CPU, 0), FATTN_OK);
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &other), FATTN_OK);
 
     fattn_buffer *foreign[NT];
     for (int i = 0; i < NT; i++) {
@@ -1046,8 +1146,8 @@ static void test_empty_kv(void **state) {
     fx_build(&g, fx->ctx, &d);   /* K and V without buffers */
     assert_null(g.t[TK].buffer);
 
-    for (int causal = 0; causal <= 1; causal++) {
-        d.causal = causal;
+    for (int causal = FATTN_CAUSAL_NONE; causal <= FATTN_CAUSAL_TOP_LEFT; causal++) {
+        d.causal = (fattn_causal)causal;
         for (int path = PATH_TILED; path <= PATH_NAIVE; path <<= 1) {
             assert_int_equal(call_path(&g, path, &d, g.t, 0), FATTN_OK);
             assert_string_equal(fattn_error_message(g.ctx), "");
@@ -1066,14 +1166,14 @@ static void test_empty_kv(void **state) {
     for (size_t i = 0; i < h.lse_bytes / sizeof(float); i++)
         assert_true(isinf(h.lse[i]) && h.lse[i] < 0);
     host_io_free(&h);
-    fattn_memory_report rep;
+    fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
     assert_int_equal(fattn_memory_estimate(&d, NULL, &rep), FATTN_OK);
     fx_release(&g);
 
-    /* Causal with more queries than keys: the first rows see no key at all,
-     * and must come out the same as an empty key set. */
+    /* Bottom-right causal with more queries than keys: the first rows see no
+     * key at all, and must come out the same as an empty key set. */
     d = fx->desc;
-    d.causal = 1;
+    d.causal = FATTN_CAUSAL_BOTTOM_RIGHT;
     d.seq_q = 6;
     d.seq_kv = 2;
     fx_build(&g, fx->ctx, &d);
@@ -1084,6 +1184,19 @@ static void test_empty_kv(void **state) {
         poison_view(&d, &g.t[TL], 1);
     }
     EXPECT_ACCEPTED(&g, &d, g.t);
+    /* Top-left on the same shape: row i sees keys 0..i, so no row is empty
+     * (the reference check above covers the values). */
+    d.causal = FATTN_CAUSAL_TOP_LEFT;
+    EXPECT_ACCEPTED(&g, &d, g.t);
+    for (int path = PATH_TILED; path <= PATH_NAIVE; path <<= 1) {
+        assert_int_equal(call_path(&g, path, &d, g.t, 0), FATTN_OK);
+        const ref_view lv = view_of(&g.t[TL]);
+        for (int64_t b = 0; b < d.batch; b++)
+            for (int64_t hq = 0; hq < d.heads_q; hq++)
+                for (int64_t i = 0; i < d.seq_q; i++) assert_true(isfinite(ref_get(&lv, b, hq, i, 0)));
+        poison_view(&d, &g.t[TO], d.head_dim);
+        poison_view(&d, &g.t[TL], 1);
+    }
     fx_release(&g);
 }
 
@@ -1145,7 +1258,7 @@ static void test_buffer_access(void **state) {
 
 static void test_backend_limits(void **state) {
     fixture *fx = *state;
-    fattn_memory_report rep;
+    fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
     fattn_tensor t[NT];
     copy_tensors(t, fx);
 
@@ -1155,30 +1268,60 @@ static void test_backend_limits(void **state) {
     assert_int_equal(fattn_context_set_stream(fx->ctx, NULL), FATTN_OK);
     assert_string_equal(fattn_error_message(fx->ctx), "");
 
-    /* The CPU planner's tile limit. The naive path has no tiles, so it runs. */
-    fattn_attention_desc d = fx->desc;
-    d.tile_q = 1025;
-    EXPECT_REJECTED_TILED(fx, &d, t, FATTN_ERR_UNSUPPORTED, "tile_q = 1025");
-    EXPECT(fx->ctx, fattn_context_memory_report(fx->ctx, &d, &rep), FATTN_ERR_UNSUPPORTED,
+    /* The CPU planner's tile limit: a tile the context takes (it is a valid
+     * value) but the CPU backend cannot run is refused by the calls that
+     * plan. The naive path has no tiles, so it runs. */
+    const fattn_attention_desc *d = &fx->desc;
+    assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_Q, 1025), FATTN_OK);
+    assert_string_equal(fattn_error_message(fx->ctx), "");
+    int64_t v = 0;
+    assert_int_equal(fattn_context_get_param(fx->ctx, FATTN_PARAM_TILE_Q, &v), FATTN_OK);
+    assert_true(v == 1025);
+    EXPECT_REJECTED_TILED(fx, d, t, FATTN_ERR_UNSUPPORTED, "tile_q = 1025");
+    EXPECT(fx->ctx, fattn_context_memory_report(fx->ctx, d, &rep), FATTN_ERR_UNSUPPORTED,
            "tiles up to 1024");
     host_io h = host_io_make(fx);
-    EXPECT(fx->ctx, fattn_attention_host(fx->ctx, &d, FATTN_LAYOUT_BHSD, h.q, h.k, h.v, h.o, h.lse),
+    EXPECT(fx->ctx, fattn_attention_host(fx->ctx, d, FATTN_LAYOUT_BHSD, h.q, h.k, h.v, h.o, h.lse),
            FATTN_ERR_UNSUPPORTED, "tile_q = 1025");
     assert_true(all_poisoned(h.o, h.o_bytes));
     assert_true(all_poisoned(h.lse, h.lse_bytes));
     host_io_free(&h);
-    expect_accepted_(fx, PATH_NAIVE, &d, t, __FILE__, __LINE__);
-    d = fx->desc;
-    d.tile_kv = INT32_MAX;
-    EXPECT_REJECTED_TILED(fx, &d, t, FATTN_ERR_UNSUPPORTED, "tile_kv = 2147483647");
-    d.tile_q = d.tile_kv = 1024;
-    EXPECT_ACCEPTED(fx, &d, t);
-    assert_int_equal(fattn_context_memory_report(fx->ctx, &d, &rep), FATTN_OK);
+    expect_accepted_(fx, PATH_NAIVE, d, t, __FILE__, __LINE__);
+    assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_Q, 0), FATTN_OK);
+    assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_KV, 65536), FATTN_OK);
+    EXPECT_REJECTED_TILED(fx, d, t, FATTN_ERR_UNSUPPORTED, "tile_kv = 65536");
+    /* Past what the context takes at all: refused when set, the tile kept. */
+    EXPECT(fx->ctx, fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_KV, INT32_MAX),
+           FATTN_ERR_INVALID_ARGUMENT, "FATTN_PARAM_TILE_KV = 2147483647");
+    assert_int_equal(fattn_context_get_param(fx->ctx, FATTN_PARAM_TILE_KV, &v), FATTN_OK);
+    assert_true(v == 65536);
+    assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_Q, 1024), FATTN_OK);
+    assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_KV, 1024), FATTN_OK);
+    EXPECT_ACCEPTED(fx, d, t);
+    assert_int_equal(fattn_context_memory_report(fx->ctx, d, &rep), FATTN_OK);
     assert_string_equal(fattn_error_message(fx->ctx), "");
+    /* Back to the defaults: the same report as a fresh context's. */
+    fattn_memory_report fresh = FATTN_MEMORY_REPORT_INIT;
+    assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_Q, 0), FATTN_OK);
+    assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_KV, 0), FATTN_OK);
+    assert_int_equal(fattn_context_memory_report(fx->ctx, d, &rep), FATTN_OK);
+    fattn_context *c = NOT_NULL_CTX;
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_OK);
+    assert_int_equal(fattn_context_memory_report(c, d, &fresh), FATTN_OK);
+    fattn_context_free(c);
+    assert_true(rep.tile_bytes == fresh.tile_bytes && rep.flash_bytes == fresh.flash_bytes);
+    /* The tile parameters are not read from the environment any more. */
+    setenv("FATTN_TILE_Q", "1025", 1);
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_OK);
+    assert_int_equal(fattn_context_memory_report(c, d, &fresh), FATTN_OK);
+    assert_int_equal(fattn_context_get_param(c, FATTN_PARAM_TILE_Q, &v), FATTN_OK);
+    assert_true(v == 0);
+    fattn_context_free(c);
+    unsetenv("FATTN_TILE_Q");
 
     /* Devices: the CPU has exactly one. */
-    fattn_context *c = NOT_NULL_CTX;
-    EXPECT(NULL, fattn_context_create(&c, FATTN_BACKEND_CPU, 5), FATTN_ERR_NO_DEVICE, "device 5");
+    c = NOT_NULL_CTX;
+    EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, 5, &c), FATTN_ERR_NO_DEVICE, "device 5");
     assert_null(c);
     char name[64];
     EXPECT(NULL, fattn_device_get_name(FATTN_BACKEND_CPU, 5, name, sizeof name), FATTN_ERR_NO_DEVICE,
@@ -1193,12 +1336,12 @@ static void test_backend_limits(void **state) {
      * its reason, never a fallback. Where it exists, there is nothing to test. */
     const fattn_backend_kind gpus[] = {FATTN_BACKEND_CUDA, FATTN_BACKEND_OPENCL};
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
-        fattn_backend_info info;
+        fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
         assert_int_equal(fattn_backend_get_info(gpus[i], &info), FATTN_OK);
         if (info.available) continue;
         assert_true(info.reason[0] != '\0');
         c = NOT_NULL_CTX;
-        EXPECT(NULL, fattn_context_create(&c, gpus[i], 0), FATTN_ERR_BACKEND_UNAVAILABLE,
+        EXPECT(NULL, fattn_context_create(gpus[i], 0, &c), FATTN_ERR_BACKEND_UNAVAILABLE,
                info.reason);
         assert_null(c);
         EXPECT(NULL, fattn_device_get_name(gpus[i], 0, name, sizeof name),
@@ -1242,35 +1385,35 @@ static void test_environment(void **state) {
     fattn_context *c = NULL;
 
     setenv("FATTN_BACKEND", "tpu", 1);
-    EXPECT(NULL, fattn_context_create(&c, FATTN_BACKEND_AUTO, 0), FATTN_ERR_UNKNOWN_BACKEND,
+    EXPECT(NULL, fattn_context_create(FATTN_BACKEND_AUTO, 0, &c), FATTN_ERR_UNKNOWN_BACKEND,
            "FATTN_BACKEND='tpu'");
     assert_null(c);
     setenv("FATTN_BACKEND", "cpu", 1);
-    assert_int_equal(fattn_context_create(&c, FATTN_BACKEND_AUTO, 0), FATTN_OK);
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_AUTO, 0, &c), FATTN_OK);
     assert_int_equal(fattn_context_backend(c), FATTN_BACKEND_CPU);
     assert_string_equal(fattn_error_message(NULL), "");
     fattn_context_free(c);
     c = NULL;
 
     setenv("FATTN_DEVICE", "abc", 1);
-    EXPECT(NULL, fattn_context_create(&c, FATTN_BACKEND_CPU, -1), FATTN_ERR_ENVIRONMENT,
+    EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, -1, &c), FATTN_ERR_ENVIRONMENT,
            "FATTN_DEVICE='abc'");
     setenv("FATTN_DEVICE", "-1", 1);
-    EXPECT(NULL, fattn_context_create(&c, FATTN_BACKEND_CPU, -1), FATTN_ERR_ENVIRONMENT,
+    EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, -1, &c), FATTN_ERR_ENVIRONMENT,
            "FATTN_DEVICE='-1'");
     setenv("FATTN_DEVICE", "3", 1);
-    EXPECT(NULL, fattn_context_create(&c, FATTN_BACKEND_CPU, -1), FATTN_ERR_NO_DEVICE, "device 3");
+    EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, -1, &c), FATTN_ERR_NO_DEVICE, "device 3");
     unsetenv("FATTN_DEVICE");
 
     const char *const bad_threads[] = {"0", "1025", "four", "2x"};
     for (size_t i = 0; i < sizeof bad_threads / sizeof bad_threads[0]; i++) {
         setenv("FATTN_CPU_THREADS", bad_threads[i], 1);
-        EXPECT(NULL, fattn_context_create(&c, FATTN_BACKEND_CPU, 0), FATTN_ERR_ENVIRONMENT,
+        EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_ERR_ENVIRONMENT,
                "FATTN_CPU_THREADS");
         assert_null(c);
     }
     setenv("FATTN_CPU_THREADS", "2", 1);
-    assert_int_equal(fattn_context_create(&c, FATTN_BACKEND_CPU, 0), FATTN_OK);
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_OK);
     assert_string_equal(fattn_error_message(NULL), "");
     fattn_context_free(c);
 

@@ -130,6 +130,10 @@ typedef struct fattn_problem {
     int has_operands;
     fattn_operand q, k, v, o, lse;
     int has_lse;
+    /* Scratch for the run, at least the plan's workspace_bytes: the
+     * caller's buffer or the context's own (mem NULL when the plan needs
+     * none). Filled by the core after plan(), before run(). */
+    fattn_operand workspace;
 } fattn_problem;
 
 /* Keys j < fattn_key_limit(p, i) are visible to query row i, clamped to

@@ -1,17 +1,29 @@
 /* libFuzzer target for validation and the forward call on the CPU backend.
  * The input bytes become an attention description (sizes, dtype, flags,
- * scale, tiles: mostly small, sometimes zero, negative, huge or garbage) and
+ * scale, causal alignment, the struct's own size: mostly valid, sometimes
+ * zero, negative, huge or garbage; sometimes mask, varlen and paged-KV
+ * sub-descriptions and a workspace), the context's tile parameters, and
  * five tensors over host memory wrapped as fattn buffers: one arena with
  * guard zones, carved into regions that may overlap, at odd offsets, with odd
  * strides. Then fattn_forward runs, and sometimes the naive path, the
  * accounting calls, the host call and the buffer copies.
+ *
+ * Every sized struct the library is given (the description, the
+ * sub-descriptions and their tensors) lives in heap memory of exactly the
+ * size it claims (at least a size_t), with a zero or non-zero tail when it
+ * claims more than its type: under ASan, a read past what the size covers is
+ * a report.
  *
  * A violation traps: a crash or sanitizer report, a status outside the
  * table, a failure with an empty message, a success with a message, any byte
  * changed outside O's and LSE's elements (inputs, padding, guards; on a
  * failure no byte at all), a success that let outputs overlap each other or
  * the inputs, and, for finite inputs, an output outside the values of V or
- * an LSE that is NaN, or -inf where the row sees a key.
+ * an LSE that is NaN, or -inf where the row sees a key; a success with a
+ * description of size 0 or with a non-zero tail, with a sub-description
+ * that asks for a feature not implemented yet, a tensor of size 0, a
+ * workspace of another context, or a varlen or paged description in the
+ * host call; a tile parameter refused when valid or taken when negative.
  *
  * scripts/fuzz.sh builds and runs it. */
 #define _POSIX_C_SOURCE 200809L
@@ -130,6 +142,116 @@ static fattn_dtype dtype_val(reader *r) {
     const uint8_t x = u8(r);
     if (x < 240) return (fattn_dtype)(x % 3);
     return (fattn_dtype)(int)(int32_t)(uint32_t)u64(r);   /* garbage */
+}
+
+/* A tile parameter for fattn_context_set_param: mostly an int, sometimes
+ * past what an int holds. */
+static int64_t tile_param_val(reader *r) {
+    const uint8_t sel = u8(r);
+    if ((sel & 7) == 7) return (int64_t)u64(r);
+    return tile_val(r);
+}
+
+/* ---- Sized structs ---------------------------------------------------------------- */
+
+/* Where a field of a sized struct lies. */
+typedef struct field {
+    size_t off, len;
+} field;
+#define FIELD(type, name) {offsetof(type, name), sizeof(((type *)0)->name)}
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const field desc_fields[] = {
+    FIELD(fattn_attention_desc, batch),   FIELD(fattn_attention_desc, heads_q),
+    FIELD(fattn_attention_desc, heads_kv), FIELD(fattn_attention_desc, seq_q),
+    FIELD(fattn_attention_desc, seq_kv),  FIELD(fattn_attention_desc, head_dim),
+    FIELD(fattn_attention_desc, dtype),   FIELD(fattn_attention_desc, scale),
+    FIELD(fattn_attention_desc, causal),  FIELD(fattn_attention_desc, flags),
+    FIELD(fattn_attention_desc, mask),    FIELD(fattn_attention_desc, varlen),
+    FIELD(fattn_attention_desc, paged_kv), FIELD(fattn_attention_desc, workspace),
+};
+static const field mask_fields[] = {
+    FIELD(fattn_mask_desc, window_left), FIELD(fattn_mask_desc, window_right),
+    FIELD(fattn_mask_desc, softcap),     FIELD(fattn_mask_desc, alibi_slopes),
+    FIELD(fattn_mask_desc, sinks),       FIELD(fattn_mask_desc, bias),
+};
+static const field varlen_fields[] = {
+    FIELD(fattn_varlen_desc, cu_seqlens_q), FIELD(fattn_varlen_desc, cu_seqlens_kv),
+    FIELD(fattn_varlen_desc, seqused_kv),   FIELD(fattn_varlen_desc, total_q),
+    FIELD(fattn_varlen_desc, total_kv),
+};
+static const field paged_fields[] = {
+    FIELD(fattn_paged_kv_desc, block_table), FIELD(fattn_paged_kv_desc, pages_per_seq),
+    FIELD(fattn_paged_kv_desc, page_size),   FIELD(fattn_paged_kv_desc, num_pages),
+};
+static const field tensor_fields[] = {
+    FIELD(fattn_tensor, buffer),       FIELD(fattn_tensor, dtype),       FIELD(fattn_tensor, offset),
+    FIELD(fattn_tensor, stride_batch), FIELD(fattn_tensor, stride_head), FIELD(fattn_tensor, stride_seq),
+    FIELD(fattn_tensor, stride_dim),
+};
+
+/* A size a caller may put in a struct: mostly its own; sometimes 0, a
+ * smaller one (where a field starts, as an older caller's, or any byte
+ * count), or a larger one (a newer caller's) whose extra bytes are zero or
+ * hold one non-zero byte. */
+typedef struct sized {
+    size_t size;
+    size_t tail_pos;   /* the non-zero extra byte, when tail != 0 */
+    uint8_t tail;
+} sized;
+
+static sized sized_val(reader *r, size_t own, const field *f, int n) {
+    sized z = {own, 0, 0};
+    const uint8_t sel = u8(r), x = u8(r);
+    switch (sel & 7) {
+    case 1: z.size = 0; break;
+    case 2: z.size = f[x % n].off; break;
+    case 3: z.size = x % own; break;
+    case 4: z.size = own + 8 * (1 + (size_t)(x % 8)); break;
+    case 5:
+        z.size = own + 1 + (size_t)(x % 64);
+        z.tail_pos = own + u8(r) % (z.size - own);
+        z.tail = u8(r) | 1;
+        break;
+    default: break;
+    }
+    return z;
+}
+
+/* What the library must refuse whatever else the struct holds. */
+static int sized_refused(sized z) { return z.size == 0 || z.tail != 0; }
+
+/* The struct as the library reads it: the fields that size covers whole
+ * from src, INIT's values (init) for the others. */
+static void covered(void *dst, const void *src, const void *init, size_t own, size_t size, const field *f,
+                    int n) {
+    memcpy(dst, init, own);
+    for (int i = 0; i < n; i++)
+        if (f[i].off + f[i].len <= size) memcpy((char *)dst + f[i].off, (const char *)src + f[i].off, f[i].len);
+    memcpy(dst, &size, sizeof size);
+}
+
+/* Heap copies handed to the library, freed after each input. */
+enum { MAX_SIZED = 32 };
+static void *sized_live[MAX_SIZED];
+static int sized_count;
+
+/* src (a struct of `own` bytes) in heap memory of exactly z.size bytes (at
+ * least a size_t, where the size itself lies), with z's size and tail. */
+static void *sized_copy(const void *src, size_t own, sized z) {
+    const size_t n = z.size > sizeof(size_t) ? z.size : sizeof(size_t);
+    unsigned char *p = calloc(1, n);
+    if (!p || sized_count == MAX_SIZED) abort();
+    memcpy(p, src, n < own ? n : own);
+    memcpy(p, &z.size, sizeof z.size);
+    if (z.tail) p[z.tail_pos] = z.tail;
+    sized_live[sized_count++] = p;
+    return p;
+}
+
+static void sized_free_all(void) {
+    for (int i = 0; i < sized_count; i++) free(sized_live[i]);
+    sized_count = 0;
 }
 
 /* ---- Regions of the arena -------------------------------------------------------- */
@@ -271,8 +393,23 @@ static void poison_output(world *w, const fattn_tensor *t, size_t es, int64_t B,
         if (w->out_map[i]) w->arena[i] = POISON;
 }
 
+/* What the sub-descriptions passed: each, whether the library must refuse
+ * the call for it (a size it must refuse, or a feature this release does
+ * not have), and a workspace buffer made here. */
+typedef struct extras {
+    const fattn_mask_desc *mask;
+    const fattn_varlen_desc *varlen;
+    const fattn_paged_kv_desc *paged;
+    fattn_buffer *workspace;
+    int workspace_foreign, workspace_owned;
+    int mask_refused, varlen_refused, paged_refused;
+} extras;
+
 typedef struct call {
-    fattn_attention_desc d;
+    fattn_attention_desc d;             /* as the library reads pass (see covered) */
+    const fattn_attention_desc *pass;   /* what the library is given, in sized memory */
+    int desc_refused;                   /* pass's size must be refused */
+    extras x;
     fattn_tensor t[5];     /* q, k, v, o, lse */
     int has_lse;
     int finite_inputs;     /* the arena holds only finite values in [-4, 4] */
@@ -293,10 +430,12 @@ static void check_memory(const world *w, const unsigned char *allowed, const cha
               w->arena[i]);
 }
 
-/* Number of keys query row i sees. */
+/* Number of keys query row i sees: key j iff j <= i + off, off = seq_kv -
+ * seq_q (bottom-right) or 0 (top-left). */
 static int64_t keys_seen(const fattn_attention_desc *d, int64_t i) {
-    if (!d->causal) return d->seq_kv;
-    int64_t lim = i + d->seq_kv - d->seq_q + 1;
+    if (d->causal == FATTN_CAUSAL_NONE) return d->seq_kv;
+    const int64_t off = d->causal == FATTN_CAUSAL_TOP_LEFT ? 0 : d->seq_kv - d->seq_q;
+    int64_t lim = i + off + 1;
     return lim < 0 ? 0 : lim > d->seq_kv ? d->seq_kv : lim;
 }
 
@@ -371,15 +510,18 @@ static void check_forward_ok(world *w, const call *c, const char *what) {
 
 /* Strides for a tensor of H heads, S rows of D: a layout, padded rows, zero,
  * overlapping, negative or raw. */
-static void decode_tensor(reader *r, fattn_tensor *t, const world *w, const fattn_attention_desc *d,
-                          int64_t H, int64_t S, int64_t D, int is_lse) {
+static void decode_tensor(reader *r, fattn_tensor *t, const world *w, fattn_dtype dtype, int64_t H,
+                          int64_t S, int64_t D, int is_lse) {
     memset(t, 0, sizeof *t);
     const uint8_t pick = u8(r), mode = u8(r);
+    /* Its size: its own, or rarely 0 (refused) or short of stride_dim (which
+     * then takes its default, 1). */
+    t->size = (pick & 0xf0) != 0xf0 ? sizeof *t : (pick & 8) ? 0 : offsetof(fattn_tensor, stride_dim);
     t->buffer = pick % 8 < REGIONS ? w->reg[pick % 8 % REGIONS].buf
               : pick % 8 == 4      ? w->reg[REGIONS].buf   /* another context's */
               : pick % 8 == 5      ? NULL
                                    : w->reg[0].buf;
-    t->dtype = is_lse ? FATTN_F32 : d->dtype;
+    t->dtype = is_lse ? FATTN_F32 : dtype;
     if (mode >= 0xf0) t->dtype = dtype_val(r);
     const uint64_t h = (uint64_t)H, s = (uint64_t)S, dd = (uint64_t)D;
     const uint64_t pad = 1 + (mode >> 6);
@@ -475,6 +617,97 @@ static void free_regions(world *w) {
     }
 }
 
+/* ---- Sub-descriptions ---------------------------------------------------------------- */
+
+/* A tensor a sub-description points to: NULL, or one over the regions,
+ * fuzzed like an operand, in sized memory. */
+static const fattn_tensor *sub_tensor(reader *r, const world *w, fattn_dtype dtype, int64_t H, int64_t S,
+                                      int64_t D) {
+    const uint8_t sel = u8(r);
+    if (!(sel & 1)) return NULL;
+    fattn_tensor t;
+    decode_tensor(r, &t, w, (sel & 2) ? dtype_val(r) : dtype, H, S, D, 0);
+    const sized z = (sel & 4) ? sized_val(r, sizeof t, tensor_fields, COUNT(tensor_fields))
+                              : (sized){sizeof t, 0, 0};
+    return sized_copy(&t, sizeof t, z);
+}
+
+
+static int64_t window_val(reader *r) {
+    const uint8_t sel = u8(r);
+    return (sel & 1) ? size_val(r) : (int64_t)(sel >> 1) % 8 - 2;   /* -2..5, or anything */
+}
+
+static void decode_mask(reader *r, const world *w, const fattn_attention_desc *d, extras *x) {
+    fattn_mask_desc m = FATTN_MASK_DESC_INIT;
+    const uint8_t sel = u8(r);
+    if (sel & 1) m.window_left = window_val(r);
+    if (sel & 2) m.window_right = window_val(r);
+    if (sel & 4) m.softcap = scale_val(r);
+    if (sel & 8) m.alibi_slopes = sub_tensor(r, w, FATTN_F32, d->heads_q, 1, 1);
+    if (sel & 16) m.sinks = sub_tensor(r, w, FATTN_F32, d->heads_q, 1, 1);
+    if (sel & 32) m.bias = sub_tensor(r, w, d->dtype, d->heads_q, d->seq_q, d->seq_kv);
+    const sized z = (sel & 64) ? sized_val(r, sizeof m, mask_fields, COUNT(mask_fields)) : (sized){sizeof m, 0, 0};
+    x->mask = sized_copy(&m, sizeof m, z);
+    const fattn_mask_desc init = FATTN_MASK_DESC_INIT;
+    fattn_mask_desc e;
+    covered(&e, &m, &init, sizeof m, z.size, mask_fields, COUNT(mask_fields));
+    /* A mask equal to INIT asks for nothing; anything else is refused in this
+     * release (UNSUPPORTED, or an argument error for a bad value). */
+    x->mask_refused = sized_refused(z) || e.window_left != -1 || e.window_right != -1 || e.softcap != 0.0f ||
+                      e.alibi_slopes || e.sinks || e.bias;
+}
+
+static void decode_varlen(reader *r, const world *w, const fattn_attention_desc *d, extras *x) {
+    fattn_varlen_desc v = FATTN_VARLEN_DESC_INIT;
+    const uint8_t sel = u8(r);
+    const int64_t B = d->batch > 0 && d->batch < 64 ? d->batch : 1;
+    if (sel & 1) v.cu_seqlens_q = sub_tensor(r, w, FATTN_I32, 1, 1, B + 1);
+    if (sel & 2) v.cu_seqlens_kv = sub_tensor(r, w, FATTN_I32, 1, 1, B + 1);
+    if (sel & 4) v.seqused_kv = sub_tensor(r, w, FATTN_I32, 1, 1, B);
+    if (sel & 8) v.total_q = size_val(r);
+    if (sel & 16) v.total_kv = size_val(r);
+    const sized z = (sel & 64) ? sized_val(r, sizeof v, varlen_fields, COUNT(varlen_fields)) : (sized){sizeof v, 0, 0};
+    x->varlen = sized_copy(&v, sizeof v, z);
+    const fattn_varlen_desc init = FATTN_VARLEN_DESC_INIT;
+    fattn_varlen_desc e;
+    covered(&e, &v, &init, sizeof v, z.size, varlen_fields, COUNT(varlen_fields));
+    /* The totals alone ask for nothing: they size packed tensors that the
+     * offsets describe. */
+    x->varlen_refused = sized_refused(z) || e.cu_seqlens_q || e.cu_seqlens_kv || e.seqused_kv;
+}
+
+static void decode_paged(reader *r, const world *w, const fattn_attention_desc *d, extras *x) {
+    fattn_paged_kv_desc pg = FATTN_PAGED_KV_DESC_INIT;
+    const uint8_t sel = u8(r);
+    const int64_t B = d->batch > 0 && d->batch < 64 ? d->batch : 1;
+    if (sel & 1) pg.block_table = sub_tensor(r, w, FATTN_I32, 1, B, 1 + (u8(r) & 7));
+    if (sel & 2) pg.pages_per_seq = size_val(r);
+    if (sel & 4) pg.page_size = size_val(r);
+    if (sel & 8) pg.num_pages = size_val(r);
+    const sized z = (sel & 64) ? sized_val(r, sizeof pg, paged_fields, COUNT(paged_fields)) : (sized){sizeof pg, 0, 0};
+    x->paged = sized_copy(&pg, sizeof pg, z);
+    const fattn_paged_kv_desc init = FATTN_PAGED_KV_DESC_INIT;
+    fattn_paged_kv_desc e;
+    covered(&e, &pg, &init, sizeof pg, z.size, paged_fields, COUNT(paged_fields));
+    x->paged_refused = sized_refused(z) || e.block_table || e.pages_per_seq || e.page_size || e.num_pages;
+}
+
+/* NULL, a buffer of ctx made for it (never in the arena: the checks do
+ * not expect writes there), or another context's. */
+static void decode_workspace(reader *r, const world *w, extras *x) {
+    const uint8_t sel = u8(r);
+    if ((sel & 3) == 1) {
+        const fattn_status st = fattn_buffer_alloc(ctx, 1 + (size_t)u8(r) * 16, &x->workspace);
+        check_status(st, ctx, "fattn_buffer_alloc (workspace)");
+        if (st != FATTN_OK) x->workspace = NULL;
+        x->workspace_owned = x->workspace != NULL;
+    } else if ((sel & 3) == 2) {
+        x->workspace = w->reg[REGIONS].buf;
+        x->workspace_foreign = x->workspace != NULL;
+    }
+}
+
 /* Dense bytes of a [B, H, S, D] tensor of element size es, saturating. */
 static size_t dense_bytes(int64_t B, int64_t H, int64_t S, int64_t D, size_t es) {
     if (B <= 0 || H <= 0 || S <= 0 || D <= 0) return 0;
@@ -482,35 +715,72 @@ static size_t dense_bytes(int64_t B, int64_t H, int64_t S, int64_t D, size_t es)
     return n > (double)MAX_ARENA ? MAX_ARENA : (size_t)n;
 }
 
-static void run_accounting(reader *r, const fattn_attention_desc *d) {
-    fattn_memory_report rep;
-    fattn_tiling tiling;
+/* Whether the library must refuse the forward call for what c passes
+ * besides the sizes and tensors' geometry; why, for the message. */
+static const char *forward_refusal(const call *c) {
+    if (c->desc_refused) return "a description of size 0 or with non-zero extra bytes";
+    if (c->d.mask && c->x.mask_refused) return "a mask that asks for something (or is badly sized)";
+    if (c->d.varlen && c->x.varlen_refused) return "a varlen description with offsets or lengths";
+    if (c->d.paged_kv && c->x.paged_refused) return "a paged-KV description that asks for something";
+    if (c->d.workspace && c->x.workspace_foreign) return "a workspace of another context";
+    for (int i = TQ; i <= TL; i++)
+        if ((i != TL || c->has_lse) && c->t[i].size == 0) return "a tensor of size 0";
+    return NULL;
+}
+
+static void run_accounting(reader *r, const call *c) {
+    const fattn_attention_desc *d = &c->d, *pass = c->pass;
+    fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
+    fattn_tiling tiling = FATTN_TILING_INIT;
     tiling.tile_q = tile_val(r);
     tiling.tile_kv = tile_val(r);
     tiling.concurrent_groups = size_val(r);
     tiling.workspace_bytes = (u8(r) & 1) ? u64(r) : 0;
     const uint8_t which = u8(r);
-    fattn_status st = fattn_memory_estimate(d, (which & 1) ? &tiling : NULL, &rep);
+    if (which & 4) tiling.size = (which & 8) ? 0 : sizeof tiling - 8;
+    if (which & 16) rep.size = (which & 32) ? 0 : offsetof(fattn_memory_report, reduction);
+    fattn_status st = fattn_memory_estimate(pass, (which & 1) ? &tiling : NULL, &rep);
     check_status(st, NULL, "fattn_memory_estimate");
-    const double flops = fattn_flops(d);
+    CHECK(st != FATTN_OK || !c->desc_refused, "fattn_memory_estimate accepted a description of size %zu",
+          pass->size);
+    CHECK(st != FATTN_OK || rep.size != 0, "fattn_memory_estimate accepted a report of size 0");
+    CHECK(st != FATTN_OK || !(which & 1) || tiling.size != 0, "fattn_memory_estimate accepted a tiling of size 0");
+    const double flops = fattn_flops(pass);
     if (st == FATTN_OK) {
         const uint64_t naive = 8ull * (uint64_t)d->batch * (uint64_t)d->heads_q * (uint64_t)d->seq_q *
                                (uint64_t)d->seq_kv;
         CHECK(rep.naive_bytes == naive, "naive_bytes %llu is not 8*B*Hq*Sq*Sk = %llu",
               (unsigned long long)rep.naive_bytes, (unsigned long long)naive);
-        CHECK(rep.flops == flops && flops >= 0.0, "report FLOPs %g and fattn_flops %g differ", rep.flops, flops);
-        CHECK(rep.flops <= 4.0 * (double)d->batch * (double)d->heads_q * (double)d->head_dim *
-                               (double)d->seq_q * (double)d->seq_kv * (1 + 1e-12),
+        if (rep.size >= offsetof(fattn_memory_report, flops) + sizeof rep.flops)
+            CHECK(rep.flops == flops && flops >= 0.0, "report FLOPs %g and fattn_flops %g differ", rep.flops,
+                  flops);
+        else
+            CHECK(rep.flops == 0.0, "fattn_memory_estimate wrote FLOPs past the report's size %zu", rep.size);
+        CHECK(flops <= 4.0 * (double)d->batch * (double)d->heads_q * (double)d->head_dim * (double)d->seq_q *
+                           (double)d->seq_kv * (1 + 1e-12),
               "FLOPs exceed 4*B*Hq*D*Sq*Sk");
     }
     if (which & 2) {
-        st = fattn_context_memory_report(ctx, d, &rep);
+        rep = (fattn_memory_report)FATTN_MEMORY_REPORT_INIT;
+        st = fattn_context_memory_report(ctx, pass, &rep);
         check_status(st, ctx, "fattn_context_memory_report");
+        CHECK(st != FATTN_OK || !c->desc_refused, "fattn_context_memory_report accepted a description of size %zu",
+              pass->size);
+    }
+    if (which & 64) {
+        uint64_t bytes = 1;
+        st = fattn_workspace_size(ctx, pass, &bytes);
+        check_status(st, ctx, "fattn_workspace_size");
+        CHECK(st != FATTN_OK || !c->desc_refused, "fattn_workspace_size accepted a description of size %zu",
+              pass->size);
+        CHECK(st != FATTN_OK || bytes == 0, "fattn_workspace_size says %llu bytes; no plan needs any",
+              (unsigned long long)bytes);
     }
 }
 
 /* fattn_attention_host over dense arrays placed in the arena. */
-static void run_host(reader *r, world *w, const fattn_attention_desc *d) {
+static void run_host(reader *r, world *w, const call *c) {
+    const fattn_attention_desc *d = &c->d;
     const size_t es = fattn_dtype_size(d->dtype);
     if (!es) return;
     const size_t nq = dense_bytes(d->batch, d->heads_q, d->seq_q, d->head_dim, es);
@@ -529,7 +799,7 @@ static void run_host(reader *r, world *w, const fattn_attention_desc *d) {
     float *lse = (mode & 8) ? NULL : (float *)(void *)(w->arena + at[4]);
     const void *q = (mode & 16) ? NULL : w->arena + at[0];
     memcpy(w->snap, w->arena, w->arena_len);
-    fattn_status st = fattn_attention_host(ctx, d, layout, q, w->arena + at[1], w->arena + at[2],
+    fattn_status st = fattn_attention_host(ctx, c->pass, layout, q, w->arena + at[1], w->arena + at[2],
                                            w->arena + at[3], lse);
     check_status(st, ctx, "fattn_attention_host");
     if (st != FATTN_OK) {
@@ -537,6 +807,10 @@ static void run_host(reader *r, world *w, const fattn_attention_desc *d) {
         return;
     }
     CHECK(!(mode & 1) || len[0] == 0, "fattn_attention_host accepted O on top of Q");
+    CHECK(!d->varlen && !d->paged_kv, "fattn_attention_host accepted a varlen or paged-KV description");
+    CHECK(!c->desc_refused, "fattn_attention_host accepted a description of size %zu", c->pass->size);
+    CHECK(!(d->mask && c->x.mask_refused), "fattn_attention_host accepted a mask that asks for something");
+    CHECK(!(d->workspace && c->x.workspace_foreign), "fattn_attention_host accepted a workspace of another context");
     memset(w->out_map, 0, w->arena_len);
     memset(w->out_map + at[3], 1, len[3]);
     if (lse) memset(w->out_map + at[4], 1, len[4]);
@@ -568,19 +842,37 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     setenv("FATTN_CPU_THREADS", "1", 1);
-    if (fattn_context_create(&ctx, FATTN_BACKEND_CPU, 0) != FATTN_OK ||
-        fattn_context_create(&other_ctx, FATTN_BACKEND_CPU, 0) != FATTN_OK) {
+    if (fattn_context_create(FATTN_BACKEND_CPU, 0, &ctx) != FATTN_OK ||
+        fattn_context_create(FATTN_BACKEND_CPU, 0, &other_ctx) != FATTN_OK) {
         fprintf(stderr, "fuzz_forward: cannot create a CPU context: %s\n", fattn_error_message(NULL));
         abort();
     }
     return 0;
 }
 
+/* Sets a tile parameter: a negative value is refused (and leaves the
+ * parameter as it was), 0..1024 (tiles the CPU backend runs) taken; the
+ * range's upper end is the library's. */
+static void set_tile(fattn_param param, int64_t value) {
+    int64_t before = -1, got = -1;
+    CHECK(fattn_context_get_param(ctx, param, &before) == FATTN_OK, "fattn_context_get_param failed");
+    const fattn_status st = fattn_context_set_param(ctx, param, value);
+    check_status(st, ctx, "fattn_context_set_param");
+    CHECK(value >= 0 || st != FATTN_OK, "fattn_context_set_param(%d, %lld) took a negative tile", (int)param,
+          (long long)value);
+    CHECK(value < 0 || value > 1024 || st == FATTN_OK, "fattn_context_set_param(%d, %lld) returned %s",
+          (int)param, (long long)value, fattn_status_string(st));
+    CHECK(fattn_context_get_param(ctx, param, &got) == FATTN_OK, "fattn_context_get_param failed");
+    CHECK(got == (st == FATTN_OK ? value : before), "tile parameter %d is %lld after setting %lld (%s)",
+          (int)param, (long long)got, (long long)value, fattn_status_string(st));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader rd = {data, size}, *r = &rd;
     call c;
     memset(&c, 0, sizeof c);
-    fattn_attention_desc *d = &c.d;
+    /* The description as decoded; c.d is what the library reads of it. */
+    fattn_attention_desc src = FATTN_ATTENTION_DESC_INIT, *d = &src;
     const uint8_t ops = u8(r);
     d->batch = size_val(r);
     d->heads_kv = size_val(r);
@@ -592,14 +884,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     d->dtype = dtype_val(r);
     d->scale = scale_val(r);
     const uint8_t misc = u8(r);
-    d->causal = (misc & 1) ? ((misc & 2) ? (int)(int32_t)(uint32_t)u64(r) : 1) : 0;
+    /* None, bottom-right, top-left, 3 (no such alignment), or garbage. */
+    d->causal = (misc & 1) ? ((misc & 2) ? (fattn_causal)(int32_t)(uint32_t)u64(r)
+                                         : (fattn_causal)(1 + (misc >> 6) % 3))
+                           : FATTN_CAUSAL_NONE;
     d->flags = (misc & 4) ? (unsigned)u64(r) : (misc & 8) ? FATTN_FLAG_ALLOW_TF32 : 0;
-    d->tile_q = tile_val(r);
-    d->tile_kv = tile_val(r);
+    /* Tiles are the context's: back to the defaults, then the input's. */
+    set_tile(FATTN_PARAM_TILE_Q, 0);
+    set_tile(FATTN_PARAM_TILE_KV, 0);
+    set_tile(FATTN_PARAM_TILE_Q, tile_param_val(r));
+    set_tile(FATTN_PARAM_TILE_KV, tile_param_val(r));
     const int specials = (misc & 0x30) == 0x30;
     const uint64_t seed = u64(r);
-
-    run_accounting(r, d);
+    const uint8_t ext = u8(r);
 
     /* The arena: room for dense operands when the sizes are small. */
     world w;
@@ -629,11 +926,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     decode_regions(r, &w, want);
     wrap_regions(&w);
-    decode_tensor(r, &c.t[TQ], &w, d, d->heads_q, d->seq_q, d->head_dim, 0);
-    decode_tensor(r, &c.t[TK], &w, d, d->heads_kv, d->seq_kv, d->head_dim, 0);
-    decode_tensor(r, &c.t[TV], &w, d, d->heads_kv, d->seq_kv, d->head_dim, 0);
-    decode_tensor(r, &c.t[TO], &w, d, d->heads_q, d->seq_q, d->head_dim, 0);
-    decode_tensor(r, &c.t[TL], &w, d, d->heads_q, d->seq_q, 1, 1);
+    decode_tensor(r, &c.t[TQ], &w, d->dtype, d->heads_q, d->seq_q, d->head_dim, 0);
+    decode_tensor(r, &c.t[TK], &w, d->dtype, d->heads_kv, d->seq_kv, d->head_dim, 0);
+    decode_tensor(r, &c.t[TV], &w, d->dtype, d->heads_kv, d->seq_kv, d->head_dim, 0);
+    decode_tensor(r, &c.t[TO], &w, d->dtype, d->heads_q, d->seq_q, d->head_dim, 0);
+    decode_tensor(r, &c.t[TL], &w, d->dtype, d->heads_q, d->seq_q, 1, 1);
     c.has_lse = !(ops & 1);
     /* Packed placement: Q, K, V, O in regions 0..3 and LSE after O in 3. */
     if (!(ops & 2)) {
@@ -645,9 +942,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     }
 
+    /* The description's own size and sub-descriptions, then the copy the
+     * library gets and what it reads of it. */
+    const sized dz = (ext & 1) ? sized_val(r, sizeof src, desc_fields, COUNT(desc_fields))
+                               : (sized){sizeof src, 0, 0};
+    if (ext & 2) decode_mask(r, &w, d, &c.x);
+    if (ext & 4) decode_varlen(r, &w, d, &c.x);
+    if (ext & 8) decode_paged(r, &w, d, &c.x);
+    if (ext & 16) decode_workspace(r, &w, &c.x);
+    src.mask = c.x.mask;
+    src.varlen = c.x.varlen;
+    src.paged_kv = c.x.paged;
+    src.workspace = c.x.workspace;
+    c.pass = sized_copy(&src, sizeof src, dz);
+    c.desc_refused = sized_refused(dz);
+    const fattn_attention_desc init = FATTN_ATTENTION_DESC_INIT;
+    covered(&c.d, &src, &init, sizeof src, dz.size, desc_fields, COUNT(desc_fields));
+    const fattn_attention_desc *pass = c.pass;
+
+    run_accounting(r, &c);
+
     /* Finite, element-aligned inputs: then the outputs' values are checked too. */
-    const double resolved = d->scale != 0.0f ? fabs((double)d->scale) : 1.0;
-    c.finite_inputs = !specials && fattn_dtype_size(d->dtype) && resolved <= 64.0;
+    const double resolved = c.d.scale != 0.0f ? fabs((double)c.d.scale) : 1.0;
+    c.finite_inputs = !specials && fattn_dtype_size(c.d.dtype) && resolved <= 64.0;
     for (int i = TQ; i <= TV; i++) {
         const region *g = region_of(&w, c.t[i].buffer);
         if (g && g->start % es) c.finite_inputs = 0;
@@ -657,22 +974,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
      * description, which fails before any work). The naive path allocates
      * S and P: only when the estimate bounds them, or the description is
      * invalid (any estimate failure but an overflow says so). */
-    fattn_memory_report rep;
-    const fattn_status est = fattn_memory_estimate(d, NULL, &rep);
+    fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
+    const fattn_status est = fattn_memory_estimate(pass, NULL, &rep);
     const int desc_ok = est == FATTN_OK;
-    if (fattn_flops(d) <= (double)FLOP_LIMIT) {
+    if (fattn_flops(pass) <= (double)FLOP_LIMIT) {
         const int naive = (ops & 12) == 12 && (desc_ok ? rep.naive_bytes <= NAIVE_LIMIT : est != FATTN_ERR_OVERFLOW);
         const char *what = naive ? "fattn_forward_naive" : "fattn_forward";
-        if (fattn_dtype_size(d->dtype)) {
-            poison_output(&w, &c.t[TO], es, d->batch, d->heads_q, d->seq_q, d->head_dim);
-            if (c.has_lse) poison_output(&w, &c.t[TL], 4, d->batch, d->heads_q, d->seq_q, 1);
+        if (fattn_dtype_size(c.d.dtype)) {
+            poison_output(&w, &c.t[TO], es, c.d.batch, c.d.heads_q, c.d.seq_q, c.d.head_dim);
+            if (c.has_lse) poison_output(&w, &c.t[TL], 4, c.d.batch, c.d.heads_q, c.d.seq_q, 1);
         }
         memcpy(w.snap, w.arena, w.arena_len);
         const fattn_tensor *lse = c.has_lse ? &c.t[TL] : NULL;
-        const fattn_status st = naive ? fattn_forward_naive(ctx, d, &c.t[TQ], &c.t[TK], &c.t[TV], &c.t[TO], lse)
-                                      : fattn_forward(ctx, d, &c.t[TQ], &c.t[TK], &c.t[TV], &c.t[TO], lse);
+        const fattn_status st = naive ? fattn_forward_naive(ctx, pass, &c.t[TQ], &c.t[TK], &c.t[TV], &c.t[TO], lse)
+                                      : fattn_forward(ctx, pass, &c.t[TQ], &c.t[TK], &c.t[TV], &c.t[TO], lse);
         check_status(st, ctx, what);
         if (st == FATTN_OK) {
+            const char *refusal = forward_refusal(&c);
+            CHECK(!refusal, "%s accepted %s", what, refusal);
             check_forward_ok(&w, &c, what);
         } else {
             check_memory(&w, NULL, what);
@@ -680,11 +999,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (ops & 16) {
         fill_arena(&w, fill_t, seed, specials);
-        if (fattn_flops(d) <= (double)FLOP_LIMIT) run_host(r, &w, d);
+        if (fattn_flops(pass) <= (double)FLOP_LIMIT) run_host(r, &w, &c);
     }
     if (ops & 32) run_copies(r, &w);
 
+    if (c.x.workspace_owned) fattn_buffer_free(c.x.workspace);
     free_regions(&w);
+    sized_free_all();
     free(w.block);
     free(w.snap);
     free(w.out_map);

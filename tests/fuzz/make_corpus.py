@@ -33,24 +33,32 @@ def head_dim(n):   # dim_val case 2: 1..256
     return bytes([2, n - 1])
 
 
+CAUSAL = {False: 0, "none": 0, True: 0x01, "br": 0x01, "tl": 0x41, "3": 0x81}
+
+
 def call(ops=0, batch=small(1), heads_kv=small(2), gqa=1, seq_q=small(8), seq_kv=small(8),
          dim=head_dim(16), dtype=0, scale=b"\0\0", causal=False, specials=False,
-         tiles=(b"\0\0", b"\0\0"), seed=1, accounting=b"\0\0\0\0\0\0\0\0", regions=b"\0",
-         tensors=None, tail=b""):
+         tiles=(b"\0\0", b"\0\0"), seed=1, ext=0, regions=b"\0", tensors=None, extras=b"",
+         accounting=b"\0\0\0\0\0\0\0\0", tail=b""):
+    """causal: False/"none", True/"br" (bottom-right), "tl" (top-left) or "3"
+    (no such alignment). tiles: two tile_val encodings, set as context
+    parameters. ext: bit 0 the description's size follows in extras, bits
+    1..4 a mask, varlen, paged-KV description and workspace follow there."""
     out = bytes([ops]) + batch + heads_kv
     out += bytes([1, gqa - 1])                  # heads_q = heads_kv * gqa
     out += seq_q + seq_kv + dim + bytes([dtype]) + scale
-    out += bytes([(1 if causal else 0) | (0x30 if specials else 0)])
-    out += tiles[0] + tiles[1] + struct.pack("<Q", seed)
-    out += accounting + b"\x10" + regions       # 16 * 8 spare arena bytes
+    out += bytes([CAUSAL[causal] | (0x30 if specials else 0)])
+    out += b"\0" + tiles[0] + b"\0" + tiles[1]  # tile_param_val: an int tile_val
+    out += struct.pack("<Q", seed) + bytes([ext])
+    out += b"\x10" + regions                    # 16 * 8 spare arena bytes
     # Per tensor: buffer pick (0: region 0, packed), stride mode (0: BSHD), offset.
     for t in tensors or [b"\0\0\0"] * 5:
         out += t
-    return out + tail
+    return out + extras + accounting + tail
 
 
 SEEDS = {
-    "basic-f32": call(accounting=b"\0\0\0\0\0\0\0\x03"),
+    "basic-f32": call(accounting=b"\0\0\0\0\0\0\0\x43"),
     "causal-gqa-f16": call(heads_kv=small(2), gqa=4, seq_q=edge(65), seq_kv=upto256(33),
                            dim=head_dim(40), dtype=1, causal=True),
     "naive-bf16-bhsd": call(ops=12, seq_q=upto256(17), seq_kv=upto256(31), dim=head_dim(64), dtype=2,
@@ -64,6 +72,30 @@ SEEDS = {
                                tensors=[b"\0\0\x03", b"\0\x04\0", b"\0\x0c\0", b"\0\x03\x01", b"\0\0\0"]),
     "misaligned-k": call(regions=b"\x06"),
     "specials": call(seq_q=small(4), seq_kv=small(6), specials=True, seed=7),
+    # Top-left causal both ways; bottom-right with empty first rows.
+    "causal-tl-sq-gt-sk": call(seq_q=upto256(37), seq_kv=small(5), dim=head_dim(24), causal="tl"),
+    "causal-tl-sq-lt-sk": call(heads_kv=small(1), gqa=3, seq_q=small(7), seq_kv=edge(66), causal="tl", dtype=1),
+    "causal-br-empty-rows": call(seq_q=upto256(37), seq_kv=small(5), dim=head_dim(24), causal="br"),
+    "causal-3-refused": call(causal="3"),
+    # The description's size (sized_val: selector, byte): 0; where flags ends
+    # (an older caller's); a larger one with a zero tail; with a non-zero byte.
+    "desc-size-0": call(ext=1, extras=b"\x01\0"),
+    "desc-size-older": call(ext=1, extras=b"\x02\x0a"),
+    "desc-size-zero-tail": call(ext=1, extras=b"\x04\x01"),
+    "desc-size-nonzero-tail": call(ext=1, extras=b"\x05\x07\x03\x80"),
+    # 93 bytes: past DESC_MIN, ending 5 bytes into paged_kv, which points to
+    # a paged description: the library must not read a torn pointer.
+    "desc-size-torn-pointer": call(ext=1 | 8, extras=b"\x03\x5d" + b"\x04" + upto256(16)),
+    # A mask of INIT's values (asks nothing), and one with a window (refused).
+    "mask-init": call(ext=2, extras=b"\0"),
+    "mask-window": call(ext=2, extras=b"\x01\x06"),
+    "varlen-cu-seqlens": call(ext=4, extras=b"\x01\x01\0\0\0"),
+    "paged-page-size": call(ext=8, extras=b"\x04" + upto256(16)),
+    "workspace-own": call(ext=16, extras=b"\x01\x04"),
+    "workspace-foreign": call(ext=16, extras=b"\x02"),
+    # Tiles set on the context: 5 x 9, and 1025 (valid, the CPU refuses it).
+    "tiles-param": call(seq_q=edge(65), seq_kv=edge(63), tiles=(bytes([1, 4]), bytes([1, 8]))),
+    "tiles-param-unsupported": call(tiles=(bytes([4, 0]), b"\0\0"), accounting=b"\0\0\0\0\0\0\0\x43"),
 }
 
 

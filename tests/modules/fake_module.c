@@ -6,21 +6,25 @@
 
 #include "backend.h"
 
-static void fake_probe(fattn_probe *out) {
+static void fake_probe(const fattn_settings *settings, fattn_probe *out) {
+    (void)settings;
     out->device_count = 1;
     out->gpu_count = 0;
+    out->auto_score = 0;   /* a CPU-like device: never chosen automatically */
     out->reason[0] = '\0';
 }
 
-static fattn_status fake_device_name(int device, char *buf, size_t len, fattn_msg *msg) {
+static fattn_status fake_device_name(const fattn_settings *settings, int device, char *buf, size_t len,
+                                     fattn_msg *msg) {
+    (void)settings;
     (void)device;
     (void)msg;
     snprintf(buf, len, "fake module device");
     return FATTN_OK;
 }
 
-static fattn_status fake_open(int device, void **state, fattn_msg *msg) {
-    (void)device;
+static fattn_status fake_open(const fattn_open_args *args, void **state, fattn_msg *msg) {
+    (void)args;
     (void)msg;
     *state = NULL;
     return FATTN_OK;
@@ -34,9 +38,9 @@ static fattn_status fake_alloc(void *state, size_t bytes, void **mem, fattn_msg 
     return *mem ? FATTN_OK : fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "fake: no memory");
 }
 
-static void fake_free(void *state, void *mem) {
+static void fake_free(void *state, void *mem, int owned) {
     (void)state;
-    free(mem);
+    if (owned) free(mem);
 }
 
 static fattn_status fake_write(void *state, void *mem, size_t offset, const void *src, size_t bytes,
@@ -76,8 +80,8 @@ static fattn_status fake_plan(void *state, const fattn_problem *p, fattn_plan *p
     return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "fake module computes nothing");
 }
 
-static fattn_status fake_forward(void *state, const fattn_problem *p, const fattn_plan *plan,
-                                 fattn_msg *msg) {
+static fattn_status fake_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                             fattn_msg *msg) {
     (void)state;
     (void)p;
     (void)plan;
@@ -107,7 +111,7 @@ static fattn_backend_vtable table = {
     .buffer_native = fake_native,
     .buffer_region = fake_region,
     .plan = fake_plan,
-    .forward = fake_forward,
+    .run = fake_run,
 };
 
 #ifndef FAKE_NOSYM
@@ -118,6 +122,8 @@ __attribute__((visibility("default"))) const fattn_backend_vtable *fattn_backend
     table.size = offsetof(fattn_backend_vtable, buffer_region);   /* built before that slot existed */
 #elif defined(FAKE_SLOT)
     table.plan = NULL;
+#elif defined(FAKE_NORUN)
+    table.run = NULL;   /* plans, but nothing can run them */
 #elif defined(FAKE_MARKS)
     table.mark = fake_mark;   /* without mark_elapsed and mark_free */
 #endif

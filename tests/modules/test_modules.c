@@ -33,7 +33,7 @@ static int child(const module_case *c) {
     snprintf(dir, sizeof dir, "%s%s%s", c->dir[0] == '/' || c->dir[0] == '.' ? "" : FATTN_FAKE_ROOT,
              c->dir[0] == '/' || c->dir[0] == '.' ? "" : "/", c->dir);
     setenv("FATTN_MODULE_DIR", dir, 1);
-    fattn_backend_info info;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     if (fattn_backend_get_info(FATTN_BACKEND_OPENCL, &info) != FATTN_OK) return 1;
     int ok = info.available == c->available;
     for (int i = 0; i < 2; i++)
@@ -70,6 +70,7 @@ static void test_refused_modules_name_file_and_fault(void **state) {
         {"abi", 0, {FATTN_FAKE_ROOT "/abi/libfattn-opencl.so", "backend ABI"}},
         {"short", 0, {FATTN_FAKE_ROOT "/short/libfattn-opencl.so", "table is"}},
         {"slot", 0, {FATTN_FAKE_ROOT "/slot/libfattn-opencl.so", "'plan'"}},
+        {"norun", 0, {FATTN_FAKE_ROOT "/norun/libfattn-opencl.so", "'run'"}},
         {"marks", 0, {FATTN_FAKE_ROOT "/marks/libfattn-opencl.so", "mark_elapsed"}},
         {"nosym", 0, {FATTN_FAKE_ROOT "/nosym/libfattn-opencl.so", "no symbol"}},
     };

@@ -1,11 +1,16 @@
 /* The shared case table. Sizes straddle tile edges (1, 7, 63, 64, 65, 127,
  * 129, 1000), head dims cover 1..256 including non-powers of two, and each
- * row names the feature it is there for. */
+ * row names the feature it is there for. Causal 1 is bottom-right (BR), the
+ * default; TL is top-left. */
 #include "cases.h"
 
 #define BSHD FATTN_LAYOUT_BSHD
 #define BHSD FATTN_LAYOUT_BHSD
+#define BR FATTN_CAUSAL_BOTTOM_RIGHT
+#define TL FATTN_CAUSAL_TOP_LEFT
 
+/* The table is aligned by hand. */
+/* clang-format off */
 const fattn_case fattn_cases[] = {
     /* name                      B  Hq Hkv   Sq    Sk    D  causal layout storage         |Q|  scale */
     {"one token",                1, 1, 1,    1,    1,   64, 0, BSHD, STORE_SEPARATE,     1.f, 0},
@@ -43,8 +48,25 @@ const fattn_case fattn_cases[] = {
     {"single key causal",        1, 2, 2,    7,    1,   64, 1, BHSD, STORE_SEPARATE,     1.f, 0},
     {"no keys",                  1, 2, 2,    7,    0,   64, 0, BSHD, STORE_SEPARATE,     1.f, 0},
     {"custom scale",             1, 2, 2,   63,   65,   64, 0, BSHD, STORE_SEPARATE,     1.f, 0.3f},
+    /* Both causal alignments with seq_q != seq_kv both ways, at sizes that are
+     * multiples of no tile. Top-left: row i sees keys 0..i, so with more
+     * queries than keys no row is empty and rows past seq_kv see every key.
+     * Bottom-right: row i sees keys 0..i + seq_kv - seq_q, so with more
+     * queries than keys the first seq_q - seq_kv rows see none (O = 0, LSE
+     * = -inf) and the last row sees every key. */
+    {"causal tl sq<sk 37/101",   1, 2, 2,   37,  101,   64, TL, BSHD, STORE_SEPARATE,     1.f, 0},
+    {"causal br sq<sk 37/101",   1, 2, 2,   37,  101,   64, BR, BSHD, STORE_SEPARATE,     1.f, 0},
+    {"causal tl sq>sk 101/37",   2, 4, 2,  101,   37,   40, TL, BHSD, STORE_SEPARATE,     1.f, 0},
+    {"causal br sq>sk 101/37",   2, 4, 2,  101,   37,   40, BR, BHSD, STORE_SEPARATE,     1.f, 0},
+    {"causal tl decode 1/77",    1, 3, 1,    1,   77,   96, TL, BSHD, STORE_KV_STRIDED,   1.f, 0},
+    {"causal br decode 1/77",    1, 3, 1,    1,   77,   96, BR, BSHD, STORE_KV_STRIDED,   1.f, 0},
+    {"causal tl sq>sk 77/1",     1, 2, 2,   77,    1,   80, TL, BHSD, STORE_KV_STRIDED,   1.f, 0},
+    {"causal br sq>sk 77/1",     1, 2, 2,   77,    1,   80, BR, BHSD, STORE_KV_STRIDED,   1.f, 0},
+    {"causal tl seq 65 dim 128", 1, 2, 2,   65,   65,  128, TL, BSHD, STORE_PACKED_QKV,   1.f, 0},
+    {"causal tl large logits",   1, 2, 2,   63,  129,  256, TL, BHSD, STORE_SEPARATE,    16.f, 0},
     /* More (batch, head) pairs than one CUDA grid dimension holds (65,535). */
     {"batch x heads 70000",    350, 200, 50,  2,    3,    8, 1, BSHD, STORE_SEPARATE,     1.f, 0},
 };
+/* clang-format on */
 
 const size_t fattn_case_count = sizeof fattn_cases / sizeof fattn_cases[0];

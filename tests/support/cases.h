@@ -16,7 +16,7 @@ typedef enum case_storage {
 typedef struct fattn_case {
     const char *name;
     int64_t batch, heads_q, heads_kv, seq_q, seq_kv, head_dim;
-    int causal;
+    fattn_causal causal;   /* NONE, BOTTOM_RIGHT or TOP_LEFT (cases.c: 0, BR, TL) */
     fattn_layout layout;
     case_storage storage;
     float q_magnitude;   /* Q is uniform in +-q_magnitude: large values give large logits */

@@ -46,8 +46,7 @@ static void put(void *base, fattn_dtype t, int64_t i, float x) {
 }
 
 fattn_attention_desc harness_desc(const fattn_case *c, fattn_dtype dtype) {
-    fattn_attention_desc d;
-    memset(&d, 0, sizeof d);
+    fattn_attention_desc d = FATTN_ATTENTION_DESC_INIT;
     d.batch = c->batch;
     d.heads_q = c->heads_q;
     d.heads_kv = c->heads_kv;
@@ -92,7 +91,13 @@ static fattn_status upload(fattn_context *ctx, host_buf *h) {
 }
 
 static fattn_tensor view(host_buf *h, fattn_dtype t, geo g) {
-    fattn_tensor x = {h->dev, t, g.offset, g.sb, g.sh, g.ss, 1};
+    fattn_tensor x = FATTN_TENSOR_INIT;
+    x.buffer = h->dev;
+    x.dtype = t;
+    x.offset = g.offset;
+    x.stride_batch = g.sb;
+    x.stride_head = g.sh;
+    x.stride_seq = g.ss;
     return x;
 }
 

@@ -14,6 +14,14 @@ double ref_get(const ref_view *v, int64_t b, int64_t h, int64_t s, int64_t d) {
     }
 }
 
+int64_t ref_key_limit(const fattn_attention_desc *d, int64_t i) {
+    const int64_t Sk = d->seq_kv;
+    if (d->causal == FATTN_CAUSAL_NONE) return Sk;
+    const int64_t off = d->causal == FATTN_CAUSAL_TOP_LEFT ? 0 : Sk - d->seq_q;
+    const int64_t lim = i + off + 1;
+    return lim < 0 ? 0 : (lim > Sk ? Sk : lim);
+}
+
 void ref_attention(const fattn_attention_desc *d, const ref_view *q, const ref_view *k,
                    const ref_view *v, double *out, double *lse) {
     const int64_t D = d->head_dim, Sq = d->seq_q, Sk = d->seq_kv;
@@ -24,11 +32,7 @@ void ref_attention(const fattn_attention_desc *d, const ref_view *q, const ref_v
         for (int64_t h = 0; h < d->heads_q; h++) {
             const int64_t hk = h / (d->heads_q / d->heads_kv);
             for (int64_t i = 0; i < Sq; i++) {
-                int64_t lim = Sk;
-                if (d->causal) {
-                    lim = i + Sk - Sq + 1;
-                    lim = lim < 0 ? 0 : (lim > Sk ? Sk : lim);
-                }
+                const int64_t lim = ref_key_limit(d, i);
                 double mx = -INFINITY, sum = 0.0;
                 for (int64_t j = 0; j < lim; j++) {
                     double dot = 0.0;

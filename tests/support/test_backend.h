@@ -26,8 +26,11 @@ static inline int test_backend_selected(const char *name) {
     return !only || !*only || strstr(only, name) != NULL;
 }
 
-/* Describes backend `kind` into *info, or skips (fails where required). */
+/* Describes backend `kind` into *info (its size set here), or skips (fails
+ * where required). */
 static inline void test_use_backend(fattn_backend_kind kind, fattn_backend_info *info) {
+    const fattn_backend_info init = FATTN_BACKEND_INFO_INIT;
+    *info = init;
     assert_int_equal(fattn_backend_get_info(kind, info), FATTN_OK);
     if (!test_backend_selected(info->name)) {
         print_message("[  SKIPPED ] %s: not in FATTN_TEST_BACKENDS=%s\n", info->name,
