@@ -12,6 +12,9 @@
 
 namespace {
 
+// ln(2): the kernels keep the log-sum-exp in base 2 and convert once per row.
+constexpr float kLn2 = 0.69314718055994531f;
+
 // n / d for n < 2^63 by multiply and shift (Granlund-Montgomery, as
 // CUTLASS's FastDivmod, in 64 bits): the kernels' only divisions by run-time
 // sizes. A 64-bit `/` would be a call into a division routine, whose calling

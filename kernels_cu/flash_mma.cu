@@ -420,7 +420,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
             }
             if (a.lse && (lane & 3) == 0)
                 a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
-                    l == 0.f ? -INFINITY : (mrow[mt][hh] + log2f(l)) * 0.69314718055994531f;
+                    l == 0.f ? -INFINITY : (mrow[mt][hh] + log2f(l)) * kLn2;
         }
 #endif
 }

@@ -324,7 +324,7 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a, P
             if (d + 3 < D) from_f(o + d + 3, x.w * inv);
         }
         if (a.lse && tx == 0)
-            a.lse[b * a.l_sb + h * a.l_sh + row * a.l_ss] = l == 0.f ? -INFINITY : (m_i[i] + log2f(l)) * 0.69314718055994531f;
+            a.lse[b * a.l_sb + h * a.l_sh + row * a.l_ss] = l == 0.f ? -INFINITY : (m_i[i] + log2f(l)) * kLn2;
     }
 }
 

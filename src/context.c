@@ -1,4 +1,4 @@
-/* Contexts, run-time backend choice, error messages and buffers. */
+/* Contexts, run-time backend choice and buffers. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -8,25 +8,6 @@
 #include "env.h"
 #include "internal.h"
 #include "registry.h"
-
-static _Thread_local fattn_msg thread_msg;
-
-fattn_msg *fattn_thread_msg(void) { return &thread_msg; }
-
-fattn_status fattn_ctx_fail(fattn_context *ctx, fattn_status status, const char *fmt, ...) {
-    fattn_msg *m = ctx ? &ctx->msg : &thread_msg;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m->text, sizeof m->text, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-void fattn_ctx_clear(fattn_context *ctx) { (ctx ? &ctx->msg : &thread_msg)->text[0] = '\0'; }
-
-const char *fattn_error_message(const fattn_context *ctx) {
-    return ctx ? ctx->msg.text : thread_msg.text;
-}
 
 /* ---- Backends and devices ------------------------------------------------ */
 

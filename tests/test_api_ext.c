@@ -1818,6 +1818,68 @@ static void test_create_with_opencl_native(void **state) {
     dlclose(cl.lib);
 }
 
+/* The CUDA runtime, opened at run time like libOpenCL above (the test links
+ * no GPU library): just enough to make and sync a stream of the caller's. */
+typedef struct cuda_api {
+    void *lib;
+    int (*stream_create)(void **stream);
+    int (*stream_destroy)(void *stream);
+    int (*stream_synchronize)(void *stream);
+} cuda_api;
+
+static int cuda_load(cuda_api *c) {
+    static const char *const names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12"};
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !c->lib; i++)
+        c->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!c->lib) return 0;
+    *(void **)&c->stream_create = dlsym(c->lib, "cudaStreamCreate");
+    *(void **)&c->stream_destroy = dlsym(c->lib, "cudaStreamDestroy");
+    *(void **)&c->stream_synchronize = dlsym(c->lib, "cudaStreamSynchronize");
+    return c->stream_create && c->stream_destroy && c->stream_synchronize;
+}
+
+/* A CUDA context on the caller's stream and the caller's current context:
+ * the answer is the reference's, the stream is the caller's to destroy
+ * after fattn_context_free, and OpenCL-only native objects are refused. */
+static void test_create_with_cuda_native(void **state) {
+    (void)state;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
+    test_use_backend(FATTN_BACKEND_CUDA, &info);
+    cuda_api cu;
+    if (!cuda_load(&cu)) {
+        if (cu.lib) dlclose(cu.lib);
+        test_skip_unless_required("cuda-native", "cannot dlopen libcudart");
+    }
+    void *stream = NULL;
+    assert_int_equal(cu.stream_create(&stream), 0);
+
+    fattn_context_params prm = FATTN_CONTEXT_PARAMS_INIT;
+    prm.backend = FATTN_BACKEND_CUDA;
+    prm.device = 0;
+    fattn_context *ctx = NULL;
+    int dummy = 0;
+    prm.native_context = &dummy;
+    prm.native_device = &dummy;
+    EXPECT(NULL, fattn_context_create_with(&prm, &ctx), FATTN_ERR_INVALID_ARGUMENT, "native");
+    assert_null(ctx);
+    prm.native_context = prm.native_device = NULL;
+
+    prm.native_queue = stream;
+    prm.cuda_current_context = 1;
+    EXPECT_OK(NULL, fattn_context_create_with(&prm, &ctx));
+    problem p;
+    const fattn_attention_desc full = make_desc(2, 4, 2, 37, 29, 40);
+    prob_init(&p, ctx, &full, 23);
+    RUN_OK(&p, 0, &p.d, "CUDA on the caller's stream and current context");
+    RUN_OK(&p, 1, &p.d, "CUDA naive on the caller's stream and current context");
+    assert_int_equal(cu.stream_synchronize(stream), 0);
+    prob_free(&p);
+    fattn_context_free(ctx);
+    assert_int_equal(cu.stream_destroy(stream), 0);
+    dlclose(cu.lib);
+}
+
 /* =========================================================================== */
 /* 6. Const buffers                                                             */
 /* =========================================================================== */
@@ -2234,6 +2296,7 @@ int main(void) {
         cmocka_unit_test(test_create_with_cpu_rejects_native),
         cmocka_unit_test(test_create_with_opencl_settings),
         cmocka_unit_test(test_create_with_opencl_native),
+        cmocka_unit_test(test_create_with_cuda_native),
         /* 6. const buffers */
         cmocka_unit_test(test_wrap_const),
         /* 7. tensor initialisers */
