@@ -58,7 +58,8 @@ static void random_fill(unsigned char *h, fattn_dtype t, size_t n, uint64_t seed
     for (size_t i = 0; i < n; i++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         float x = (float)((double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-        if (t == FATTN_F32) memcpy(h + i * 4, &x, 4);
+        if (t == FATTN_F32)
+            memcpy(h + i * 4, &x, 4);
         else {
             uint16_t b = t == FATTN_F16 ? fattn_f32_to_f16(x) : fattn_f32_to_bf16(x);
             memcpy(h + i * 2, &b, 2);
@@ -66,9 +67,9 @@ static void random_fill(unsigned char *h, fattn_dtype t, size_t n, uint64_t seed
     }
 }
 
-typedef fattn_status (*forward_fn)(fattn_context *, const fattn_attention_desc *, const fattn_tensor *,
+typedef fattn_status (*forward_fn)(fattn_context *, const fattn_attention_desc *,
                                    const fattn_tensor *, const fattn_tensor *, const fattn_tensor *,
-                                   const fattn_tensor *);
+                                   const fattn_tensor *, const fattn_tensor *);
 
 /* Median milliseconds of o->iters calls after o->warmup, on the device's own
  * clock where the backend has one (CUDA events, OpenCL profiling), else on
@@ -76,8 +77,10 @@ typedef fattn_status (*forward_fn)(fattn_context *, const fattn_attention_desc *
  * (a driver without usable profiling times) falls back to the host's, said
  * once on stderr. */
 static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_attention_desc *d,
-                              const fattn_tensor *x, const bench_opts *o, double *out, const char **clock) {
-    double *host = calloc((size_t)o->iters, sizeof *host), *dev = calloc((size_t)o->iters, sizeof *dev);
+                              const fattn_tensor *x, const bench_opts *o, double *out,
+                              const char **clock) {
+    double *host = calloc((size_t)o->iters, sizeof *host),
+           *dev = calloc((size_t)o->iters, sizeof *dev);
     fattn_timer *timer = NULL;
     if (fattn_timer_create(ctx, &timer) != FATTN_OK) timer = NULL;
     int use_dev = fattn_timer_is_device_clock(timer);
@@ -91,8 +94,9 @@ static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_atte
         const double host_ms = (now() - t0) * 1e3;
         if (st == FATTN_OK && use_dev && fattn_timer_elapsed_ms(timer, &dev_ms) != FATTN_OK) {
             static int told;
-            if (!told++) fprintf(stderr, "fattn_bench: device clock failed (%s); timing on the host\n",
-                                 fattn_error_message(ctx));
+            if (!told++)
+                fprintf(stderr, "fattn_bench: device clock failed (%s); timing on the host\n",
+                        fattn_error_message(ctx));
             use_dev = 0;
         }
         if (i >= 0) host[i] = host_ms, dev[i] = dev_ms;
@@ -113,7 +117,8 @@ static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_atte
  * (asynchronous) call returns, before synchronising, minus the one before it.
  * -1 where the backend cannot measure; about 0 on synchronous backends (the
  * CPU), which free before returning. */
-static int64_t grown(fattn_context *ctx, forward_fn f, const fattn_attention_desc *d, const fattn_tensor *x) {
+static int64_t grown(fattn_context *ctx, forward_fn f, const fattn_attention_desc *d,
+                     const fattn_tensor *x) {
     uint64_t used0, used1, total;
     fattn_status st = fattn_context_synchronize(ctx);
     if (st == FATTN_OK) st = fattn_context_device_memory(ctx, &used0, &total);
@@ -138,14 +143,16 @@ static double sampled_error(bench_shape sh, fattn_dtype t, const unsigned char *
         const int64_t b = pairs[pi][0], h = pairs[pi][1];
         for (int k = 0; k < per; k++) {
             const int64_t i = S > 1 ? k * (S - 1) / (per - 1) : 0;
-            const int64_t lim = sh.causal ? i + 1 : S;   /* seq_q = seq_kv: bottom-right is the diagonal */
+            const int64_t lim =
+                sh.causal ? i + 1 : S; /* seq_q = seq_kv: bottom-right is the diagonal */
             const size_t qrow = (size_t)(((b * S + i) * H + h) * D);
             double m = -INFINITY, l = 0.0;
             for (int64_t j = 0; j < lim; j++) {
                 const size_t krow = (size_t)(((b * S + j) * H + h) * D);
                 double s = 0.0;
                 for (int64_t c = 0; c < D; c++)
-                    s += (double)elem(in[0], t, qrow + (size_t)c) * (double)elem(in[1], t, krow + (size_t)c);
+                    s += (double)elem(in[0], t, qrow + (size_t)c) *
+                         (double)elem(in[1], t, krow + (size_t)c);
                 p[j] = s * scale;
                 if (p[j] > m) m = p[j];
             }
@@ -154,11 +161,12 @@ static double sampled_error(bench_shape sh, fattn_dtype t, const unsigned char *
                 const double w = exp(p[j] - m);
                 const size_t vrow = (size_t)(((b * S + j) * H + h) * D);
                 l += w;
-                for (int64_t c = 0; c < D; c++) acc[c] += w * (double)elem(in[2], t, vrow + (size_t)c);
+                for (int64_t c = 0; c < D; c++)
+                    acc[c] += w * (double)elem(in[2], t, vrow + (size_t)c);
             }
             for (int64_t c = 0; c < D; c++) {
                 const double e = fabs((double)elem(out, t, qrow + (size_t)c) - acc[c] / l);
-                if (!(e <= worst)) worst = e;   /* NaN wins */
+                if (!(e <= worst)) worst = e; /* NaN wins */
             }
             (*checked)++;
         }
@@ -174,9 +182,12 @@ static void fail(fattn_context *ctx, bench_result *r, const char *what) {
 }
 
 static void human_bytes(char *buf, size_t len, double bytes) {
-    if (bytes >= 1099511627776.0) snprintf(buf, len, "%.1f TiB", bytes / 1099511627776.0);
-    else if (bytes >= 1073741824.0) snprintf(buf, len, "%.1f GiB", bytes / 1073741824.0);
-    else snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
+    if (bytes >= 1099511627776.0)
+        snprintf(buf, len, "%.1f TiB", bytes / 1099511627776.0);
+    else if (bytes >= 1073741824.0)
+        snprintf(buf, len, "%.1f GiB", bytes / 1073741824.0);
+    else
+        snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
 }
 
 /* The naive baseline, where the backend has one and S and P fit the device. */
@@ -187,14 +198,16 @@ static void measure_naive(fattn_context *ctx, const bench_opts *o, const fattn_a
         char need[32], have[32];
         human_bytes(need, sizeof need, (double)r->naive_bytes);
         human_bytes(have, sizeof have, (double)total);
-        snprintf(r->naive_note, sizeof r->naive_note, "impossible: S and P need %s, the device has %s", need, have);
+        snprintf(r->naive_note, sizeof r->naive_note,
+                 "impossible: S and P need %s, the device has %s", need, have);
         return;
     }
     const char *clock;
     if (median_ms(ctx, fattn_forward_naive, d, x, o, &r->naive_ms, &clock) != FATTN_OK) {
         char need[32];
         human_bytes(need, sizeof need, (double)r->naive_bytes);
-        snprintf(r->naive_note, sizeof r->naive_note, "failed (S and P need %s): %s", need, fattn_error_message(ctx));
+        snprintf(r->naive_note, sizeof r->naive_note, "failed (S and P need %s): %s", need,
+                 fattn_error_message(ctx));
         return;
     }
     r->naive_ok = 1;
@@ -227,22 +240,28 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
         if (st == FATTN_OK && i < 3) random_fill(host[i], t, n, 1234 + (uint64_t)i);
         if (st == FATTN_OK) st = fattn_buffer_alloc(ctx, bytes, &buf[i]);
         if (st == FATTN_OK && i < 3) st = fattn_buffer_write(buf[i], 0, host[i], bytes);
-        if (st == FATTN_OK) st = fattn_tensor_init(buf[i], t, FATTN_LAYOUT_BSHD, sh.b, sh.h, sh.s, sh.d, 0, &x[i]);
+        if (st == FATTN_OK)
+            st = fattn_tensor_init(buf[i], t, FATTN_LAYOUT_BSHD, sh.b, sh.h, sh.s, sh.d, 0, &x[i]);
     }
-    if (st != FATTN_OK) fail(ctx, r, "inputs");
-    else if (median_ms(ctx, fattn_forward, &d, x, o, &r->ms, &r->clock) != FATTN_OK) fail(ctx, r, "forward");
+    if (st != FATTN_OK)
+        fail(ctx, r, "inputs");
+    else if (median_ms(ctx, fattn_forward, &d, x, o, &r->ms, &r->clock) != FATTN_OK)
+        fail(ctx, r, "forward");
     else {
         r->tflops = bench_flops(sh) / (r->ms * 1e-3) / 1e12;
         r->flash_measured = grown(ctx, fattn_forward, &d, x);
         if (o->check_rows > 0) {
-            if (fattn_buffer_read(buf[3], 0, host[3], bytes) != FATTN_OK) fail(ctx, r, "reading O");
+            if (fattn_buffer_read(buf[3], 0, host[3], bytes) != FATTN_OK)
+                fail(ctx, r, "reading O");
             else {
                 const unsigned char *in[3] = {host[0], host[1], host[2]};
                 r->max_err = sampled_error(sh, t, in, host[3], o->check_rows, &r->err_rows);
             }
         }
-        if (o->naive) measure_naive(ctx, o, &d, x, r);
-        else snprintf(r->naive_note, sizeof r->naive_note, "not asked (--naive)");
+        if (o->naive)
+            measure_naive(ctx, o, &d, x, r);
+        else
+            snprintf(r->naive_note, sizeof r->naive_note, "not asked (--naive)");
     }
     for (int i = 0; i < 4; i++) {
         fattn_buffer_free(buf[i]);

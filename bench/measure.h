@@ -15,8 +15,8 @@ typedef struct bench_shape {
 
 typedef struct bench_opts {
     int iters, warmup;
-    int naive;          /* also time fattn_forward_naive */
-    int check_rows;     /* rows compared with the float64 reference; 0: no check */
+    int naive;      /* also time fattn_forward_naive */
+    int check_rows; /* rows compared with the float64 reference; 0: no check */
 } bench_opts;
 
 typedef struct bench_result {
@@ -25,18 +25,18 @@ typedef struct bench_result {
     char device_name[256];
     fattn_dtype dtype;
     bench_shape shape;
-    char status[16];         /* "ok", "error", "skipped" */
-    char note[512];          /* the error or the reason for a skip */
-    const char *clock;       /* "device" (events / profiling) or "host" */
+    char status[16];   /* "ok", "error", "skipped" */
+    char note[512];    /* the error or the reason for a skip */
+    const char *clock; /* "device" (events / profiling) or "host" */
     double ms, tflops;
-    uint64_t flash_bytes, naive_bytes;   /* the accounting module's */
-    int64_t flash_measured;  /* device memory the call held, measured; -1 unknown */
-    double max_err;          /* max |O - reference| over the sampled rows; -1 not checked */
+    uint64_t flash_bytes, naive_bytes; /* the accounting module's */
+    int64_t flash_measured;            /* device memory the call held, measured; -1 unknown */
+    double max_err; /* max |O - reference| over the sampled rows; -1 not checked */
     int err_rows;
     int naive_ok;
     double naive_ms, naive_tflops;
     int64_t naive_measured;
-    char naive_note[512];    /* why the naive baseline did not run */
+    char naive_note[512]; /* why the naive baseline did not run */
 } bench_result;
 
 /* Fills r (r->backend, device, shape and dtype first set by the caller). */

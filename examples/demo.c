@@ -19,7 +19,10 @@ static const fattn_case *find_case(const char *name) {
 static void human(double bytes, char *buf, size_t len) {
     const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;
-    while (bytes >= 1024.0 && u < 4) { bytes /= 1024.0; u++; }
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
     snprintf(buf, len, "%.1f %s", bytes, unit[u]);
 }
 
@@ -64,8 +67,14 @@ static void long_sequences(fattn_context *ctx) {
            fattn_context_backend_name(ctx));
     printf("  %8s %12s %12s %9s\n", "seq", "naive", "fattn", "ratio");
     for (int64_t s = 2048; s <= 131072; s *= 4) {
-        fattn_attention_desc d = {.size = sizeof d, .batch = 1, .heads_q = 16, .heads_kv = 16,
-                                  .seq_q = s, .seq_kv = s, .head_dim = 128, .dtype = FATTN_F16,
+        fattn_attention_desc d = {.size = sizeof d,
+                                  .batch = 1,
+                                  .heads_q = 16,
+                                  .heads_kv = 16,
+                                  .seq_q = s,
+                                  .seq_kv = s,
+                                  .head_dim = 128,
+                                  .dtype = FATTN_F16,
                                   .causal = FATTN_CAUSAL_BOTTOM_RIGHT};
         fattn_memory_report m = FATTN_MEMORY_REPORT_INIT;
         if (fattn_context_memory_report(ctx, &d, &m) != FATTN_OK) continue;
@@ -98,6 +107,7 @@ int main(void) {
             fattn_context_free(ctx);
         }
     }
-    printf("\n%s\n", failures ? "demo: SOME RESULTS WERE WRONG" : "demo: all results match the reference");
+    printf("\n%s\n",
+           failures ? "demo: SOME RESULTS WERE WRONG" : "demo: all results match the reference");
     return failures != 0;
 }

@@ -11,6 +11,10 @@
 extern "C" {
 #endif
 
+/* The public header is laid out by hand for its readers (tables, aligned
+ * comments, one-line INIT macros): clang-format leaves it alone. */
+/* clang-format off */
+
 /* FATTN_BUILDING: set while fattn itself is compiled; FATTN_STATIC: set by
  * programs that link the static library. */
 #if defined(_WIN32) && defined(FATTN_STATIC)
@@ -567,6 +571,8 @@ FATTN_API fattn_status fattn_context_memory_report(fattn_context *ctx,
 /* FLOP count: 4*B*Hq*Sq*Sk*D, counting only unmasked pairs when causal.
  * Returns 0 for an invalid description (no message). */
 FATTN_API double fattn_flops(const fattn_attention_desc *desc);
+
+/* clang-format on */
 
 #ifdef __cplusplus
 }

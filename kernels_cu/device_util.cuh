@@ -25,8 +25,7 @@ struct Divisor {
 };
 
 // shift = ceil(log2 d), mul = floor(2^64 (2^shift - d) / d) + 1; d >= 1.
-inline Divisor make_divisor(uint64_t d)
-{
+inline Divisor make_divisor(uint64_t d) {
     int l = 0;
     while (l < 63 && ((uint64_t)1 << l) < d) ++l;
     const unsigned __int128 num = (unsigned __int128)(((uint64_t)1 << l) - d) << 64;
@@ -34,8 +33,7 @@ inline Divisor make_divisor(uint64_t d)
 }
 
 // floor(n / d): umulhi(n, mul) + n < 2^64 since n < 2^63.
-__host__ __device__ __forceinline__ int64_t divide(int64_t n, Divisor d)
-{
+__host__ __device__ __forceinline__ int64_t divide(int64_t n, Divisor d) {
 #ifdef __CUDA_ARCH__
     const uint64_t hi = __umul64hi((uint64_t)n, d.mul);
 #else
@@ -57,14 +55,14 @@ struct Pairs {
 // repeated per 65535^2 pairs. grid_x is the caller's (query tiles or rows).
 // Returns the first launch error.
 template <typename Launch>
-cudaError_t launch_pairs(const fattn_cuda_args &a, unsigned grid_x, Launch launch)
-{
+cudaError_t launch_pairs(const fattn_cuda_args &a, unsigned grid_x, Launch launch) {
     constexpr int64_t yz = 65535;
     const int64_t count = a.batch * a.heads_q;   // validated: no overflow
     Pairs p{0, count, make_divisor((uint64_t)a.heads_q), make_divisor((uint64_t)a.group)};
     while (p.bh0 < count) {
         const int64_t left = count - p.bh0, rows = left / yz < yz ? left / yz : yz;
-        const dim3 grid = rows ? dim3(grid_x, (unsigned)yz, (unsigned)rows) : dim3(grid_x, (unsigned)left, 1);
+        const dim3 grid =
+            rows ? dim3(grid_x, (unsigned)yz, (unsigned)rows) : dim3(grid_x, (unsigned)left, 1);
         launch(p, grid);
         const cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return e;
@@ -74,8 +72,7 @@ cudaError_t launch_pairs(const fattn_cuda_args &a, unsigned grid_x, Launch launc
 }
 
 // This block's pair index b * heads_q + h.
-__device__ __forceinline__ int64_t block_bh(const Pairs &p)
-{
+__device__ __forceinline__ int64_t block_bh(const Pairs &p) {
     return p.bh0 + (int64_t)blockIdx.z * gridDim.y + blockIdx.y;
 }
 
@@ -83,9 +80,8 @@ __device__ __forceinline__ int64_t block_bh(const Pairs &p)
 // lies past the last pair (launch_pairs); the guard costs one branch, and
 // with it the tensor-core kernels keep the registers and the instruction
 // schedule they had with (head, batch) grids, where without it they do not.
-__device__ __forceinline__ void block_pair(const fattn_cuda_args &a, const Pairs &p, int64_t &b, int64_t &h,
-                                           int64_t &hk)
-{
+__device__ __forceinline__ void block_pair(const fattn_cuda_args &a, const Pairs &p, int64_t &b,
+                                           int64_t &h, int64_t &hk) {
     const int64_t bh = block_bh(p);
     b = h = hk = 0;
     if (bh >= p.count) return;
@@ -94,29 +90,26 @@ __device__ __forceinline__ void block_pair(const fattn_cuda_args &a, const Pairs
     hk = divide(h, p.group);
 }
 
-__device__ __forceinline__ unsigned smem_u32(const void *p)
-{
+__device__ __forceinline__ unsigned smem_u32(const void *p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
 // 16 bytes global -> shared, asynchronous from compute capability 8.0 (a plain
 // copy below it, where the waits are no-ops). dst and src 16-byte aligned.
-__device__ __forceinline__ void cp_async16(void *dst, const void *src)
-{
+__device__ __forceinline__ void cp_async16(void *dst, const void *src) {
 #if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src)
+                 : "memory");
 #else
     *static_cast<float4 *>(dst) = *static_cast<const float4 *>(src);
 #endif
 }
-__device__ __forceinline__ void cp_async_commit()
-{
+__device__ __forceinline__ void cp_async_commit() {
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void cp_async_wait_all()
-{
+__device__ __forceinline__ void cp_async_wait_all() {
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 #endif
@@ -125,13 +118,12 @@ __device__ __forceinline__ void cp_async_wait_all()
 // exp2f as the hardware does it (what --use_fast_math makes of exp2f):
 // ex2(-inf) = 0, relative error ~2^-22, subnormal results flushed to 0, all
 // far below what the storage types keep and what float32 accumulation loses.
-__device__ __forceinline__ float ex2(float x)
-{
+__device__ __forceinline__ float ex2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
 }
 
-}  // namespace
+}   // namespace
 
 #endif

@@ -31,11 +31,11 @@
  * member that a build without some bucket leaves unreferenced. */
 namespace fattn_mma_shapes {
 
-template <int BM_, int BN_, int NW_, bool QREG_, bool FOLD_, int MINB_>
-struct ShapeOf {
+template <int BM_, int BN_, int NW_, bool QREG_, bool FOLD_, int MINB_> struct ShapeOf {
     static constexpr int BM = BM_, BN = BN_, NW = NW_, MINB = MINB_;
     static constexpr bool QREG = QREG_, FOLD = FOLD_;
-    static_assert(BM % (16 * NW) == 0 && BN % 16 == 0, "each warp owns whole m16 tiles; keys come in k16 steps");
+    static_assert(BM % (16 * NW) == 0 && BN % 16 == 0,
+                  "each warp owns whole m16 tiles; keys come in k16 steps");
 };
 
 /* Picked by H200 timings; all have 4 warps and 2 blocks per SM.
@@ -53,7 +53,7 @@ template <> struct Sm80Shape<64> : ShapeOf<128, 128, 4, false, true, 2> {};
 template <> struct Sm80Shape<128> : ShapeOf<128, 64, 4, false, false, 2> {};
 template <> struct Sm80Shape<256> : ShapeOf<64, 32, 4, true, true, 2> {};
 
-} // namespace fattn_mma_shapes
+}   // namespace fattn_mma_shapes
 
 namespace {
 
@@ -68,30 +68,32 @@ constexpr int kPad = 8;
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 /* volatile: these read shared memory that cp.async and other warps write, so
  * they must stay between the barriers they were written between. */
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p)
-{
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
 }
-__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p)
-{
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
 }
 #endif
 
 /* c += a * b for one m16n8k16 tile; pure arithmetic, so not volatile (lets
  * ptxas interleave it with the ldmatrix stream). */
 template <typename T>
-__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0,
+                                         uint32_t b1) {
     if constexpr (std::is_same<T, __nv_bfloat16>::value)
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, "
             "{%0,%1,%2,%3};\n"
             : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     else
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, "
             "{%0,%1,%2,%3};\n"
             : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -99,9 +101,7 @@ __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32
 
 /* Two floats to one register of the storage type, lo in the low half (the
  * lower column of an mma fragment), rounded to nearest. */
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi)
-{
+template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
     uint32_t r;
     if constexpr (std::is_same<T, __nv_bfloat16>::value) {
         __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -113,9 +113,7 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi)
     return r;
 }
 
-template <typename T>
-__device__ __forceinline__ T to_storage(float x)
-{
+template <typename T> __device__ __forceinline__ T to_storage(float x) {
     if constexpr (std::is_same<T, __nv_bfloat16>::value)
         return __float2bfloat16_rn(x);
     else
@@ -124,8 +122,7 @@ __device__ __forceinline__ T to_storage(float x)
 
 /* A thread's 8-dim column chunk of row 0 of one (batch, head) operand. */
 template <typename T, int DPAD, int NT>
-__device__ __forceinline__ const T *thread_src(const T *g, int64_t ss)
-{
+__device__ __forceinline__ const T *thread_src(const T *g, int64_t ss) {
     return g + (threadIdx.x / (DPAD / 8)) * ss + (threadIdx.x % (DPAD / 8)) * 8;
 }
 
@@ -137,9 +134,8 @@ __device__ __forceinline__ const T *thread_src(const T *g, int64_t ss)
  * and strides allow 16-byte cp.async; a chunk that crosses D, or an
  * unaligned operand, goes through registers. */
 template <typename T, int ROWS, int DPAD, int NT>
-__device__ __forceinline__ void load_tile(T *s, const T *src, int64_t ss, int64_t row0, int64_t nrows, int D,
-                                          bool vec)
-{
+__device__ __forceinline__ void load_tile(T *s, const T *src, int64_t ss, int64_t row0,
+                                          int64_t nrows, int D, bool vec) {
     constexpr int CH = DPAD / 8, LD = DPAD + kPad, RS = NT / CH;
     static_assert(NT % CH == 0 && ROWS % RS == 0, "tile chunks must split evenly over the threads");
     const int r0 = threadIdx.x / CH, c = (threadIdx.x % CH) * 8;
@@ -167,7 +163,8 @@ __device__ __forceinline__ void load_tile(T *s, const T *src, int64_t ss, int64_
             const unsigned short *e = reinterpret_cast<const unsigned short *>(src);
             unsigned short *d = reinterpret_cast<unsigned short *>(dst);
 #pragma unroll
-            for (int k = 0; k < 8; ++k) d[k] = it * RS < valid && c + k < D ? e[k] : (unsigned short)0;
+            for (int k = 0; k < 8; ++k)
+                d[k] = it * RS < valid && c + k < D ? e[k] : (unsigned short)0;
         }
     }
 }
@@ -176,9 +173,9 @@ __device__ __forceinline__ void load_tile(T *s, const T *src, int64_t ss, int64_
  * set in registers (small DPAD x MT); otherwise it is re-read per k-step.
  * fold_sc: the scale (times log2 e) to fold into the exponent, 0 for none. */
 template <typename T, int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB>
-__global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cuda_args a, const Pairs pairs,
-                                                                   const int vec, const float fold_sc)
-{
+__global__ void __launch_bounds__(NW * 32, MINB)
+    flash_mma_kernel(const fattn_cuda_args a, const Pairs pairs, const int vec,
+                     const float fold_sc) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     /* mma.sync m16n8k16 needs compute 8.0, and the planner picks this kernel
      * only there; a build that adds 7.x targets for the CUDA-core kernels
@@ -192,7 +189,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *sq = reinterpret_cast<T *>(smem_raw);
-    T *sk = sq + BM * LD; /* [2][BN][LD] */
+    T *sk = sq + BM * LD;     /* [2][BN][LD] */
     T *sv = sk + 2 * BN * LD; /* [2][BN][LD] */
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -206,9 +203,12 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
      * (params.h), so the int64 sums below hold it without overflow. */
     const int off = a.causal_offset;
 
-    const T *qg = thread_src<T, DPAD, NT>(static_cast<const T *>(a.q) + b * a.q_sb + h * a.q_sh, a.q_ss);
-    const T *kg = thread_src<T, DPAD, NT>(static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh, a.k_ss);
-    const T *vg = thread_src<T, DPAD, NT>(static_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh, a.v_ss);
+    const T *qg =
+        thread_src<T, DPAD, NT>(static_cast<const T *>(a.q) + b * a.q_sb + h * a.q_sh, a.q_ss);
+    const T *kg =
+        thread_src<T, DPAD, NT>(static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh, a.k_ss);
+    const T *vg =
+        thread_src<T, DPAD, NT>(static_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh, a.v_ss);
 
     /* Keys past the last one the block's last stored row sees are skipped. */
     int64_t kv_end = seq_kv;
@@ -234,7 +234,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-        for (int dt = 0; dt < ND; ++dt) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
+        for (int dt = 0; dt < ND; ++dt)
+            o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
         mrow[mt][0] = mrow[mt][1] = -INFINITY;
         lrow[mt][0] = lrow[mt][1] = 0.f;
     }
@@ -279,14 +280,16 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int nt = 0; nt < NS; ++nt) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
+            for (int nt = 0; nt < NS; ++nt)
+                s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
 
 #pragma unroll
         for (int kk = 0; kk < KD; ++kk) {
             uint32_t qa[MT][4];
             if (!QREG) {
 #pragma unroll
-                for (int mt = 0; mt < MT; ++mt) ldsm_x4(qa[mt], sq + q_off + mt * 16 * LD + kk * 16);
+                for (int mt = 0; mt < MT; ++mt)
+                    ldsm_x4(qa[mt], sq + q_off + mt * 16 * LD + kk * 16);
             }
 #pragma unroll
             for (int np = 0; np < NS / 2; ++np) {
@@ -327,7 +330,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         const int col = nt * 8 + (lane & 3) * 2 + (e & 1);
-                        if (col > kv_rel || col > rel + mt * 16 + (e >> 1) * 8) s[mt][nt][e] = -INFINITY;
+                        if (col > kv_rel || col > rel + mt * 16 + (e >> 1) * 8)
+                            s[mt][nt][e] = -INFINITY;
                     }
         }
 
@@ -343,7 +347,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
             for (int hh = 0; hh < 2; ++hh) {
                 float mx = -INFINITY;
 #pragma unroll
-                for (int nt = 0; nt < NS; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
+                for (int nt = 0; nt < NS; ++nt)
+                    mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 const float mnew = fmaxf(mrow[mt][hh], FOLD ? __fmul_ru(mx, sc) : mx * sc);
@@ -367,7 +372,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
                 }
             }
 
-        /* O += P V. The C fragments of n8 tiles 2kk and 2kk+1 are exactly the
+            /* O += P V. The C fragments of n8 tiles 2kk and 2kk+1 are exactly the
          * A fragment of k16 step kk, so P never leaves registers. */
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
@@ -433,29 +438,25 @@ __global__ void __launch_bounds__(NW * 32, MINB) flash_mma_kernel(const fattn_cu
  * when scaled scores are huge, as every nonzero one is at scale 1e30: scales
  * beyond 11 run unfolded (the max term exactly 1). Decided here rather than
  * in the kernel, whose tile loop then stays as it was. */
-float fold_scale(const fattn_cuda_args *a)
-{
+float fold_scale(const fattn_cuda_args *a) {
     return a->scale_log2 > 0.f && a->scale_log2 <= 16.f ? a->scale_log2 : 0.f;
 }
 
 /* A stride matters for alignment only if its index can be non-zero. */
-bool aligned8(const void *p, int64_t sb, int64_t nb, int64_t sh, int64_t nh, int64_t ss, int64_t ns)
-{
-    return (reinterpret_cast<uintptr_t>(p) & 15) == 0 && (nb <= 1 || sb % 8 == 0) && (nh <= 1 || sh % 8 == 0) &&
-           (ns <= 1 || ss % 8 == 0);
+bool aligned8(const void *p, int64_t sb, int64_t nb, int64_t sh, int64_t nh, int64_t ss,
+              int64_t ns) {
+    return (reinterpret_cast<uintptr_t>(p) & 15) == 0 && (nb <= 1 || sb % 8 == 0) &&
+           (nh <= 1 || sh % 8 == 0) && (ns <= 1 || ss % 8 == 0);
 }
 
 /* Dynamic shared memory of a shape: Q, and K and V double-buffered, in
  * rows padded by kPad; f16 and bf16 are both 2 bytes. */
-template <int DPAD, typename S>
-constexpr int shape_smem()
-{
+template <int DPAD, typename S> constexpr int shape_smem() {
     return (S::BM + 4 * S::BN) * (DPAD + kPad) * 2;
 }
 
 template <typename T, int DPAD, typename S>
-cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream)
-{
+cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     static_assert(sizeof(T) == 2, "the shared-memory size assumes a 2-byte storage type");
     constexpr int smem = shape_smem<DPAD, S>();
     auto kern = flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB>;
@@ -474,31 +475,30 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream)
     });
 }
 
-template <int DPAD>
-void tiles(int *bm, int *bn, int *smem)
-{
+template <int DPAD> void tiles(int *bm, int *bn, int *smem) {
     using S = Sm80Shape<DPAD>;
     *bm = S::BM;
     *bn = S::BN;
     *smem = shape_smem<DPAD, S>();
 }
 
-template <int DPAD>
-cudaError_t dispatch(const fattn_cuda_args *a, cudaStream_t stream)
-{
+template <int DPAD> cudaError_t dispatch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = Sm80Shape<DPAD>;
-    return a->dtype == FATTN_F16 ? launch<__half, DPAD, S>(a, stream) : launch<__nv_bfloat16, DPAD, S>(a, stream);
+    return a->dtype == FATTN_F16 ? launch<__half, DPAD, S>(a, stream)
+                                 : launch<__nv_bfloat16, DPAD, S>(a, stream);
 }
 
-} // namespace
+}   // namespace
 #endif
 
-extern "C" cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, cudaStream_t stream)
-{
+extern "C" cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad,
+                                            cudaStream_t stream) {
     (void)stream; /* unused only when no bucket is built */
-    if (!a || (a->dtype != FATTN_F16 && a->dtype != FATTN_BF16) || a->group < 1 || a->head_dim > dpad)
+    if (!a || (a->dtype != FATTN_F16 && a->dtype != FATTN_BF16) || a->group < 1 ||
+        a->head_dim > dpad)
         return cudaErrorInvalidValue;
-    if (a->seq_q <= 0 || a->heads_q <= 0 || a->batch <= 0) return cudaSuccess; /* nothing to compute */
+    if (a->seq_q <= 0 || a->heads_q <= 0 || a->batch <= 0)
+        return cudaSuccess; /* nothing to compute */
     if (a->causal && (a->causal_offset < -a->seq_q || a->causal_offset > a->seq_kv - 1))
         return cudaErrorInvalidValue; /* the kernel's int arithmetic relies on the range (params.h) */
 #if FATTN_CUDA_DPAD_32
@@ -516,8 +516,7 @@ extern "C" cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, 
     return cudaErrorInvalidValue;
 }
 
-extern "C" void fattn_cuda_flash_mma_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes)
-{
+extern "C" void fattn_cuda_flash_mma_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes) {
     int bm = 0, bn = 0, sm = 0;
     (void)dpad;
 #if FATTN_CUDA_DPAD_32

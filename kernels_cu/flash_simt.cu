@@ -33,8 +33,7 @@ namespace fattn_simt_shapes {
 
 // The layout a shape implies: threads, each thread's rows (RPT), keys (KPT)
 // and float4 chunks of O (CPT), shared-memory strides and bytes.
-template <int DPAD, int BQ, int BKV, int TQ, int TK>
-struct Tiles {
+template <int DPAD, int BQ, int BKV, int TQ, int TK> struct Tiles {
     static constexpr int NT = TQ * TK, RPT = BQ / TQ, KPT = BKV / TK, D4 = DPAD / 4, CPT = D4 / TK;
     static constexpr int QPAD = TK < 8 ? 1 : 0, KPAD = 1, PPAD = 4;   // in float4s / floats: banks
     static constexpr int QLD = D4 + QPAD, KLD = D4 + KPAD, PLD = BKV + PPAD;
@@ -51,8 +50,7 @@ struct Tiles {
 // Shape<DPAD, true>: the fallback for devices that give a block less shared
 // memory than Shape<DPAD, false> needs (compute 7.5: 64 KiB); untuned.
 // MINB: blocks per SM the registers are capped for (__launch_bounds__).
-template <int BQ_, int BKV_, int TQ_, int TK_, int MINB_ = 1>
-struct ShapeOf {
+template <int BQ_, int BKV_, int TQ_, int TK_, int MINB_ = 1> struct ShapeOf {
     static constexpr int BQ = BQ_, BKV = BKV_, TQ = TQ_, TK = TK_, MINB = MINB_;
 };
 template <int DPAD, bool SMALL> struct Shape : Shape<DPAD, false> {};   // no smaller shape
@@ -64,26 +62,28 @@ template <> struct Shape<128, true> : ShapeOf<32, 32, 8, 16> {};
 // values at commas, hence five) override the 64 and 128 rows, for tile
 // sweeps (bench/tune_cuda_simt.sh).
 #ifdef FATTN_SIMT_BQ_64
-template <> struct Shape<64, false>
-    : ShapeOf<FATTN_SIMT_BQ_64, FATTN_SIMT_BKV_64, FATTN_SIMT_TQ_64, FATTN_SIMT_TK_64, FATTN_SIMT_MINB_64> {};
+template <>
+struct Shape<64, false> : ShapeOf<FATTN_SIMT_BQ_64, FATTN_SIMT_BKV_64, FATTN_SIMT_TQ_64,
+                                  FATTN_SIMT_TK_64, FATTN_SIMT_MINB_64> {};
 #else
 template <> struct Shape<64, false> : ShapeOf<96, 64, 16, 8, 2> {};
 #endif
 #ifdef FATTN_SIMT_BQ_128
-template <> struct Shape<128, false>
-    : ShapeOf<FATTN_SIMT_BQ_128, FATTN_SIMT_BKV_128, FATTN_SIMT_TQ_128, FATTN_SIMT_TK_128, FATTN_SIMT_MINB_128> {};
+template <>
+struct Shape<128, false> : ShapeOf<FATTN_SIMT_BQ_128, FATTN_SIMT_BKV_128, FATTN_SIMT_TQ_128,
+                                   FATTN_SIMT_TK_128, FATTN_SIMT_MINB_128> {};
 #else
 template <> struct Shape<128, false> : ShapeOf<64, 48, 8, 16, 2> {};
 #endif
 template <int DPAD, bool SMALL>
-using TilesOf = Tiles<DPAD, Shape<DPAD, SMALL>::BQ, Shape<DPAD, SMALL>::BKV, Shape<DPAD, SMALL>::TQ, Shape<DPAD, SMALL>::TK>;
+using TilesOf = Tiles<DPAD, Shape<DPAD, SMALL>::BQ, Shape<DPAD, SMALL>::BKV, Shape<DPAD, SMALL>::TQ,
+                      Shape<DPAD, SMALL>::TK>;
 // Whether Shape<DPAD, true> is a shape of its own (else: no instance for it).
-template <int DPAD>
-constexpr bool has_small() {
+template <int DPAD> constexpr bool has_small() {
     return TilesOf<DPAD, true>::SMEM != TilesOf<DPAD, false>::SMEM;
 }
 
-}  // namespace fattn_simt_shapes
+}   // namespace fattn_simt_shapes
 
 namespace {
 
@@ -102,8 +102,7 @@ __device__ __forceinline__ void from_f(__nv_bfloat16 *p, float x) { *p = __float
 #endif
 
 // Elements d .. d+3 of a row, zero past the head dim D.
-template <typename T>
-__device__ __forceinline__ float4 load4(const T *row, int d, int D) {
+template <typename T> __device__ __forceinline__ float4 load4(const T *row, int d, int D) {
     float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
     if (d < D) x.x = to_f(row[d]);
     if (d + 1 < D) x.y = to_f(row[d + 1]);
@@ -117,8 +116,8 @@ __device__ __forceinline__ float4 load4(const T *row, int d, int D) {
 // tid % D4 of rows tid / D4 + it * NT / D4. VEC: f32 rows 16-byte aligned
 // and D % 4 == 0, so a float4 is wholly inside or outside.
 template <bool VEC, int ROWS, int D4, int LD, int NT, typename T>
-__device__ __forceinline__ void load_tile(float4 (*dst)[LD], const T *src, int64_t ss, int j0, int n, int D,
-                                          int tid) {
+__device__ __forceinline__ void load_tile(float4 (*dst)[LD], const T *src, int64_t ss, int j0,
+                                          int n, int D, int tid) {
     static_assert(NT % D4 == 0, "a thread keeps its chunk column");
     constexpr int STEP = NT / D4, ITERS = (ROWS + STEP - 1) / STEP;
     const int c = tid % D4, j = tid / D4;
@@ -139,7 +138,9 @@ __device__ __forceinline__ void load_tile(float4 (*dst)[LD], const T *src, int64
 #pragma unroll
         for (int it = 0; it < ITERS; it++) {
             const int r = j + it * STEP;
-            x[it] = r < ROWS && (unsigned)j0 + r < (unsigned)n ? load4(p + it * STEP * ss, 0, D - 4 * c) : make_float4(0.f, 0.f, 0.f, 0.f);
+            x[it] = r < ROWS && (unsigned)j0 + r < (unsigned)n
+                        ? load4(p + it * STEP * ss, 0, D - 4 * c)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
         for (int it = 0; it < ITERS; it++)
@@ -148,14 +149,12 @@ __device__ __forceinline__ void load_tile(float4 (*dst)[LD], const T *src, int64
 }
 
 // Max / sum over the TK neighbouring lanes that share a row.
-template <int TK>
-__device__ __forceinline__ float row_max(float x) {
+template <int TK> __device__ __forceinline__ float row_max(float x) {
 #pragma unroll
     for (int off = TK / 2; off > 0; off >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, off));
     return x;
 }
-template <int TK>
-__device__ __forceinline__ float row_sum(float x) {
+template <int TK> __device__ __forceinline__ float row_sum(float x) {
 #pragma unroll
     for (int off = TK / 2; off > 0; off >>= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
     return x;
@@ -171,7 +170,7 @@ __device__ __forceinline__ int key_limit(int i, int Sk, int off, int causal) {
 }
 
 template <typename T, int DPAD, int BQ, int BKV, int TQ, int TK, int MINB, bool VEC>
-__global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a, Pairs pairs) {
+__global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pairs pairs) {
     using C = Tiles<DPAD, BQ, BKV, TQ, TK>;
     constexpr int RPT = C::RPT, KPT = C::KPT, D4 = C::D4, CPT = C::CPT, NT = C::NT;
     extern __shared__ float4 smem[];
@@ -270,19 +269,22 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a, P
             m_i[i] = m_new;
 #pragma unroll
             for (int c = 0; c < CPT; c++) {
-                acc[i][c].x *= alpha, acc[i][c].y *= alpha, acc[i][c].z *= alpha, acc[i][c].w *= alpha;
+                acc[i][c].x *= alpha, acc[i][c].y *= alpha, acc[i][c].z *= alpha,
+                    acc[i][c].w *= alpha;
             }
         }
         // V_j landed and P is written; every reader of K_j is done.
         cp_async_wait_all();
         __syncthreads();
-        if (j0 + BKV < (unsigned)kv_end) load_tile<VEC, BKV, D4, C::KLD, NT>(Ks, k, a.k_ss, j0 + BKV, Sk, D, tid);
+        if (j0 + BKV < (unsigned)kv_end)
+            load_tile<VEC, BKV, D4, C::KLD, NT>(Ks, k, a.k_ss, j0 + BKV, Sk, D, tid);
 
 #pragma unroll 2
         for (int j4 = 0; j4 < BKV / 4; j4++) {
             float4 pv[RPT];
 #pragma unroll
-            for (int i = 0; i < RPT; i++) pv[i] = *reinterpret_cast<const float4 *>(&Ps[ty + i * TQ][4 * j4]);
+            for (int i = 0; i < RPT; i++)
+                pv[i] = *reinterpret_cast<const float4 *>(&Ps[ty + i * TQ][4 * j4]);
 #pragma unroll
             for (int c = 0; c < CPT; c++) {
                 const float4 v0 = Vs[4 * j4 + 0][tx + c * TK], v1 = Vs[4 * j4 + 1][tx + c * TK];
@@ -324,7 +326,8 @@ __global__ void __launch_bounds__(TQ * TK, MINB) flash_simt(fattn_cuda_args a, P
             if (d + 3 < D) from_f(o + d + 3, x.w * inv);
         }
         if (a.lse && tx == 0)
-            a.lse[b * a.l_sb + h * a.l_sh + row * a.l_ss] = l == 0.f ? -INFINITY : (m_i[i] + log2f(l)) * kLn2;
+            a.lse[b * a.l_sb + h * a.l_sh + row * a.l_ss] =
+                l == 0.f ? -INFINITY : (m_i[i] + log2f(l)) * kLn2;
     }
 }
 
@@ -333,11 +336,13 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = Shape<DPAD, SMALL>;
     using C = TilesOf<DPAD, SMALL>;
     auto kernel = flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC>;
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+    cudaError_t err =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
     if (err != cudaSuccess) return err;
     const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + S::BQ - 1) / S::BQ);
     return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
-        flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC><<<grid, C::NT, C::SMEM, stream>>>(*a, pairs);
+        flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC>
+            <<<grid, C::NT, C::SMEM, stream>>>(*a, pairs);
     });
 }
 
@@ -347,15 +352,17 @@ bool vec_rows(const fattn_cuda_args *a) {
     const int64_t strides[] = {a->k_sb, a->k_sh, a->k_ss, a->v_sb, a->v_sh, a->v_ss};
     for (int64_t st : strides)
         if (st % 4 != 0) return false;
-    return a->dtype == FATTN_F32 && a->head_dim % 4 == 0 && (uintptr_t)a->k % 16 == 0 && (uintptr_t)a->v % 16 == 0;
+    return a->dtype == FATTN_F32 && a->head_dim % 4 == 0 && (uintptr_t)a->k % 16 == 0 &&
+           (uintptr_t)a->v % 16 == 0;
 }
 
-template <int DPAD>
-void tiles(int small, int *bm, int *bn, int *smem) {
+template <int DPAD> void tiles(int small, int *bm, int *bn, int *smem) {
     if (small && has_small<DPAD>()) {
-        *bm = Shape<DPAD, true>::BQ, *bn = Shape<DPAD, true>::BKV, *smem = TilesOf<DPAD, true>::SMEM;
+        *bm = Shape<DPAD, true>::BQ, *bn = Shape<DPAD, true>::BKV,
+        *smem = TilesOf<DPAD, true>::SMEM;
     } else {
-        *bm = Shape<DPAD, false>::BQ, *bn = Shape<DPAD, false>::BKV, *smem = TilesOf<DPAD, false>::SMEM;
+        *bm = Shape<DPAD, false>::BQ, *bn = Shape<DPAD, false>::BKV,
+        *smem = TilesOf<DPAD, false>::SMEM;
     }
 }
 
@@ -366,10 +373,10 @@ cudaError_t by_shape(const fattn_cuda_args *a, int small, cudaStream_t stream) {
     return launch<T, DPAD, false, VEC>(a, stream);
 }
 
-template <int DPAD>
-cudaError_t by_dtype(const fattn_cuda_args *a, int small, cudaStream_t stream) {
+template <int DPAD> cudaError_t by_dtype(const fattn_cuda_args *a, int small, cudaStream_t stream) {
     if (a->dtype == FATTN_F32)
-        return vec_rows(a) ? by_shape<float, DPAD, true>(a, small, stream) : by_shape<float, DPAD, false>(a, small, stream);
+        return vec_rows(a) ? by_shape<float, DPAD, true>(a, small, stream)
+                           : by_shape<float, DPAD, false>(a, small, stream);
 #if FATTN_CUDA_SIMT_HALF
     if (a->dtype == FATTN_F16) return by_shape<__half, DPAD, false>(a, small, stream);
     if (a->dtype == FATTN_BF16) return by_shape<__nv_bfloat16, DPAD, false>(a, small, stream);
@@ -377,7 +384,7 @@ cudaError_t by_dtype(const fattn_cuda_args *a, int small, cudaStream_t stream) {
     return cudaErrorInvalidValue;
 }
 
-}  // namespace
+}   // namespace
 
 extern "C" int fattn_cuda_dpad_built(int dpad) {
     switch (dpad) {
@@ -391,10 +398,12 @@ extern "C" int fattn_cuda_dpad_built(int dpad) {
 
 extern "C" int fattn_cuda_simt_half_built(void) { return FATTN_CUDA_SIMT_HALF; }
 
-extern "C" cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad, int small, cudaStream_t stream) {
+extern "C" cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad, int small,
+                                             cudaStream_t stream) {
     // The kernel holds the offset in an int and its limits in int arithmetic
     // (params.h gives the range).
-    if (a->causal && (a->causal_offset < -a->seq_q || a->causal_offset > a->seq_kv - 1)) return cudaErrorInvalidValue;
+    if (a->causal && (a->causal_offset < -a->seq_q || a->causal_offset > a->seq_kv - 1))
+        return cudaErrorInvalidValue;
     switch (dpad) {
 #if FATTN_CUDA_DPAD_32
     case 32: return by_dtype<32>(a, small, stream);
@@ -412,7 +421,8 @@ extern "C" cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad,
     }
 }
 
-extern "C" void fattn_cuda_flash_simt_tiles(int dpad, int small, int *block_m, int *block_n, int *smem_bytes) {
+extern "C" void fattn_cuda_flash_simt_tiles(int dpad, int small, int *block_m, int *block_n,
+                                            int *smem_bytes) {
     *block_m = *block_n = *smem_bytes = 0;
     switch (dpad) {
     case 32: tiles<32>(small, block_m, block_n, smem_bytes); break;

@@ -35,7 +35,8 @@ __device__ float block_reduce(float x, bool is_max, float *red) {
 // exp2(NaN - mx) makes sum NaN, and so P, O and the lse; mx = -inf (no
 // finite score) subtracts 0, so -inf scores give 0 rather than NaN.
 template <typename P>
-__global__ void __launch_bounds__(WG) softmax_rows(const float *S, P *out, fattn_cuda_args a, Pairs pairs) {
+__global__ void __launch_bounds__(WG)
+    softmax_rows(const float *S, P *out, fattn_cuda_args a, Pairs pairs) {
     __shared__ float red[WG / 32];
     const int i = blockIdx.x, Sq = a.seq_q, Sk = a.seq_kv;
     const int64_t bh = block_bh(pairs), b = divide(bh, pairs.heads_q), h = bh - b * a.heads_q;
@@ -51,15 +52,15 @@ __global__ void __launch_bounds__(WG) softmax_rows(const float *S, P *out, fattn
     for (int64_t j = threadIdx.x; j < lim; j += WG) sum += exp2f(S[base + j] - mu);
     sum = block_reduce(sum, false, red);
     const float inv = sum == 0.f ? 0.f : 1.f / sum;
-    for (int64_t j = threadIdx.x; j < Sk; j += WG) put(out + base + j, j < lim ? exp2f(S[base + j] - mu) * inv : 0.f);
+    for (int64_t j = threadIdx.x; j < Sk; j += WG)
+        put(out + base + j, j < lim ? exp2f(S[base + j] - mu) * inv : 0.f);
     if (a.lse && threadIdx.x == 0)
         a.lse[b * a.l_sb + h * a.l_sh + (int64_t)i * a.l_ss] =
             sum == 0.f ? -INFINITY : (mx + log2f(sum)) * 0.69314718055994531f;
 }
 
 // grid (seq_q, pairs): one row of O per block.
-template <typename T>
-__global__ void zero_rows(fattn_cuda_args a, Pairs pairs) {
+template <typename T> __global__ void zero_rows(fattn_cuda_args a, Pairs pairs) {
     const int64_t bh = block_bh(pairs), b = divide(bh, pairs.heads_q), h = bh - b * a.heads_q;
     const int64_t i = blockIdx.x;
     T *o = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh + i * a.o_ss;
@@ -74,15 +75,14 @@ cudaError_t softmax(const float *s, void *p, const fattn_cuda_args *a, cudaStrea
     });
 }
 
-template <typename T>
-cudaError_t zero(const fattn_cuda_args *a, cudaStream_t stream) {
+template <typename T> cudaError_t zero(const fattn_cuda_args *a, cudaStream_t stream) {
     const int threads = a->head_dim < 128 ? 64 : 128;
     return launch_pairs(*a, (unsigned)a->seq_q, [&](const Pairs &pairs, dim3 grid) {
         zero_rows<T><<<grid, threads, 0, stream>>>(*a, pairs);
     });
 }
 
-}  // namespace
+}   // namespace
 
 extern "C" cudaError_t fattn_cuda_naive_softmax(const float *s, void *p, fattn_dtype p_dtype,
                                                 const fattn_cuda_args *a, cudaStream_t stream) {

@@ -11,7 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "fattn.h"   /* fattn_dtype: the storage type, named on both sides */
+#include "fattn.h" /* fattn_dtype: the storage type, named on both sides */
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,11 +27,11 @@ typedef struct fattn_cuda_args {
     int64_t l_sb, l_sh, l_ss;
     /* Any size: the launchers fold (batch, head) pairs into grid y and z
      * (kernels_cu/device_util.cuh). */
-    int64_t batch, heads_q, group;   /* group = heads_q / heads_kv: query heads per K/V head */
-    int seq_q, seq_kv, head_dim;     /* seq below 2^31 (the planner checks) */
-    float scale_log2;                /* softmax scale * log2(e): kernels use exp2 */
-    int causal;                      /* 1: key j is visible to query row i iff j <= i + causal_offset */
-    fattn_dtype dtype;               /* of q, k, v and o: FATTN_F32, FATTN_F16 or FATTN_BF16 */
+    int64_t batch, heads_q, group; /* group = heads_q / heads_kv: query heads per K/V head */
+    int seq_q, seq_kv, head_dim;   /* seq below 2^31 (the planner checks) */
+    float scale_log2;              /* softmax scale * log2(e): kernels use exp2 */
+    int causal;        /* 1: key j is visible to query row i iff j <= i + causal_offset */
+    fattn_dtype dtype; /* of q, k, v and o: FATTN_F32, FATTN_F16 or FATTN_BF16 */
     /* With causal, in [-seq_q, seq_kv - 1] (else 0): the host clamps the
      * problem's int64 offset into that range, which changes no mask (an
      * offset >= seq_kv - 1 shows every key to every row, one <= -seq_q none)
@@ -73,7 +73,8 @@ void fattn_cuda_flash_mma_tiles(int dpad, int *block_m, int *block_n, int *smem_
 /* CUDA-core kernel (FFMA, float32 arithmetic), every dtype, compute capability 7.0+.
  * small: 1 takes the tile shape for devices that give a block less shared
  * memory than the tuned one needs (the tiles query says how much each takes). */
-cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad, int small, cudaStream_t stream);
+cudaError_t fattn_cuda_flash_simt(const fattn_cuda_args *a, int dpad, int small,
+                                  cudaStream_t stream);
 void fattn_cuda_flash_simt_tiles(int dpad, int small, int *block_m, int *block_n, int *smem_bytes);
 /* 1 when the CUDA-core kernel was built for f16/bf16 too (FATTN_CUDA_SIMT_HALF). */
 int fattn_cuda_simt_half_built(void);
@@ -81,8 +82,8 @@ int fattn_cuda_simt_half_built(void);
 /* The naive baseline's softmax: S (float32, [batch * heads_q][seq_q][seq_kv],
  * already scaled by scale * log2 e) to P (float32, or the storage dtype when
  * p_dtype is FATTN_F16/FATTN_BF16, same layout), masked, with the lse. */
-cudaError_t fattn_cuda_naive_softmax(const float *s, void *p, fattn_dtype p_dtype, const fattn_cuda_args *a,
-                                     cudaStream_t stream);
+cudaError_t fattn_cuda_naive_softmax(const float *s, void *p, fattn_dtype p_dtype,
+                                     const fattn_cuda_args *a, cudaStream_t stream);
 /* Zeros into O (seq_kv = 0) and -inf into the lse. */
 cudaError_t fattn_cuda_zero_output(const fattn_cuda_args *a, cudaStream_t stream);
 

@@ -7,7 +7,7 @@
 #include "internal.h"
 
 #define REPORT_MIN (offsetof(fattn_memory_report, naive_bytes) + sizeof(uint64_t))
-#define TILING_OLDER \
+#define TILING_OLDER                                                                               \
     FATTN_OLDER(offsetof(fattn_tiling, concurrent_groups), offsetof(fattn_tiling, workspace_bytes))
 
 double fattn_visible_pairs(int64_t seq_q, int64_t seq_kv, int causal, int64_t off) {
@@ -15,9 +15,9 @@ double fattn_visible_pairs(int64_t seq_q, int64_t seq_kv, int causal, int64_t of
     if (!causal) return (double)seq_q * (double)seq_kv;
     /* Row i sees clamp(i + off + 1, 0, seq_kv) keys: none for i < -off, all
      * from i >= seq_kv - off - 1 on, and one more per row in between. */
-    const int64_t lo = off < 0 ? -off : 0;                                   /* first row that sees a key */
-    const int64_t full = seq_kv - off - 1 < 0 ? 0 : seq_kv - off - 1;        /* first row that sees all */
-    const int64_t mid_end = full < seq_q ? full : seq_q;                     /* rows [lo, mid_end) ramp */
+    const int64_t lo = off < 0 ? -off : 0; /* first row that sees a key */
+    const int64_t full = seq_kv - off - 1 < 0 ? 0 : seq_kv - off - 1; /* first row that sees all */
+    const int64_t mid_end = full < seq_q ? full : seq_q;              /* rows [lo, mid_end) ramp */
     double pairs = 0.0;
     if (mid_end > lo) {
         const double first = (double)(lo + off + 1), last = (double)(mid_end - 1 + off + 1);
@@ -34,7 +34,8 @@ double fattn_flops(const fattn_attention_desc *desc) {
     if (fattn_read_request(desc, &r, &scratch) != FATTN_OK) return 0.0;
     const fattn_attention_desc *d = &r.d;
     return 4.0 * (double)d->batch * (double)d->heads_q * (double)d->head_dim *
-           fattn_visible_pairs(d->seq_q, d->seq_kv, d->causal != FATTN_CAUSAL_NONE, fattn_causal_offset(d));
+           fattn_visible_pairs(d->seq_q, d->seq_kv, d->causal != FATTN_CAUSAL_NONE,
+                               fattn_causal_offset(d));
 }
 
 /* Overflow-checked uint64 a*b accumulated into *acc. */
@@ -45,24 +46,24 @@ static int mul_add(uint64_t *acc, uint64_t a, uint64_t b) {
 
 /* The report for a read and checked request r and a tiling, into the
  * caller's out (only the fields its size covers). */
-static fattn_status estimate(const fattn_request *r, const fattn_tiling *tiling, fattn_memory_report *user,
-                             fattn_msg *msg) {
+static fattn_status estimate(const fattn_request *r, const fattn_tiling *tiling,
+                             fattn_memory_report *user, fattn_msg *msg) {
     const fattn_attention_desc *d = &r->d;
     const uint64_t tq = tiling->tile_q ? (uint64_t)tiling->tile_q : 64;
     const uint64_t tkv = tiling->tile_kv ? (uint64_t)tiling->tile_kv : 64;
     const uint64_t es = fattn_dtype_size(d->dtype), D = (uint64_t)d->head_dim;
-    const uint64_t rows = (uint64_t)d->batch * (uint64_t)d->heads_q;   /* fits: validated */
+    const uint64_t rows = (uint64_t)d->batch * (uint64_t)d->heads_q; /* fits: validated */
     const uint64_t total_groups = rows * (((uint64_t)d->seq_q + tq - 1) / tq);
 
     fattn_memory_report out = FATTN_MEMORY_REPORT_INIT;
     uint64_t naive = 0, tile = 0, stats = 0, flash = 0;
-    uint64_t row_bytes = 0;   /* S and P of one query row */
+    uint64_t row_bytes = 0; /* S and P of one query row */
     int ok = mul_add(&row_bytes, (uint64_t)d->seq_kv, 2 * 4) &&
              mul_add(&naive, rows * (uint64_t)d->seq_q, row_bytes) &&
-             mul_add(&tile, (tq + 2 * tkv) * D, es) &&   /* Q, K, V tiles in storage type */
-             mul_add(&tile, tq * tkv, 4) &&              /* scores of one tile, float32 */
-             mul_add(&tile, tq * D, 4) &&                /* output accumulator, float32 */
-             mul_add(&tile, tq * 2, 4) &&                /* running max and sum */
+             mul_add(&tile, (tq + 2 * tkv) * D, es) && /* Q, K, V tiles in storage type */
+             mul_add(&tile, tq * tkv, 4) &&            /* scores of one tile, float32 */
+             mul_add(&tile, tq * D, 4) &&              /* output accumulator, float32 */
+             mul_add(&tile, tq * 2, 4) &&              /* running max and sum */
              mul_add(&stats, rows * (uint64_t)d->seq_q, 2 * 4);
     out.groups = (int64_t)total_groups;
     if (tiling->concurrent_groups > 0 && (uint64_t)tiling->concurrent_groups < total_groups)
@@ -93,7 +94,8 @@ fattn_status fattn_memory_estimate(const fattn_attention_desc *desc, const fattn
     fattn_status st = fattn_read_request(desc, &r, msg);
     if (st != FATTN_OK) return st;
     if (!out) return fattn_fail(msg, FATTN_ERR_NULL_POINTER, "out (the report) is NULL");
-    if (tiling && (st = fattn_ext_read(&t, sizeof t, tiling, TILING_OLDER, "tiling", "fattn_tiling", msg)))
+    if (tiling &&
+        (st = fattn_ext_read(&t, sizeof t, tiling, TILING_OLDER, "tiling", "fattn_tiling", msg)))
         return st;
     if (t.tile_q < 0 || t.tile_kv < 0 || t.concurrent_groups < 0)
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT, "tiling has a negative field");
@@ -110,7 +112,8 @@ fattn_status fattn_context_memory_report(fattn_context *ctx, const fattn_attenti
     fattn_request r;
     fattn_problem p;
     fattn_plan plan;
-    fattn_status st = fattn_build_problem(ctx, FATTN_OP_FORWARD, desc, NULL, NULL, NULL, NULL, NULL, &r, &p);
+    fattn_status st =
+        fattn_build_problem(ctx, FATTN_OP_FORWARD, desc, NULL, NULL, NULL, NULL, NULL, &r, &p);
     if (st != FATTN_OK) return st;
     if (!out) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "out (the report) is NULL");
     memset(&plan, 0, sizeof plan);

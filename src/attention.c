@@ -5,17 +5,20 @@
 
 #include "internal.h"
 
-static fattn_status tensor_args(int64_t batch, int64_t heads, int64_t seq, int64_t dim, int64_t offset,
-                                const fattn_tensor *out, int64_t *hd, int64_t *sd, int64_t *shd) {
+static fattn_status tensor_args(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+                                int64_t offset, const fattn_tensor *out, int64_t *hd, int64_t *sd,
+                                int64_t *shd) {
     int64_t last;
     if (!out) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "out (the tensor) is NULL");
     if (batch < 1 || heads < 1 || seq < 0 || dim < 1)
         return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_SIZE,
-                              "batch = %" PRId64 ", heads = %" PRId64 ", seq = %" PRId64 ", dim = %" PRId64
+                              "batch = %" PRId64 ", heads = %" PRId64 ", seq = %" PRId64
+                              ", dim = %" PRId64
                               ": need batch >= 1, heads >= 1, seq >= 0, dim >= 1",
                               batch, heads, seq, dim);
     if (offset < 0)
-        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT, "offset = %" PRId64 " is negative", offset);
+        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT, "offset = %" PRId64 " is negative",
+                              offset);
     if (__builtin_mul_overflow(heads, dim, hd) || __builtin_mul_overflow(seq, dim, sd) ||
         __builtin_mul_overflow(*hd, seq, shd) || __builtin_mul_overflow(*shd, batch, &last) ||
         __builtin_add_overflow(last, offset, &last))
@@ -24,17 +27,20 @@ static fattn_status tensor_args(int64_t batch, int64_t heads, int64_t seq, int64
     return FATTN_OK;
 }
 
-fattn_status fattn_tensor_init(fattn_buffer *buf, fattn_dtype dtype, fattn_layout layout, int64_t batch,
-                               int64_t heads, int64_t seq, int64_t dim, int64_t offset, fattn_tensor *out) {
+fattn_status fattn_tensor_init(fattn_buffer *buf, fattn_dtype dtype, fattn_layout layout,
+                               int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+                               int64_t offset, fattn_tensor *out) {
     int64_t hd = 0, sd = 0, shd = 0;
     fattn_ctx_clear(NULL);
     fattn_status st = tensor_args(batch, heads, seq, dim, offset, out, &hd, &sd, &shd);
     if (st != FATTN_OK) return st;
     if (layout != FATTN_LAYOUT_BSHD && layout != FATTN_LAYOUT_BHSD)
         return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT,
-                              "layout %d is not FATTN_LAYOUT_BSHD or FATTN_LAYOUT_BHSD", (int)layout);
+                              "layout %d is not FATTN_LAYOUT_BSHD or FATTN_LAYOUT_BHSD",
+                              (int)layout);
     if (fattn_dtype_size(dtype) == 0)
-        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT, "dtype %d is not a fattn_dtype", (int)dtype);
+        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT, "dtype %d is not a fattn_dtype",
+                              (int)dtype);
     const fattn_tensor t0 = FATTN_TENSOR_INIT;
     *out = t0;
     out->buffer = buf;
@@ -64,16 +70,17 @@ fattn_status fattn_tensor_init_index(fattn_buffer *buf, int64_t rows, int64_t co
         return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_SIZE,
                               "rows = %" PRId64 ", count = %" PRId64 ": need rows >= 1, count >= 0",
                               rows, count);
-    fattn_status st = fattn_tensor_init(buf, FATTN_I32, FATTN_LAYOUT_BHSD, rows, 1, count, 1, offset, out);
-    if (st == FATTN_OK) out->stride_head = 0;   /* one "head": its stride is never used */
+    fattn_status st =
+        fattn_tensor_init(buf, FATTN_I32, FATTN_LAYOUT_BHSD, rows, 1, count, 1, offset, out);
+    if (st == FATTN_OK) out->stride_head = 0; /* one "head": its stride is never used */
     return st;
 }
 
 /* The plan's workspace: the caller's (checked for size), else the
  * context's own, allocated the first time a plan needs more than it has and
  * kept (no plan of this release needs any). */
-static fattn_status bind_workspace(fattn_context *ctx, const fattn_request *r, const fattn_plan *plan,
-                                   fattn_problem *p) {
+static fattn_status bind_workspace(fattn_context *ctx, const fattn_request *r,
+                                   const fattn_plan *plan, fattn_problem *p) {
     const uint64_t need = plan->tiling.workspace_bytes;
     if (need == 0) return FATTN_OK;
     if (r->d.workspace) {
@@ -86,7 +93,8 @@ static fattn_status bind_workspace(fattn_context *ctx, const fattn_request *r, c
         return FATTN_OK;
     }
     if (need > (uint64_t)SIZE_MAX)
-        return fattn_ctx_fail(ctx, FATTN_ERR_OUT_OF_MEMORY, "a workspace of %llu bytes cannot be addressed",
+        return fattn_ctx_fail(ctx, FATTN_ERR_OUT_OF_MEMORY,
+                              "a workspace of %llu bytes cannot be addressed",
                               (unsigned long long)need);
     if (ctx->workspace_bytes < need) {
         void *mem = NULL;
@@ -112,7 +120,10 @@ static fattn_status run(fattn_context *ctx, fattn_op op, const fattn_attention_d
     fattn_ctx_clear(ctx);
     if (!q || !k || !v || !o)
         return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s (the tensor) is NULL",
-                              !q ? "q" : !k ? "k" : !v ? "v" : "o");
+                              !q   ? "q"
+                              : !k ? "k"
+                              : !v ? "v"
+                                   : "o");
     fattn_status st = fattn_build_problem(ctx, op, desc, q, k, v, o, lse, &r, &p);
     if (st != FATTN_OK) return st;
     memset(&plan, 0, sizeof plan);
@@ -134,7 +145,8 @@ fattn_status fattn_forward_naive(fattn_context *ctx, const fattn_attention_desc 
     return run(ctx, FATTN_OP_FORWARD_NAIVE, desc, q, k, v, o, lse);
 }
 
-fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_attention_desc *desc, uint64_t *bytes) {
+fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_attention_desc *desc,
+                                  uint64_t *bytes) {
     fattn_request r;
     fattn_problem p;
     fattn_plan plan;
@@ -142,7 +154,8 @@ fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_attention_desc
     fattn_ctx_clear(ctx);
     if (!bytes) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "bytes is NULL");
     *bytes = 0;
-    fattn_status st = fattn_build_problem(ctx, FATTN_OP_FORWARD, desc, NULL, NULL, NULL, NULL, NULL, &r, &p);
+    fattn_status st =
+        fattn_build_problem(ctx, FATTN_OP_FORWARD, desc, NULL, NULL, NULL, NULL, NULL, &r, &p);
     if (st != FATTN_OK) return st;
     memset(&plan, 0, sizeof plan);
     if ((st = ctx->vt->plan(ctx->state, &p, &plan, &ctx->msg)) != FATTN_OK) return st;
@@ -163,14 +176,16 @@ fattn_status fattn_attention_host(fattn_context *ctx, const fattn_attention_desc
     fattn_status st = fattn_read_request(desc, &r, &ctx->msg);
     if (st != FATTN_OK) return st;
     if (r.has_varlen || r.has_paged)
-        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
-                              "fattn_attention_host takes dense arrays: desc->%s must be NULL here; "
-                              "use fattn_forward with tensors",
-                              r.has_varlen ? "varlen" : "paged_kv");
+        return fattn_ctx_fail(
+            ctx, FATTN_ERR_INVALID_ARGUMENT,
+            "fattn_attention_host takes dense arrays: desc->%s must be NULL here; "
+            "use fattn_forward with tensors",
+            r.has_varlen ? "varlen" : "paged_kv");
     desc = &r.d;
     if (layout != FATTN_LAYOUT_BSHD && layout != FATTN_LAYOUT_BHSD)
         return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
-                              "layout %d is not FATTN_LAYOUT_BSHD or FATTN_LAYOUT_BHSD", (int)layout);
+                              "layout %d is not FATTN_LAYOUT_BSHD or FATTN_LAYOUT_BHSD",
+                              (int)layout);
     const void *host[HCOUNT] = {q, k, v, o, lse};
     static const char *const names[HCOUNT] = {"q", "k", "v", "o", "lse"};
     const size_t es = fattn_dtype_size(desc->dtype);
@@ -199,7 +214,8 @@ fattn_status fattn_attention_host(fattn_context *ctx, const fattn_attention_desc
             st = fattn_buffer_write(buf[i], 0, host[i], bytes[i]);
     }
     if (st == FATTN_OK) {
-        const int64_t B = desc->batch, hkv = desc->heads_kv, hq = desc->heads_q, hd = desc->head_dim;
+        const int64_t B = desc->batch, hkv = desc->heads_kv, hq = desc->heads_q,
+                      hd = desc->head_dim;
         fattn_tensor_init(buf[HQ], desc->dtype, layout, B, hq, desc->seq_q, hd, 0, &t[HQ]);
         fattn_tensor_init(buf[HK], desc->dtype, layout, B, hkv, desc->seq_kv, hd, 0, &t[HK]);
         fattn_tensor_init(buf[HV], desc->dtype, layout, B, hkv, desc->seq_kv, hd, 0, &t[HV]);

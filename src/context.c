@@ -12,8 +12,8 @@
 /* ---- Backends and devices ------------------------------------------------ */
 
 /* Describes a backend under the given settings, with its AUTO score. */
-static void describe(fattn_backend_kind kind, const fattn_settings *settings, fattn_backend_info *info,
-                     int *score) {
+static void describe(fattn_backend_kind kind, const fattn_settings *settings,
+                     fattn_backend_info *info, int *score) {
     memset(info, 0, sizeof *info);
     info->size = sizeof *info;
     info->kind = kind;
@@ -56,8 +56,9 @@ fattn_status fattn_backend_get_info(fattn_backend_kind kind, fattn_backend_info 
     int score;
     describe(kind, &env.s, &full, &score);
     fattn_settings_free(&env);
-    return fattn_ext_write(info, &full, sizeof full, offsetof(fattn_backend_info, available) + sizeof(int),
-                           "info", "fattn_backend_info", tm);
+    return fattn_ext_write(info, &full, sizeof full,
+                           offsetof(fattn_backend_info, available) + sizeof(int), "info",
+                           "fattn_backend_info", tm);
 }
 
 /* The backend's vtable and device count under settings, or a failure
@@ -79,7 +80,8 @@ fattn_status fattn_device_get_name(fattn_backend_kind kind, int device, char *bu
     const fattn_backend_vtable *vt = NULL;
     int count = 0;
     fattn_ctx_clear(NULL);
-    if (!buf || len == 0) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "buf is NULL or len is 0");
+    if (!buf || len == 0)
+        return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "buf is NULL or len is 0");
     buf[0] = '\0';
     if (!valid_kind(kind))
         return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT,
@@ -104,7 +106,8 @@ static fattn_backend_kind auto_choice(const fattn_context_params *prm) {
     int n = 0, best_score = 0;
     for (int k = FATTN_BACKEND_AUTO + 1; k < FATTN_BACKEND_COUNT; k++) {
         int i = n++;
-        while (i > 0 && fattn_registry_auto_rank(order[i - 1]) < fattn_registry_auto_rank((fattn_backend_kind)k)) {
+        while (i > 0 && fattn_registry_auto_rank(order[i - 1]) <
+                            fattn_registry_auto_rank((fattn_backend_kind)k)) {
             order[i] = order[i - 1];
             i--;
         }
@@ -182,8 +185,9 @@ static fattn_status create(const fattn_context_params *prm, fattn_context **out)
     ctx->vt = vt;
     ctx->device = native ? -1 : device;
     ctx->refs = 1;
-    const fattn_open_args args = {native ? -1 : device, &ctx->settings.s, prm->native_device,
-                                  prm->native_context, prm->native_queue, prm->cuda_current_context};
+    const fattn_open_args args = {native ? -1 : device, &ctx->settings.s,
+                                  prm->native_device,   prm->native_context,
+                                  prm->native_queue,    prm->cuda_current_context};
     tm->text[0] = '\0';
     if ((st = vt->open(&args, &ctx->state, tm)) != FATTN_OK) {
         fattn_settings_free(&ctx->settings);
@@ -193,15 +197,16 @@ static fattn_status create(const fattn_context_params *prm, fattn_context **out)
     /* A note from open (a degraded mode, e.g. no disk cache) stays visible
      * in the device description. */
     char note[sizeof ctx->device_name];
-    const size_t note_len = strnlen(tm->text, sizeof note - 1);   /* cut to fit */
+    const size_t note_len = strnlen(tm->text, sizeof note - 1); /* cut to fit */
     memcpy(note, tm->text, note_len);
     note[note_len] = '\0';
     if (native && vt->describe)
         vt->describe(ctx->state, ctx->device_name, sizeof ctx->device_name);
     else if (native)
-        snprintf(ctx->device_name, sizeof ctx->device_name, "%s device of the caller's context", vt->name);
-    else if (vt->device_name(&ctx->settings.s, device, ctx->device_name, sizeof ctx->device_name, tm) !=
-             FATTN_OK)
+        snprintf(ctx->device_name, sizeof ctx->device_name, "%s device of the caller's context",
+                 vt->name);
+    else if (vt->device_name(&ctx->settings.s, device, ctx->device_name, sizeof ctx->device_name,
+                             tm) != FATTN_OK)
         snprintf(ctx->device_name, sizeof ctx->device_name, "%s device %d", vt->name, device);
     if (note[0]) {
         const size_t n = strlen(ctx->device_name);
@@ -214,16 +219,18 @@ static fattn_status create(const fattn_context_params *prm, fattn_context **out)
 
 fattn_status fattn_context_create_with(const fattn_context_params *params, fattn_context **out) {
     fattn_ctx_clear(NULL);
-    if (!out) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "out (the context pointer) is NULL");
+    if (!out)
+        return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "out (the context pointer) is NULL");
     *out = NULL;
     if (!params) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "params is NULL");
     fattn_context_params prm = FATTN_CONTEXT_PARAMS_INIT;
 #define P_(field) offsetof(fattn_context_params, field)
-    fattn_status st = fattn_ext_read(&prm, sizeof prm, params,
-                                     FATTN_OLDER(P_(cpu_threads), P_(opencl_platform), P_(opencl_device),
-                                                 P_(cache_dir), P_(native_context), P_(native_device),
-                                                 P_(native_queue), P_(cuda_current_context)),
-                                     "params", "fattn_context_params", fattn_thread_msg());
+    fattn_status st =
+        fattn_ext_read(&prm, sizeof prm, params,
+                       FATTN_OLDER(P_(cpu_threads), P_(opencl_platform), P_(opencl_device),
+                                   P_(cache_dir), P_(native_context), P_(native_device),
+                                   P_(native_queue), P_(cuda_current_context)),
+                       "params", "fattn_context_params", fattn_thread_msg());
 #undef P_
     if (st != FATTN_OK) return st;
     return create(&prm, out);
@@ -232,7 +239,8 @@ fattn_status fattn_context_create_with(const fattn_context_params *params, fattn
 fattn_status fattn_context_create(fattn_backend_kind backend, int device, fattn_context **out) {
     fattn_context_params prm = FATTN_CONTEXT_PARAMS_INIT;
     fattn_ctx_clear(NULL);
-    if (!out) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "out (the context pointer) is NULL");
+    if (!out)
+        return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "out (the context pointer) is NULL");
     *out = NULL;
     prm.backend = backend;
     prm.device = device;
@@ -259,7 +267,8 @@ fattn_status fattn_context_set_param(fattn_context *ctx, fattn_param param, int6
         if (value < 0 || value > 65536)
             return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
                                   "%s = %lld is not 0 (the backend's choice) or 1..65536",
-                                  param == FATTN_PARAM_TILE_Q ? "FATTN_PARAM_TILE_Q" : "FATTN_PARAM_TILE_KV",
+                                  param == FATTN_PARAM_TILE_Q ? "FATTN_PARAM_TILE_Q"
+                                                              : "FATTN_PARAM_TILE_KV",
                                   (long long)value);
         *(param == FATTN_PARAM_TILE_Q ? &ctx->tune.tile_q : &ctx->tune.tile_kv) = (int)value;
         return FATTN_OK;
@@ -329,11 +338,12 @@ fattn_status fattn_context_synchronize(fattn_context *ctx) {
 fattn_status fattn_context_device_memory(fattn_context *ctx, uint64_t *used, uint64_t *total) {
     if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "ctx is NULL");
     fattn_ctx_clear(ctx);
-    if (!used || !total) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "used or total is NULL");
+    if (!used || !total)
+        return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "used or total is NULL");
     *used = *total = 0;
     if (!ctx->vt->device_memory)
-        return fattn_ctx_fail(ctx, FATTN_ERR_UNSUPPORTED, "backend '%s' cannot measure device memory",
-                              ctx->vt->name);
+        return fattn_ctx_fail(ctx, FATTN_ERR_UNSUPPORTED,
+                              "backend '%s' cannot measure device memory", ctx->vt->name);
     return ctx->vt->device_memory(ctx->state, used, total, &ctx->msg);
 }
 
@@ -343,10 +353,10 @@ static fattn_status buffer_new(fattn_context *ctx, void *native, size_t bytes, i
                                fattn_buffer **out) {
     if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "ctx is NULL");
     fattn_ctx_clear(ctx);
-    if (!out) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "out (the buffer pointer) is NULL");
+    if (!out)
+        return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "out (the buffer pointer) is NULL");
     *out = NULL;
-    if (bytes == 0)
-        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_SIZE, "buffer size is 0 bytes");
+    if (bytes == 0) return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_SIZE, "buffer size is 0 bytes");
     fattn_buffer *b = calloc(1, sizeof *b);
     if (!b) return fattn_ctx_fail(ctx, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate a buffer object");
     fattn_status st;
@@ -420,11 +430,13 @@ fattn_status fattn_buffer_write(fattn_buffer *buf, size_t offset, const void *sr
     if (!buf) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "buf is NULL");
     fattn_ctx_clear(buf->ctx);
     if (buf->read_only)
-        return fattn_ctx_fail(buf->ctx, FATTN_ERR_INVALID_ARGUMENT,
-                              "buf wraps read-only memory (fattn_buffer_wrap_const): it cannot be written");
+        return fattn_ctx_fail(
+            buf->ctx, FATTN_ERR_INVALID_ARGUMENT,
+            "buf wraps read-only memory (fattn_buffer_wrap_const): it cannot be written");
     fattn_status st = check_range(buf, offset, src, bytes, "write");
     if (st != FATTN_OK || bytes == 0) return st;
-    return buf->ctx->vt->buffer_write(buf->ctx->state, buf->mem, offset, src, bytes, &buf->ctx->msg);
+    return buf->ctx->vt->buffer_write(buf->ctx->state, buf->mem, offset, src, bytes,
+                                      &buf->ctx->msg);
 }
 
 fattn_status fattn_buffer_read(fattn_buffer *buf, size_t offset, void *dst, size_t bytes) {

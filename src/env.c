@@ -15,9 +15,9 @@ fattn_status fattn_env_backend(fattn_backend_kind *out, int *is_set, fattn_msg *
     *is_set = 0;
     if (!v) return FATTN_OK;
     if (!fattn_parse_backend(v, out))
-        return fattn_fail(msg, FATTN_ERR_UNKNOWN_BACKEND,
-                          "FATTN_BACKEND='%s' is not a backend; valid values: auto, cpu, cuda, opencl",
-                          v);
+        return fattn_fail(
+            msg, FATTN_ERR_UNKNOWN_BACKEND,
+            "FATTN_BACKEND='%s' is not a backend; valid values: auto, cpu, cuda, opencl", v);
     *is_set = 1;
     return FATTN_OK;
 }

@@ -19,15 +19,16 @@ static fattn_status check_size(size_t size, size_t own, size_t min, const char *
                           "%s->size is 0: start from %s's INIT macro (it sets size = sizeof(%s))",
                           name, type, type);
     if (size < min)
-        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
-                          "%s->size = %zu is smaller than any %s (at least %zu bytes; this version's "
-                          "is %zu): set size = sizeof(%s), e.g. with its INIT macro",
-                          name, size, type, min, own, type);
+        return fattn_fail(
+            msg, FATTN_ERR_INVALID_ARGUMENT,
+            "%s->size = %zu is smaller than any %s (at least %zu bytes; this version's "
+            "is %zu): set size = sizeof(%s), e.g. with its INIT macro",
+            name, size, type, min, own, type);
     return FATTN_OK;
 }
 
-fattn_status fattn_ext_read(void *dst, size_t own, const void *src, const size_t *older, int n_older,
-                            const char *name, const char *type, fattn_msg *msg) {
+fattn_status fattn_ext_read(void *dst, size_t own, const void *src, const size_t *older,
+                            int n_older, const char *name, const char *type, fattn_msg *msg) {
     const size_t size = size_of(src);
     fattn_status st = check_size(size, own, older[0], name, type, msg);
     if (st != FATTN_OK) return st;
@@ -36,19 +37,21 @@ fattn_status fattn_ext_read(void *dst, size_t own, const void *src, const size_t
     int known = size >= own;
     for (int i = 0; i < n_older && !known; i++) known = size == older[i];
     if (!known)
-        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
-                          "%s->size = %zu ends inside a field of %s (this version's is %zu bytes): set "
-                          "size = sizeof(%s), e.g. with its INIT macro",
-                          name, size, type, own, type);
+        return fattn_fail(
+            msg, FATTN_ERR_INVALID_ARGUMENT,
+            "%s->size = %zu ends inside a field of %s (this version's is %zu bytes): set "
+            "size = sizeof(%s), e.g. with its INIT macro",
+            name, size, type, own, type);
     /* A newer caller's extra fields are fine while they hold their zero
      * defaults; a set one asks for something this library cannot do. */
     for (size_t i = own; i < size; i++)
         if (((const unsigned char *)src)[i] != 0)
-            return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
-                              "%s->size = %zu but this fattn (%s) knows %zu bytes of %s, and byte %zu "
-                              "past them is set: the caller uses a field this version does not "
-                              "have; link a newer fattn",
-                              name, size, fattn_version_string(), own, type, i);
+            return fattn_fail(
+                msg, FATTN_ERR_INVALID_ARGUMENT,
+                "%s->size = %zu but this fattn (%s) knows %zu bytes of %s, and byte %zu "
+                "past them is set: the caller uses a field this version does not "
+                "have; link a newer fattn",
+                name, size, fattn_version_string(), own, type, i);
     memcpy(dst, src, size < own ? size : own);
     memcpy(dst, &own, sizeof own);
     return FATTN_OK;

@@ -8,24 +8,24 @@
 
 struct fattn_context {
     const fattn_backend_vtable *vt;
-    void *state;               /* the backend's, from vt->open */
-    int device;                /* -1 around native OpenCL objects */
-    int refs;                  /* 1 for the context + 1 per live buffer */
-    int released;              /* fattn_context_free was called */
+    void *state;  /* the backend's, from vt->open */
+    int device;   /* -1 around native OpenCL objects */
+    int refs;     /* 1 for the context + 1 per live buffer */
+    int released; /* fattn_context_free was called */
     char device_name[512];
-    fattn_msg msg;             /* detail of the last failure */
-    fattn_settings_store settings;   /* resolved at creation, kept for the backend */
-    fattn_tuning tune;         /* context parameters (fattn_context_set_param) */
-    void *workspace;           /* the backend's buffer for plans that need scratch, kept */
+    fattn_msg msg;                 /* detail of the last failure */
+    fattn_settings_store settings; /* resolved at creation, kept for the backend */
+    fattn_tuning tune;             /* context parameters (fattn_context_set_param) */
+    void *workspace;               /* the backend's buffer for plans that need scratch, kept */
     uint64_t workspace_bytes;
 };
 
 struct fattn_buffer {
     fattn_context *ctx;
-    void *mem;                 /* the backend's handle */
+    void *mem; /* the backend's handle */
     size_t bytes;
-    int owned;                 /* 1: fattn allocated it; 0: wraps the caller's memory */
-    int read_only;             /* made by fattn_buffer_wrap_const */
+    int owned;     /* 1: fattn allocated it; 0: wraps the caller's memory */
+    int read_only; /* made by fattn_buffer_wrap_const */
 };
 
 /* Drops one reference (buffers and timers hold one); the backend state goes
@@ -52,12 +52,12 @@ fattn_msg *fattn_thread_msg(void);
  * struct had (older[0], the smallest, is the first version's); copies what
  * both know. `name` is the argument ("desc"), `type` the struct
  * ("fattn_attention_desc"), for the message. */
-fattn_status fattn_ext_read(void *dst, size_t own, const void *src, const size_t *older, int n_older,
-                            const char *name, const char *type, fattn_msg *msg);
+fattn_status fattn_ext_read(void *dst, size_t own, const void *src, const size_t *older,
+                            int n_older, const char *name, const char *type, fattn_msg *msg);
 /* The sizes an older struct may have: where each field after the first
  * version's last begins. */
-#define FATTN_OLDER(...) ((const size_t[]){__VA_ARGS__}), \
-    (int)(sizeof((const size_t[]){__VA_ARGS__}) / sizeof(size_t))
+#define FATTN_OLDER(...)                                                                           \
+    ((const size_t[]){__VA_ARGS__}), (int)(sizeof((const size_t[]){__VA_ARGS__}) / sizeof(size_t))
 /* Writes the library's struct src (own bytes) to the caller's dst, only the
  * bytes its size covers; dst's size field is kept. */
 fattn_status fattn_ext_write(void *dst, const void *src, size_t own, size_t min, const char *name,
@@ -89,9 +89,9 @@ fattn_status fattn_request_supported(const fattn_request *r, fattn_msg *msg);
  * Without operands (q == NULL, for memory reports) only the description is
  * used. Fails with a specific status and a message on ctx. */
 fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_attention_desc *desc,
-                                 const fattn_tensor *q, const fattn_tensor *k, const fattn_tensor *v,
-                                 const fattn_tensor *o, const fattn_tensor *lse, fattn_request *r,
-                                 fattn_problem *p);
+                                 const fattn_tensor *q, const fattn_tensor *k,
+                                 const fattn_tensor *v, const fattn_tensor *o,
+                                 const fattn_tensor *lse, fattn_request *r, fattn_problem *p);
 
 /* Number of (query, key) pairs that are not masked, for a causal diagonal
  * offset off (key j visible to row i iff j <= i + off). */

@@ -24,4 +24,3 @@ void fattn_ctx_clear(fattn_context *ctx) { (ctx ? &ctx->msg : &thread_msg)->text
 const char *fattn_error_message(const fattn_context *ctx) {
     return ctx ? ctx->msg.text : thread_msg.text;
 }
-

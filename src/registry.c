@@ -18,8 +18,8 @@ typedef struct module_slot {
     /* How much FATTN_BACKEND_AUTO prefers the backend, at most: its probe's
      * auto_score never exceeds it. A new backend is one row here. */
     int auto_rank;
-    const char *file;          /* module file name, NULL if not built */
-    const char *not_built;     /* reason when file is NULL */
+    const char *file;      /* module file name, NULL if not built */
+    const char *not_built; /* reason when file is NULL */
     int tried;
     const fattn_backend_vtable *vt;
     char reason[512];
@@ -49,7 +49,7 @@ static module_slot slots[FATTN_BACKEND_COUNT] = {
 };
 static const fattn_backend_vtable *overrides[FATTN_BACKEND_COUNT];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char api_module_dir[2048];   /* fattn_set_module_dir; "" = not set */
+static char api_module_dir[2048]; /* fattn_set_module_dir; "" = not set */
 
 /* Directory of the file that holds this code (libfattn.so, or a program
  * linked statically), with a trailing '/'; "" if unknown. */
@@ -68,12 +68,13 @@ static void own_dir(char *dir, size_t len) {
 /* What is wrong with a module's table, or NULL when the core can use it.
  * The ABI number is read first: it sits at the same place in every version,
  * and says how to read the rest. */
-static const char *table_problem(const fattn_backend_vtable *vt, fattn_backend_kind kind,
-                                 char *buf, size_t len) {
+static const char *table_problem(const fattn_backend_vtable *vt, fattn_backend_kind kind, char *buf,
+                                 size_t len) {
     if (!vt) return "its " FATTN_MODULE_SYMBOL "() returned no table";
     if (vt->abi != FATTN_BACKEND_ABI) {
-        snprintf(buf, len, "it is built for backend ABI %d, this libfattn needs %d (a stale build?)",
-                 vt->abi, FATTN_BACKEND_ABI);
+        snprintf(buf, len,
+                 "it is built for backend ABI %d, this libfattn needs %d (a stale build?)", vt->abi,
+                 FATTN_BACKEND_ABI);
         return buf;
     }
     if (vt->size < sizeof *vt) {
@@ -110,7 +111,8 @@ static const char *table_problem(const fattn_backend_vtable *vt, fattn_backend_k
             return buf;
         }
     const int marks = (vt->mark != NULL) + (vt->mark_elapsed != NULL) + (vt->mark_free != NULL);
-    if (marks != 0 && marks != 3) return "its table has some but not all of mark, mark_elapsed, mark_free";
+    if (marks != 0 && marks != 3)
+        return "its table has some but not all of mark, mark_elapsed, mark_free";
     return NULL;
 }
 
@@ -133,14 +135,15 @@ static int try_module(const char *path, fattn_backend_kind kind, const fattn_bac
     /* The file the loader actually opened, for the messages. */
     snprintf(where, sizeof where, "%s",
              fn && dladdr(*(void **)&fn, &info) && info.dli_fname ? info.dli_fname : path);
-    const char *problem = fn ? table_problem(fn(), kind, why, sizeof why)
-                             : "it has no symbol " FATTN_MODULE_SYMBOL;
+    const char *problem =
+        fn ? table_problem(fn(), kind, why, sizeof why) : "it has no symbol " FATTN_MODULE_SYMBOL;
     if (problem) {
-        snprintf(reason, len, "refused %.300s: %.150s; rebuild fattn or remove that file", where, problem);
+        snprintf(reason, len, "refused %.300s: %.150s; rebuild fattn or remove that file", where,
+                 problem);
         dlclose(h);
         return 0;
     }
-    *vt = fn();   /* the module stays loaded for the life of the process */
+    *vt = fn(); /* the module stays loaded for the life of the process */
     return 1;
 }
 
@@ -160,7 +163,8 @@ fattn_status fattn_registry_set_module_dir(const char *dir, fattn_msg *msg) {
                           "that holds libfattn-<backend>.so, or NULL",
                           dir, bad);
     if (dir && strlen(dir) >= sizeof api_module_dir)
-        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT, "module directory path is longer than %zu bytes",
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                          "module directory path is longer than %zu bytes",
                           sizeof api_module_dir - 1);
     pthread_mutex_lock(&lock);
     snprintf(api_module_dir, sizeof api_module_dir, "%s", dir ? dir : "");
@@ -181,10 +185,11 @@ static const fattn_backend_vtable *open_module(const char *file, fattn_backend_k
     if (env_dir) {
         const char *bad = bad_dir(env_dir);
         if (bad) {
-            snprintf(reason, len,
-                     "FATTN_MODULE_DIR='%.300s' is not %s; set it to the absolute path of the folder "
-                     "that holds %s, or unset it",
-                     env_dir, bad, file);
+            snprintf(
+                reason, len,
+                "FATTN_MODULE_DIR='%.300s' is not %s; set it to the absolute path of the folder "
+                "that holds %s, or unset it",
+                env_dir, bad, file);
             return NULL;
         }
         snprintf(path, sizeof path, "%s/%s", env_dir, file);

@@ -51,7 +51,8 @@ fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backe
              keep(out, pick(prm ? prm->opencl_device : NULL, fattn_env_opencl_device()),
                   &s->opencl_device) &&
              keep(out, cache, &s->cache_dir) && keep(out, origin, &s->cache_dir_origin) &&
-             keep(out, fattn_env_home(), &s->home) && keep(out, fattn_env_xdg_cache(), &s->xdg_cache) &&
+             keep(out, fattn_env_home(), &s->home) &&
+             keep(out, fattn_env_xdg_cache(), &s->xdg_cache) &&
              keep(out, fattn_env_kernel_dir(), &s->kernel_dir) &&
              keep(out, fattn_env_opencl_options(), &s->opencl_options) &&
              keep(out, fattn_env_opencl_tiles(), &s->opencl_tiles);

@@ -14,13 +14,11 @@ const char *fattn_version_string(void) {
 
 const char *fattn_status_string(fattn_status status) {
     switch (status) {
-#define FATTN_STATUS_CASE_(name, value, text) \
-    case FATTN_##name:                        \
-        return text;
+#define FATTN_STATUS_CASE_(name, value, text)                                                      \
+    case FATTN_##name: return text;
         FATTN_STATUS_MAP(FATTN_STATUS_CASE_)
 #undef FATTN_STATUS_CASE_
-    default:
-        return "unknown status";
+    default: return "unknown status";
     }
 }
 

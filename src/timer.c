@@ -9,8 +9,8 @@
 
 struct fattn_timer {
     fattn_context *ctx;
-    int host;             /* 1: host clock */
-    void *start, *stop;   /* the backend's marks */
+    int host;           /* 1: host clock */
+    void *start, *stop; /* the backend's marks */
     double host_start, host_stop;
     int started, stopped;
 };
@@ -28,7 +28,8 @@ fattn_status fattn_timer_create(fattn_context *ctx, fattn_timer **out) {
     *out = NULL;
     const int device_clock = ctx->vt->mark && ctx->vt->mark_elapsed && ctx->vt->mark_free;
     if (!device_clock && ctx->vt->synchronize)
-        return fattn_ctx_fail(ctx, FATTN_ERR_UNSUPPORTED, "backend '%s' has no device timer", ctx->vt->name);
+        return fattn_ctx_fail(ctx, FATTN_ERR_UNSUPPORTED, "backend '%s' has no device timer",
+                              ctx->vt->name);
     fattn_timer *t = calloc(1, sizeof *t);
     if (!t) return fattn_ctx_fail(ctx, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate a timer");
     t->ctx = ctx;
@@ -51,12 +52,13 @@ static fattn_status record(fattn_timer *t, int which) {
     fattn_context *ctx = t->ctx;
     fattn_ctx_clear(ctx);
     if (which == 1 && !t->started)
-        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "fattn_timer_stop before fattn_timer_start");
+        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                              "fattn_timer_stop before fattn_timer_start");
     if (which == 0) {
         if (!t->host) drop_marks(t);
         t->started = 0;
     }
-    t->stopped = 0;   /* until the new mark exists */
+    t->stopped = 0; /* until the new mark exists */
     if (t->host) {
         *(which ? &t->host_stop : &t->host_start) = host_seconds();
     } else {
@@ -78,7 +80,8 @@ fattn_status fattn_timer_elapsed_ms(fattn_timer *t, double *ms) {
     fattn_ctx_clear(ctx);
     if (!ms) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "ms is NULL");
     if (!t->started || !t->stopped)
-        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "the timer was not started and stopped");
+        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                              "the timer was not started and stopped");
     if (t->host) {
         *ms = (t->host_stop - t->host_start) * 1e3;
         return FATTN_OK;

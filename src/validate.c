@@ -23,11 +23,12 @@ static int mul4(int64_t a, int64_t b, int64_t c, int64_t d, int64_t *out) {
  * version's, then one per field added since (0.2.0 counts the fields
  * fattn 0.1 had as its first version of the description and the mask's
  * window as the mask's). */
-#define DESC_OLDER                                                                           \
-    FATTN_OLDER(offsetof(fattn_attention_desc, mask), offsetof(fattn_attention_desc, varlen), \
-                offsetof(fattn_attention_desc, paged_kv), offsetof(fattn_attention_desc, workspace))
-#define MASK_OLDER                                                                      \
-    FATTN_OLDER(offsetof(fattn_mask_desc, softcap), offsetof(fattn_mask_desc, alibi_slopes), \
+#define DESC_OLDER                                                                                 \
+    FATTN_OLDER(offsetof(fattn_attention_desc, mask), offsetof(fattn_attention_desc, varlen),      \
+                offsetof(fattn_attention_desc, paged_kv),                                          \
+                offsetof(fattn_attention_desc, workspace))
+#define MASK_OLDER                                                                                 \
+    FATTN_OLDER(offsetof(fattn_mask_desc, softcap), offsetof(fattn_mask_desc, alibi_slopes),       \
                 offsetof(fattn_mask_desc, sinks), offsetof(fattn_mask_desc, bias))
 #define VARLEN_OLDER FATTN_OLDER(sizeof(fattn_varlen_desc))
 #define PAGED_OLDER FATTN_OLDER(sizeof(fattn_paged_kv_desc))
@@ -35,10 +36,11 @@ static int mul4(int64_t a, int64_t b, int64_t c, int64_t d, int64_t *out) {
 
 static fattn_status check_desc(const fattn_attention_desc *d, fattn_msg *msg) {
     int64_t n;
-#define FATTN_CHECK_MIN_(field, lo)                                                        \
-    if (d->field < (lo))                                                                   \
-        return fattn_fail(msg, FATTN_ERR_INVALID_SIZE, "desc->" #field " = %" PRId64       \
-                          " but must be at least %d", d->field, (lo));
+#define FATTN_CHECK_MIN_(field, lo)                                                                \
+    if (d->field < (lo))                                                                           \
+        return fattn_fail(msg, FATTN_ERR_INVALID_SIZE,                                             \
+                          "desc->" #field " = %" PRId64 " but must be at least %d", d->field,      \
+                          (lo));
     FATTN_CHECK_MIN_(batch, 1)
     FATTN_CHECK_MIN_(heads_q, 1)
     FATTN_CHECK_MIN_(heads_kv, 1)
@@ -50,11 +52,13 @@ static fattn_status check_desc(const fattn_attention_desc *d, fattn_msg *msg) {
                           d->head_dim);
     if (d->heads_q % d->heads_kv != 0)
         return fattn_fail(msg, FATTN_ERR_HEADS,
-                          "desc->heads_q = %" PRId64 " is not a multiple of desc->heads_kv = %" PRId64,
+                          "desc->heads_q = %" PRId64
+                          " is not a multiple of desc->heads_kv = %" PRId64,
                           d->heads_q, d->heads_kv);
     if (d->dtype != FATTN_F32 && d->dtype != FATTN_F16 && d->dtype != FATTN_BF16)
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
-                          "desc->dtype = %d is not FATTN_F32, FATTN_F16 or FATTN_BF16", (int)d->dtype);
+                          "desc->dtype = %d is not FATTN_F32, FATTN_F16 or FATTN_BF16",
+                          (int)d->dtype);
     if (!isfinite(d->scale))
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT, "desc->scale is not finite");
     if (d->causal != FATTN_CAUSAL_NONE && d->causal != FATTN_CAUSAL_BOTTOM_RIGHT &&
@@ -96,7 +100,8 @@ static fattn_status check_layout(const fattn_request *r, fattn_msg *msg) {
     const fattn_paged_kv_desc *pg = &r->paged;
     if (r->has_varlen && (v->total_q < 0 || v->total_kv < 0))
         return fattn_fail(msg, FATTN_ERR_INVALID_SIZE,
-                          "desc->varlen->total_q = %" PRId64 ", total_kv = %" PRId64 ": must be >= 0",
+                          "desc->varlen->total_q = %" PRId64 ", total_kv = %" PRId64
+                          ": must be >= 0",
                           v->total_q, v->total_kv);
     if (!r->has_paged) return FATTN_OK;
     if (pg->page_size < 1 || pg->num_pages < 1 || pg->pages_per_seq < 1)
@@ -113,13 +118,15 @@ static fattn_status check_layout(const fattn_request *r, fattn_msg *msg) {
     if (!pg->block_table)
         return fattn_fail(msg, FATTN_ERR_NULL_POINTER, "desc->paged_kv->block_table is NULL");
     if (r->has_varlen && v->cu_seqlens_kv)
-        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
-                          "desc->varlen->cu_seqlens_kv and desc->paged_kv exclude each other: a paged "
-                          "cache takes its lengths from varlen->seqused_kv");
+        return fattn_fail(
+            msg, FATTN_ERR_INVALID_ARGUMENT,
+            "desc->varlen->cu_seqlens_kv and desc->paged_kv exclude each other: a paged "
+            "cache takes its lengths from varlen->seqused_kv");
     return FATTN_OK;
 }
 
-fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request *r, fattn_msg *msg) {
+fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request *r,
+                                fattn_msg *msg) {
     static const fattn_attention_desc d0 = FATTN_ATTENTION_DESC_INIT;
     static const fattn_mask_desc m0 = FATTN_MASK_DESC_INIT;
     static const fattn_varlen_desc v0 = FATTN_VARLEN_DESC_INIT;
@@ -130,19 +137,20 @@ fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request 
     r->mask = m0;
     r->varlen = v0;
     r->paged = p0;
-    if ((st = fattn_ext_read(&r->d, sizeof r->d, desc, DESC_OLDER, "desc", "fattn_attention_desc", msg)))
+    if ((st = fattn_ext_read(&r->d, sizeof r->d, desc, DESC_OLDER, "desc", "fattn_attention_desc",
+                             msg)))
         return st;
     if ((st = check_desc(&r->d, msg))) return st;
     r->has_mask = r->d.mask != NULL;
     r->has_varlen = r->d.varlen != NULL;
     r->has_paged = r->d.paged_kv != NULL;
-    if (r->has_mask &&
-        ((st = fattn_ext_read(&r->mask, sizeof r->mask, r->d.mask, MASK_OLDER, "desc->mask",
-                              "fattn_mask_desc", msg)) ||
-         (st = check_mask(&r->mask, msg))))
+    if (r->has_mask && ((st = fattn_ext_read(&r->mask, sizeof r->mask, r->d.mask, MASK_OLDER,
+                                             "desc->mask", "fattn_mask_desc", msg)) ||
+                        (st = check_mask(&r->mask, msg))))
         return st;
-    if (r->has_varlen && (st = fattn_ext_read(&r->varlen, sizeof r->varlen, r->d.varlen, VARLEN_OLDER,
-                                              "desc->varlen", "fattn_varlen_desc", msg)))
+    if (r->has_varlen &&
+        (st = fattn_ext_read(&r->varlen, sizeof r->varlen, r->d.varlen, VARLEN_OLDER,
+                             "desc->varlen", "fattn_varlen_desc", msg)))
         return st;
     if (r->has_paged && (st = fattn_ext_read(&r->paged, sizeof r->paged, r->d.paged_kv, PAGED_OLDER,
                                              "desc->paged_kv", "fattn_paged_kv_desc", msg)))
@@ -169,10 +177,11 @@ fattn_status fattn_request_supported(const fattn_request *r, fattn_msg *msg) {
     else if (r->has_varlen && (v->cu_seqlens_q || v->cu_seqlens_kv || v->seqused_kv))
         what = "variable-length sequences (desc->varlen)";
     if (!what) return FATTN_OK;
-    return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                      "%s is described in this API but not implemented in fattn %s yet; the request "
-                      "passed validation",
-                      what, fattn_version_string());
+    return fattn_fail(
+        msg, FATTN_ERR_UNSUPPORTED,
+        "%s is described in this API but not implemented in fattn %s yet; the request "
+        "passed validation",
+        what, fattn_version_string());
 }
 
 int64_t fattn_causal_offset(const fattn_attention_desc *d) {
@@ -197,10 +206,10 @@ static int elements_overlap(const dim_ *dims, int n) {
     for (int i = 0; i < n; i++)
         if (dims[i].extent > 1) s[m++] = dims[i];
     qsort(s, (size_t)m, sizeof s[0], cmp_stride);
-    int64_t span = 0;   /* largest offset reachable by the smaller dims */
+    int64_t span = 0; /* largest offset reachable by the smaller dims */
     for (int i = 0; i < m; i++) {
         if (s[i].stride <= span) return 1;
-        span += (s[i].extent - 1) * s[i].stride;   /* fits: the extent was checked */
+        span += (s[i].extent - 1) * s[i].stride; /* fits: the extent was checked */
     }
     return 0;
 }
@@ -217,15 +226,15 @@ typedef struct range_ {
 
 /* How a tensor's four strides map onto its extents. */
 typedef enum {
-    SHAPE_DATA,   /* [B, H, S, D], stride_dim must be 1 (Q, K, V, O) */
-    SHAPE_ROWS,   /* [B, H, S], stride_dim unused (lse, slopes, sinks, index tensors) */
-    SHAPE_BIAS    /* [B, H, Sq, Sk], the keys along stride_dim (any >= 0) */
+    SHAPE_DATA, /* [B, H, S, D], stride_dim must be 1 (Q, K, V, O) */
+    SHAPE_ROWS, /* [B, H, S], stride_dim unused (lse, slopes, sinks, index tensors) */
+    SHAPE_BIAS  /* [B, H, Sq, Sk], the keys along stride_dim (any >= 0) */
 } shape_;
 
 typedef struct want_ {
     const char *name;
-    fattn_dtype dtype, alt;   /* alt: a second accepted dtype, or the same */
-    const char *dtype_why;    /* " (desc->dtype)" */
+    fattn_dtype dtype, alt; /* alt: a second accepted dtype, or the same */
+    const char *dtype_why;  /* " (desc->dtype)" */
     shape_ shape;
     int64_t ext[4];
     int output;
@@ -237,26 +246,28 @@ static fattn_status check_tensor(fattn_context *ctx, const want_ *w, const fattn
     const char *name = w->name;
     if (!user) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s (the tensor) is NULL", name);
     *t = t0;
-    fattn_status st = fattn_ext_read(t, sizeof *t, user, TENSOR_OLDER, name, "fattn_tensor", &ctx->msg);
+    fattn_status st =
+        fattn_ext_read(t, sizeof *t, user, TENSOR_OLDER, name, "fattn_tensor", &ctx->msg);
     if (st != FATTN_OK) return st;
     r->root = NULL;
     r->empty = 0;
     for (int i = 0; i < 4; i++) r->empty |= w->ext[i] == 0;
     if (t->dtype != w->dtype && t->dtype != w->alt) {
         if (w->alt != w->dtype)
-            return fattn_ctx_fail(ctx, FATTN_ERR_DTYPE, "%s->dtype is %s but must be %s or %s%s", name,
-                                  fattn_dtype_name(t->dtype), fattn_dtype_name(w->dtype),
+            return fattn_ctx_fail(ctx, FATTN_ERR_DTYPE, "%s->dtype is %s but must be %s or %s%s",
+                                  name, fattn_dtype_name(t->dtype), fattn_dtype_name(w->dtype),
                                   fattn_dtype_name(w->alt), w->dtype_why);
         return fattn_ctx_fail(ctx, FATTN_ERR_DTYPE, "%s->dtype is %s but must be %s%s", name,
                               fattn_dtype_name(t->dtype), fattn_dtype_name(w->dtype), w->dtype_why);
     }
     if (w->shape == SHAPE_DATA && t->stride_dim != 1)
         return fattn_ctx_fail(ctx, FATTN_ERR_STRIDE,
-                              "%s->stride_dim = %" PRId64 ": the last dimension must be contiguous (1)",
+                              "%s->stride_dim = %" PRId64
+                              ": the last dimension must be contiguous (1)",
                               name, t->stride_dim);
     if (t->offset < 0)
-        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "%s->offset = %" PRId64 " is negative",
-                              name, t->offset);
+        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                              "%s->offset = %" PRId64 " is negative", name, t->offset);
     if (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0 ||
         (w->shape == SHAPE_BIAS && t->stride_dim < 0))
         return fattn_ctx_fail(ctx, FATTN_ERR_STRIDE,
@@ -269,10 +280,11 @@ static fattn_status check_tensor(fattn_context *ctx, const want_ *w, const fattn
     if (r->empty) return FATTN_OK;
     if (!t->buffer) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s->buffer is NULL", name);
     if (w->output && t->buffer->read_only)
-        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
-                              "%s->buffer wraps read-only memory (fattn_buffer_wrap_const) but %s is "
-                              "written",
-                              name, name);
+        return fattn_ctx_fail(
+            ctx, FATTN_ERR_INVALID_ARGUMENT,
+            "%s->buffer wraps read-only memory (fattn_buffer_wrap_const) but %s is "
+            "written",
+            name, name);
 
     /* Last element offset, with every product checked. */
     const int n = w->shape == SHAPE_ROWS ? 3 : 4;
@@ -292,7 +304,8 @@ static fattn_status check_tensor(fattn_context *ctx, const want_ *w, const fattn
         return fattn_ctx_fail(ctx, FATTN_ERR_OVERFLOW, "%s: byte size overflows 64 bits", name);
     if ((uint64_t)bytes > (uint64_t)t->buffer->bytes)
         return fattn_ctx_fail(ctx, FATTN_ERR_BUFFER_TOO_SMALL,
-                              "%s needs %" PRId64 " bytes for its offset and strides but its buffer "
+                              "%s needs %" PRId64
+                              " bytes for its offset and strides but its buffer "
                               "has %zu",
                               name, bytes, t->buffer->bytes);
     if (w->output && elements_overlap(dims, n))
@@ -308,10 +321,12 @@ static fattn_status check_tensor(fattn_context *ctx, const want_ *w, const fattn
                               "%s: its buffer starts at address 0x%llx, which is not a multiple of "
                               "%d bytes (one %s element); pass memory aligned to the element size "
                               "(fattn_buffer_alloc's is)",
-                              name, (unsigned long long)start, (int)esize, fattn_dtype_name(t->dtype));
+                              name, (unsigned long long)start, (int)esize,
+                              fattn_dtype_name(t->dtype));
     if (__builtin_add_overflow(start, (uint64_t)t->offset * (uint64_t)esize, &r->first) ||
         __builtin_add_overflow(start, (uint64_t)bytes - 1, &r->last))
-        return fattn_ctx_fail(ctx, FATTN_ERR_OVERFLOW, "%s: its byte range overflows 64 bits", name);
+        return fattn_ctx_fail(ctx, FATTN_ERR_OVERFLOW, "%s: its byte range overflows 64 bits",
+                              name);
     return FATTN_OK;
 }
 
@@ -321,8 +336,8 @@ static int ranges_meet(const range_ *a, const range_ *b) {
 }
 
 static fattn_operand operand(const fattn_tensor *t) {
-    fattn_operand o = {t->buffer ? t->buffer->mem : NULL, t->offset, t->stride_batch, t->stride_head,
-                       t->stride_seq};
+    fattn_operand o = {t->buffer ? t->buffer->mem : NULL, t->offset, t->stride_batch,
+                       t->stride_head, t->stride_seq};
     return o;
 }
 
@@ -340,21 +355,61 @@ static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request 
         want_ w;
     } extra[] = {
         {r->has_mask ? r->mask.alibi_slopes : NULL,
-         {"desc->mask->alibi_slopes", FATTN_F32, FATTN_F32, " (slopes are float32)", SHAPE_ROWS, {B, Hq, 1, 1}, 0}},
+         {"desc->mask->alibi_slopes",
+          FATTN_F32,
+          FATTN_F32,
+          " (slopes are float32)",
+          SHAPE_ROWS,
+          {B, Hq, 1, 1},
+          0}},
         {r->has_mask ? r->mask.sinks : NULL,
-         {"desc->mask->sinks", FATTN_F32, FATTN_F32, " (sink logits are float32)", SHAPE_ROWS, {1, Hq, 1, 1}, 0}},
+         {"desc->mask->sinks",
+          FATTN_F32,
+          FATTN_F32,
+          " (sink logits are float32)",
+          SHAPE_ROWS,
+          {1, Hq, 1, 1},
+          0}},
         {r->has_mask ? r->mask.bias : NULL,
-         {"desc->mask->bias", FATTN_F32, d->dtype, " (float32 or desc->dtype)", SHAPE_BIAS,
-          {B, Hq, d->seq_q, d->seq_kv}, 0}},
+         {"desc->mask->bias",
+          FATTN_F32,
+          d->dtype,
+          " (float32 or desc->dtype)",
+          SHAPE_BIAS,
+          {B, Hq, d->seq_q, d->seq_kv},
+          0}},
         {r->has_varlen ? r->varlen.cu_seqlens_q : NULL,
-         {"desc->varlen->cu_seqlens_q", FATTN_I32, FATTN_I32, " (index tensors are int32)", SHAPE_ROWS, {1, 1, B + 1, 1}, 0}},
+         {"desc->varlen->cu_seqlens_q",
+          FATTN_I32,
+          FATTN_I32,
+          " (index tensors are int32)",
+          SHAPE_ROWS,
+          {1, 1, B + 1, 1},
+          0}},
         {r->has_varlen ? r->varlen.cu_seqlens_kv : NULL,
-         {"desc->varlen->cu_seqlens_kv", FATTN_I32, FATTN_I32, " (index tensors are int32)", SHAPE_ROWS, {1, 1, B + 1, 1}, 0}},
+         {"desc->varlen->cu_seqlens_kv",
+          FATTN_I32,
+          FATTN_I32,
+          " (index tensors are int32)",
+          SHAPE_ROWS,
+          {1, 1, B + 1, 1},
+          0}},
         {r->has_varlen ? r->varlen.seqused_kv : NULL,
-         {"desc->varlen->seqused_kv", FATTN_I32, FATTN_I32, " (index tensors are int32)", SHAPE_ROWS, {1, 1, B, 1}, 0}},
+         {"desc->varlen->seqused_kv",
+          FATTN_I32,
+          FATTN_I32,
+          " (index tensors are int32)",
+          SHAPE_ROWS,
+          {1, 1, B, 1},
+          0}},
         {r->has_paged ? r->paged.block_table : NULL,
-         {"desc->paged_kv->block_table", FATTN_I32, FATTN_I32, " (index tensors are int32)", SHAPE_ROWS,
-          {B, 1, r->paged.pages_per_seq, 1}, 0}},
+         {"desc->paged_kv->block_table",
+          FATTN_I32,
+          FATTN_I32,
+          " (index tensors are int32)",
+          SHAPE_ROWS,
+          {B, 1, r->paged.pages_per_seq, 1},
+          0}},
     };
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
         if (extra[i].t && (st = check_tensor(ctx, &extra[i].w, extra[i].t, &t, &rg))) return st;
@@ -366,7 +421,8 @@ static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request 
 static fattn_status check_workspace(fattn_context *ctx, const fattn_buffer *ws) {
     if (!ws) return FATTN_OK;
     if (ws->ctx != ctx)
-        return fattn_ctx_fail(ctx, FATTN_ERR_WRONG_CONTEXT, "desc->workspace was made by another context");
+        return fattn_ctx_fail(ctx, FATTN_ERR_WRONG_CONTEXT,
+                              "desc->workspace was made by another context");
     if (ws->read_only)
         return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
                               "desc->workspace wraps read-only memory (fattn_buffer_wrap_const)");
@@ -374,9 +430,9 @@ static fattn_status check_workspace(fattn_context *ctx, const fattn_buffer *ws) 
 }
 
 fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_attention_desc *desc,
-                                 const fattn_tensor *q, const fattn_tensor *k, const fattn_tensor *v,
-                                 const fattn_tensor *o, const fattn_tensor *lse, fattn_request *r,
-                                 fattn_problem *p) {
+                                 const fattn_tensor *q, const fattn_tensor *k,
+                                 const fattn_tensor *v, const fattn_tensor *o,
+                                 const fattn_tensor *lse, fattn_request *r, fattn_problem *p) {
     fattn_status st = fattn_read_request(desc, r, &ctx->msg);
     if (st != FATTN_OK) return st;
     const fattn_attention_desc *d = &r->d;
@@ -389,18 +445,24 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
         const int packed_kv = r->has_varlen && r->varlen.cu_seqlens_kv;
         const int64_t qb = packed_q ? 1 : B, qs = packed_q ? r->varlen.total_q : d->seq_q;
         const int64_t kb = r->has_paged ? r->paged.num_pages : packed_kv ? 1 : B;
-        const int64_t ks = r->has_paged ? r->paged.page_size : packed_kv ? r->varlen.total_kv : d->seq_kv;
-        const want_ wq = {"q", d->dtype, d->dtype, " (desc->dtype)", SHAPE_DATA, {qb, Hq, qs, D}, 0};
+        const int64_t ks = r->has_paged ? r->paged.page_size
+                           : packed_kv  ? r->varlen.total_kv
+                                        : d->seq_kv;
+        const want_ wq = {"q",        d->dtype,        d->dtype, " (desc->dtype)",
+                          SHAPE_DATA, {qb, Hq, qs, D}, 0};
         want_ wk = {"k", d->dtype, d->dtype, " (desc->dtype)", SHAPE_DATA, {kb, Hk, ks, D}, 0};
         want_ wv = wk, wo = wq;
-        const want_ wl = {"lse", FATTN_F32, FATTN_F32, " (log-sum-exp is float32)", SHAPE_ROWS, {qb, Hq, qs, 1}, 1};
+        const want_ wl = {"lse",      FATTN_F32,       FATTN_F32, " (log-sum-exp is float32)",
+                          SHAPE_ROWS, {qb, Hq, qs, 1}, 1};
         wv.name = "v";
         wo.name = "o";
         wo.output = 1;
         fattn_tensor tq, tk, tv, to, tl;
         range_ rq, rk, rv, ro, rl;
-        if ((st = check_tensor(ctx, &wq, q, &tq, &rq)) || (st = check_tensor(ctx, &wk, k, &tk, &rk)) ||
-            (st = check_tensor(ctx, &wv, v, &tv, &rv)) || (st = check_tensor(ctx, &wo, o, &to, &ro)))
+        if ((st = check_tensor(ctx, &wq, q, &tq, &rq)) ||
+            (st = check_tensor(ctx, &wk, k, &tk, &rk)) ||
+            (st = check_tensor(ctx, &wv, v, &tv, &rv)) ||
+            (st = check_tensor(ctx, &wo, o, &to, &ro)))
             return st;
         if (lse && (st = check_tensor(ctx, &wl, lse, &tl, &rl))) return st;
         const range_ *inputs[3] = {&rq, &rk, &rv};
@@ -414,8 +476,10 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
                                       "lse overlaps %s in the same memory", names[i]);
         }
         if (lse && ranges_meet(&rl, &ro))
-            return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "lse overlaps o in the same memory");
-        if ((st = check_extra_tensors(ctx, r)) || (st = check_workspace(ctx, d->workspace))) return st;
+            return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                                  "lse overlaps o in the same memory");
+        if ((st = check_extra_tensors(ctx, r)) || (st = check_workspace(ctx, d->workspace)))
+            return st;
         p->q = operand(&tq);
         p->k = operand(&tk);
         p->v = operand(&tv);

@@ -17,16 +17,17 @@
 
 /* Doubles here are ratios of exact integers; compare relative to the size so
  * huge FLOP counts and small percentages use the same check. */
-#define assert_near(actual, expected)                                                  \
-    do {                                                                              \
-        const double a_ = (actual), e_ = (expected);                                  \
-        const double d_ = a_ > e_ ? a_ - e_ : e_ - a_;                                \
-        const double m_ = (e_ < 0 ? -e_ : e_) > 1.0 ? (e_ < 0 ? -e_ : e_) : 1.0;      \
-        if (d_ > 1e-12 * m_) fail_msg("%s = %.17g, expected %.17g", #actual, a_, e_); \
+#define assert_near(actual, expected)                                                              \
+    do {                                                                                           \
+        const double a_ = (actual), e_ = (expected);                                               \
+        const double d_ = a_ > e_ ? a_ - e_ : e_ - a_;                                             \
+        const double m_ = (e_ < 0 ? -e_ : e_) > 1.0 ? (e_ < 0 ? -e_ : e_) : 1.0;                   \
+        if (d_ > 1e-12 * m_) fail_msg("%s = %.17g, expected %.17g", #actual, a_, e_);              \
     } while (0)
 
 /* A tiling of tile_q x tile_kv with `groups` resident and `ws` workspace bytes. */
-#define TILING(tq, tkv, groups, ws) {sizeof(fattn_tiling), (tq), (tkv), (groups), (ws)}
+#define TILING(tq, tkv, groups, ws)                                                                \
+    { sizeof(fattn_tiling), (tq), (tkv), (groups), (ws) }
 
 static fattn_attention_desc make_desc(int64_t b, int64_t hq, int64_t hkv, int64_t sq, int64_t sk,
                                       int64_t d, fattn_dtype t) {
@@ -383,20 +384,20 @@ static void test_invalid_desc(void **state) {
         int64_t value;
         fattn_status want;
     } const cases[] = {
-        {0, 0, FATTN_ERR_INVALID_SIZE},      /* batch 0 */
-        {1, 0, FATTN_ERR_INVALID_SIZE},      /* heads_q 0 */
-        {2, 0, FATTN_ERR_INVALID_SIZE},      /* heads_kv 0 */
-        {3, 0, FATTN_ERR_INVALID_SIZE},      /* seq_q 0 */
-        {4, -1, FATTN_ERR_INVALID_SIZE},     /* seq_kv negative */
-        {5, 0, FATTN_ERR_HEAD_DIM},          /* head_dim 0 */
-        {5, 257, FATTN_ERR_HEAD_DIM},        /* head_dim 257 */
-        {2, 3, FATTN_ERR_HEADS},             /* heads_q 2 not a multiple of 3 */
-        {6, 7, FATTN_ERR_INVALID_ARGUMENT},  /* dtype 7 */
-        {6, FATTN_I32, FATTN_ERR_INVALID_ARGUMENT},  /* int32 is for index tensors only */
-        {7, 3, FATTN_ERR_INVALID_ARGUMENT},  /* causal 3: no such alignment */
-        {7, -1, FATTN_ERR_INVALID_ARGUMENT}, /* causal -1 */
-        {8, 1 << 5, FATTN_ERR_INVALID_ARGUMENT}, /* unknown flag bit */
-        {9, 0, FATTN_ERR_INVALID_ARGUMENT},  /* size 0: not an INIT'ed struct */
+        {0, 0, FATTN_ERR_INVALID_SIZE},             /* batch 0 */
+        {1, 0, FATTN_ERR_INVALID_SIZE},             /* heads_q 0 */
+        {2, 0, FATTN_ERR_INVALID_SIZE},             /* heads_kv 0 */
+        {3, 0, FATTN_ERR_INVALID_SIZE},             /* seq_q 0 */
+        {4, -1, FATTN_ERR_INVALID_SIZE},            /* seq_kv negative */
+        {5, 0, FATTN_ERR_HEAD_DIM},                 /* head_dim 0 */
+        {5, 257, FATTN_ERR_HEAD_DIM},               /* head_dim 257 */
+        {2, 3, FATTN_ERR_HEADS},                    /* heads_q 2 not a multiple of 3 */
+        {6, 7, FATTN_ERR_INVALID_ARGUMENT},         /* dtype 7 */
+        {6, FATTN_I32, FATTN_ERR_INVALID_ARGUMENT}, /* int32 is for index tensors only */
+        {7, 3, FATTN_ERR_INVALID_ARGUMENT},         /* causal 3: no such alignment */
+        {7, -1, FATTN_ERR_INVALID_ARGUMENT},        /* causal -1 */
+        {8, 1 << 5, FATTN_ERR_INVALID_ARGUMENT},    /* unknown flag bit */
+        {9, 0, FATTN_ERR_INVALID_ARGUMENT},         /* size 0: not an INIT'ed struct */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         d = good;
@@ -435,9 +436,10 @@ static void test_invalid_desc(void **state) {
     assert_true(strlen(fattn_error_message(NULL)) > 0);
     fattn_memory_report unsized_report;
     memset(&unsized_report, 0, sizeof unsized_report);
-    assert_int_equal(fattn_memory_estimate(&good, NULL, &unsized_report), FATTN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fattn_memory_estimate(&good, NULL, &unsized_report),
+                     FATTN_ERR_INVALID_ARGUMENT);
     assert_true(strlen(fattn_error_message(NULL)) > 0);
-    assert_int_equal(unsized_report.naive_bytes, 0);   /* nothing written */
+    assert_int_equal(unsized_report.naive_bytes, 0); /* nothing written */
 }
 
 /* ---- fattn_context_memory_report on the CPU backend ------------------------------- */
@@ -494,7 +496,7 @@ static void test_context_report_cpu(void **state) {
     assert_int_equal(r.flash_bytes, 68096);
     assert_int_equal(fattn_context_set_param(ctx, FATTN_PARAM_TILE_Q, 0), FATTN_OK);
     assert_int_equal(fattn_context_memory_report(ctx, &d, &r), FATTN_OK);
-    assert_int_equal(r.flash_bytes, 51456);   /* the defaults again */
+    assert_int_equal(r.flash_bytes, 51456); /* the defaults again */
 
     /* Fewer groups than threads: Hq=1, Sq=16 with tq 16 is one group, so only
      * one tile set counts. tile (defaults) = 24704; stats = 16*8 = 128;

@@ -92,7 +92,8 @@ static int collect_seg(struct dl_phdr_info *info, size_t size, void *arg) {
     int *n = arg;
     const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
     const char *base = slash ? slash + 1 : info->dlpi_name;
-    if (!base || strncmp(base, "libfattn", 8) != 0 || strncmp(base, "libfattn-cuda", 13) == 0) return 0;
+    if (!base || strncmp(base, "libfattn", 8) != 0 || strncmp(base, "libfattn-cuda", 13) == 0)
+        return 0;
     for (int i = 0; i < info->dlpi_phnum && *n < 16; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
@@ -126,7 +127,9 @@ static void *live[LIVE_SLOTS];
 static long live_count;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 
-NO_SANITIZE static size_t slot_of(const void *p) { return ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 48; }
+NO_SANITIZE static size_t slot_of(const void *p) {
+    return ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 48;
+}
 
 NO_SANITIZE static void live_add(void *p) {
     pthread_mutex_lock(&live_lock);
@@ -142,7 +145,8 @@ NO_SANITIZE static void live_add(void *p) {
 NO_SANITIZE static void live_remove(void *p) {
     if (__atomic_load_n(&live_count, __ATOMIC_RELAXED) == 0) return;
     pthread_mutex_lock(&live_lock);
-    for (size_t i = slot_of(p), n = 0; n < LIVE_SLOTS && live[i]; i = (i + 1) & (LIVE_SLOTS - 1), n++)
+    for (size_t i = slot_of(p), n = 0; n < LIVE_SLOTS && live[i];
+         i = (i + 1) & (LIVE_SLOTS - 1), n++)
         if (live[i] == p) {
             live[i] = TOMB;
             live_count--;
@@ -160,7 +164,7 @@ static long live_now(void) {
 
 /* Injection: the fail_at-th allocation by fattn since arming returns NULL. */
 static atomic_long fattn_allocs;
-static atomic_long fail_at;   /* 0: never */
+static atomic_long fail_at; /* 0: never */
 static atomic_int injected;
 
 /* 1 when this allocation, made from `ret`, is to fail; tracks the count. */
@@ -193,7 +197,7 @@ NO_SANITIZE void *malloc(size_t n) {
 NO_SANITIZE void *calloc(size_t n, size_t size) {
     if (!real_calloc) {
         resolve();
-        if (!real_calloc) {   /* zeroed: boot is static and never reused */
+        if (!real_calloc) { /* zeroed: boot is static and never reused */
             size_t bytes;
             return __builtin_mul_overflow(n, size, &bytes) ? NULL : boot_alloc(bytes);
         }
@@ -211,7 +215,7 @@ NO_SANITIZE void *calloc(size_t n, size_t size) {
 NO_SANITIZE void *realloc(void *old, size_t n) {
     if (!real_realloc) resolve();
     int ours;
-    if (in_boot(old)) {   /* out of the start-up arena, which is never reused */
+    if (in_boot(old)) { /* out of the start-up arena, which is never reused */
         const size_t room = (size_t)(boot + sizeof boot - (unsigned char *)old);
         void *p = real_malloc(n);
         if (p) memcpy(p, old, n < room ? n : room);
@@ -265,8 +269,7 @@ static int status_known(fattn_status st) {
         FATTN_STATUS_MAP(KNOWN_)
 #undef KNOWN_
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -276,8 +279,8 @@ enum { NQ = B * HQ * SQ * D, NKV = B * HKV * SKV * D, NL = B * HQ * SQ };
 
 typedef struct run_out {
     float o[NQ], lse[NL], host_o[NQ];
-    int ok;              /* every step succeeded */
-    const char *step;    /* the step that failed */
+    int ok;           /* every step succeeded */
+    const char *step; /* the step that failed */
     fattn_status st;
 } run_out;
 
@@ -296,25 +299,27 @@ static void fill_inputs(void) {
 
 /* A failed step: a known error with a message. */
 static void check_failure(fattn_status st, const fattn_context *ctx, const char *step) {
-    if (!status_known(st) || st >= 0) fail_msg("%s returned %d, not a fattn error status", step, (int)st);
+    if (!status_known(st) || st >= 0)
+        fail_msg("%s returned %d, not a fattn error status", step, (int)st);
     const char *msg = fattn_error_message(ctx);
-    if (!msg || !*msg) fail_msg("%s failed with %s and an empty message", step, fattn_status_string(st));
+    if (!msg || !*msg)
+        fail_msg("%s failed with %s and an empty message", step, fattn_status_string(st));
 }
 
-#define STEP(call, ctx_for_msg, name)                                         \
-    do {                                                                      \
-        fattn_status st_ = (call);                                            \
-        if (st_ != FATTN_OK) {                                                \
-            check_failure(st_, (ctx_for_msg), (name));                        \
-            out->ok = 0;                                                      \
-            out->step = (name);                                               \
-            out->st = st_;                                                    \
-            goto cleanup;                                                     \
-        }                                                                     \
+#define STEP(call, ctx_for_msg, name)                                                              \
+    do {                                                                                           \
+        fattn_status st_ = (call);                                                                 \
+        if (st_ != FATTN_OK) {                                                                     \
+            check_failure(st_, (ctx_for_msg), (name));                                             \
+            out->ok = 0;                                                                           \
+            out->step = (name);                                                                    \
+            out->st = st_;                                                                         \
+            goto cleanup;                                                                          \
+        }                                                                                          \
     } while (0)
 
 static void run_once(fattn_backend_kind kind, run_out *out) {
-    fattn_context *ctx = (fattn_context *)(uintptr_t)1;   /* create must overwrite it */
+    fattn_context *ctx = (fattn_context *)(uintptr_t)1; /* create must overwrite it */
     fattn_buffer *bq = NULL, *bk = NULL, *bv = NULL, *bo = NULL, *bl = NULL;
     fattn_timer *timer = NULL;
     out->ok = 1;
@@ -322,15 +327,22 @@ static void run_once(fattn_backend_kind kind, run_out *out) {
     out->st = FATTN_OK;
     fattn_status st = fattn_context_create(kind, 0, &ctx);
     if (st != FATTN_OK) {
-        if (ctx != NULL) fail_msg("a failed fattn_context_create left *out = %p, not NULL", (void *)ctx);
+        if (ctx != NULL)
+            fail_msg("a failed fattn_context_create left *out = %p, not NULL", (void *)ctx);
         check_failure(st, NULL, "fattn_context_create");
         out->ok = 0;
         out->step = "fattn_context_create";
         out->st = st;
         return;
     }
-    const fattn_attention_desc desc = {.size = sizeof desc, .batch = B, .heads_q = HQ, .heads_kv = HKV,
-                                       .seq_q = SQ, .seq_kv = SKV, .head_dim = D, .dtype = FATTN_F32,
+    const fattn_attention_desc desc = {.size = sizeof desc,
+                                       .batch = B,
+                                       .heads_q = HQ,
+                                       .heads_kv = HKV,
+                                       .seq_q = SQ,
+                                       .seq_kv = SKV,
+                                       .head_dim = D,
+                                       .dtype = FATTN_F32,
                                        .causal = FATTN_CAUSAL_BOTTOM_RIGHT};
     fattn_tensor tq, tk, tv, to, tl;
     STEP(fattn_buffer_alloc(ctx, sizeof q_host, &bq), ctx, "fattn_buffer_alloc q");
@@ -341,12 +353,16 @@ static void run_once(fattn_backend_kind kind, run_out *out) {
     STEP(fattn_buffer_write(bq, 0, q_host, sizeof q_host), ctx, "fattn_buffer_write q");
     STEP(fattn_buffer_write(bk, 0, k_host, sizeof k_host), ctx, "fattn_buffer_write k");
     STEP(fattn_buffer_write(bv, 0, v_host, sizeof v_host), ctx, "fattn_buffer_write v");
-    STEP(fattn_tensor_init(bq, FATTN_F32, FATTN_LAYOUT_BSHD, B, HQ, SQ, D, 0, &tq), NULL, "fattn_tensor_init q");
-    STEP(fattn_tensor_init(bk, FATTN_F32, FATTN_LAYOUT_BSHD, B, HKV, SKV, D, 0, &tk), NULL, "fattn_tensor_init k");
-    STEP(fattn_tensor_init(bv, FATTN_F32, FATTN_LAYOUT_BSHD, B, HKV, SKV, D, 0, &tv), NULL, "fattn_tensor_init v");
-    STEP(fattn_tensor_init(bo, FATTN_F32, FATTN_LAYOUT_BSHD, B, HQ, SQ, D, 0, &to), NULL, "fattn_tensor_init o");
+    STEP(fattn_tensor_init(bq, FATTN_F32, FATTN_LAYOUT_BSHD, B, HQ, SQ, D, 0, &tq), NULL,
+         "fattn_tensor_init q");
+    STEP(fattn_tensor_init(bk, FATTN_F32, FATTN_LAYOUT_BSHD, B, HKV, SKV, D, 0, &tk), NULL,
+         "fattn_tensor_init k");
+    STEP(fattn_tensor_init(bv, FATTN_F32, FATTN_LAYOUT_BSHD, B, HKV, SKV, D, 0, &tv), NULL,
+         "fattn_tensor_init v");
+    STEP(fattn_tensor_init(bo, FATTN_F32, FATTN_LAYOUT_BSHD, B, HQ, SQ, D, 0, &to), NULL,
+         "fattn_tensor_init o");
     STEP(fattn_tensor_init_lse(bl, B, HQ, SQ, 0, &tl), NULL, "fattn_tensor_init_lse");
-    st = fattn_timer_create(ctx, &timer);   /* a backend may have no timer */
+    st = fattn_timer_create(ctx, &timer); /* a backend may have no timer */
     if (st != FATTN_ERR_UNSUPPORTED) STEP(st, ctx, "fattn_timer_create");
     if (timer) STEP(fattn_timer_start(timer), ctx, "fattn_timer_start");
     STEP(fattn_forward(ctx, &desc, &tq, &tk, &tv, &to, &tl), ctx, "fattn_forward");
@@ -358,7 +374,8 @@ static void run_once(fattn_backend_kind kind, run_out *out) {
         double ms;
         STEP(fattn_timer_elapsed_ms(timer, &ms), ctx, "fattn_timer_elapsed_ms");
     }
-    STEP(fattn_attention_host(ctx, &desc, FATTN_LAYOUT_BSHD, q_host, k_host, v_host, out->host_o, NULL),
+    STEP(fattn_attention_host(ctx, &desc, FATTN_LAYOUT_BSHD, q_host, k_host, v_host, out->host_o,
+                              NULL),
          ctx, "fattn_attention_host");
 cleanup:
     fattn_timer_free(timer);
@@ -386,7 +403,7 @@ static float max_diff(const float *a, const float *b, int n) {
     for (int i = 0; i < n; i++) {
         if (isinf(a[i]) && isinf(b[i]) && a[i] == b[i]) continue;
         float d = fabsf(a[i] - b[i]);
-        if (!(d <= m)) m = d;   /* NaN wins */
+        if (!(d <= m)) m = d; /* NaN wins */
     }
     return m;
 }
@@ -403,7 +420,7 @@ static void fail_each_allocation(void **state) {
     run_once(kind, &want);
     if (!want.ok) fail_msg("uninjected run: %s: %s", want.step, fattn_status_string(want.st));
     assert_true(refresh_segments() > 0);
-    run_once(kind, &want);   /* with the modules' segments known */
+    run_once(kind, &want); /* with the modules' segments known */
     assert_true(want.ok);
     const long baseline = live_now();
 
@@ -419,21 +436,27 @@ static void fail_each_allocation(void **state) {
         const int hit = atomic_load(&injected);
         const long leaked = live_now() - baseline;
         if (leaked != 0)
-            fail_msg("failing allocation %ld (%s): %ld allocations made by fattn are still live after "
-                     "everything was freed", n, hit ? got.step : "none failed", leaked);
+            fail_msg(
+                "failing allocation %ld (%s): %ld allocations made by fattn are still live after "
+                "everything was freed",
+                n, hit ? got.step : "none failed", leaked);
         if (!hit) {
-            if (!got.ok) fail_msg("run %ld failed with no injected failure: %s: %s", n, got.step,
-                                  fattn_status_string(got.st));
+            if (!got.ok)
+                fail_msg("run %ld failed with no injected failure: %s: %s", n, got.step,
+                         fattn_status_string(got.st));
             break;
         }
         if (got.ok) {
             /* fattn absorbed the failure (a worker without scratch, a cache
              * miss): the answer must not change. */
             recovered++;
-            const float d = fmaxf(max_diff(got.o, want.o, NQ), fmaxf(max_diff(got.lse, want.lse, NL),
-                                                                     max_diff(got.host_o, want.host_o, NQ)));
-            if (!(d <= 1e-5f)) fail_msg("failing allocation %ld: every call succeeded but the output "
-                                        "differs by %g", n, (double)d);
+            const float d =
+                fmaxf(max_diff(got.o, want.o, NQ), fmaxf(max_diff(got.lse, want.lse, NL),
+                                                         max_diff(got.host_o, want.host_o, NQ)));
+            if (!(d <= 1e-5f))
+                fail_msg("failing allocation %ld: every call succeeded but the output "
+                         "differs by %g",
+                         n, (double)d);
         } else {
             injected_failures++;
             if (got.st != FATTN_ERR_OUT_OF_MEMORY)
@@ -441,10 +464,11 @@ static void fail_each_allocation(void **state) {
                               fattn_status_string(got.st));
         }
     }
-    print_message("%s: %ld allocations by fattn per run; each failed in turn: %ld runs failed with a "
-                  "status, %ld recovered with the right answer, none leaked\n",
-                  info.name, n - 1, injected_failures, recovered);
-    assert_true(n > 1);   /* a run that allocates nothing tested nothing */
+    print_message(
+        "%s: %ld allocations by fattn per run; each failed in turn: %ld runs failed with a "
+        "status, %ld recovered with the right answer, none leaked\n",
+        info.name, n - 1, injected_failures, recovered);
+    assert_true(n > 1); /* a run that allocates nothing tested nothing */
 }
 
 static int setup(void **state) {

@@ -1472,8 +1472,8 @@ static void test_param_tile_100000(void **state) {
     /* Past the documented range (1..65536) the set itself is refused and
      * the previous value stays. */
     int64_t v = -1;
-    EXPECT(ctx, fattn_context_set_param(ctx, FATTN_PARAM_TILE_Q, 100000), FATTN_ERR_INVALID_ARGUMENT,
-           "65536");
+    EXPECT(ctx, fattn_context_set_param(ctx, FATTN_PARAM_TILE_Q, 100000),
+           FATTN_ERR_INVALID_ARGUMENT, "65536");
     EXPECT_OK(ctx, fattn_context_get_param(ctx, FATTN_PARAM_TILE_Q, &v));
     assert_int_equal(v, 0);
     RUN_OK(&p, 0, &p.d, "after a refused tile");

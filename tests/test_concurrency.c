@@ -24,16 +24,17 @@
 #include "test_backend.h"
 
 enum {
-    WORKERS = 8,     /* threads with their own context running forwards */
-    QUERIERS = 2,    /* threads making global queries */
-    CHURNERS = 2,    /* threads creating and freeing contexts and buffers */
-    ROUNDS = 3,      /* forwards per worker */
-    QUERIES = 20,    /* query rounds per querier */
-    CHURNS = 4,      /* contexts per churner */
+    WORKERS = 8,  /* threads with their own context running forwards */
+    QUERIERS = 2, /* threads making global queries */
+    CHURNERS = 2, /* threads creating and freeing contexts and buffers */
+    ROUNDS = 3,   /* forwards per worker */
+    QUERIES = 20, /* query rounds per querier */
+    CHURNS = 4,   /* contexts per churner */
 };
 
 static const char *const case_names[] = {"seq 63 dim 40", "GQA 8/2"};
-static const fattn_backend_kind all_kinds[] = {FATTN_BACKEND_CPU, FATTN_BACKEND_CUDA, FATTN_BACKEND_OPENCL};
+static const fattn_backend_kind all_kinds[] = {FATTN_BACKEND_CPU, FATTN_BACKEND_CUDA,
+                                               FATTN_BACKEND_OPENCL};
 enum { KINDS = sizeof all_kinds / sizeof all_kinds[0] };
 
 /* What every thread shares: the backend under test, the start barrier, what
@@ -41,9 +42,9 @@ enum { KINDS = sizeof all_kinds / sizeof all_kinds[0] };
 typedef struct shared {
     fattn_backend_kind kind;
     pthread_barrier_t start;
-    fattn_backend_info info[KINDS];   /* as the main thread saw them */
+    fattn_backend_info info[KINDS]; /* as the main thread saw them */
     char device0[KINDS][256];
-    fattn_memory_report report;       /* of `desc`, as the main thread computed it */
+    fattn_memory_report report; /* of `desc`, as the main thread computed it */
     fattn_attention_desc desc;
     atomic_int failures;
     pthread_mutex_t lock;
@@ -55,7 +56,8 @@ static char cache_dir[64];
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void failed(shared *s, const char *fmt, ...) {
+static void
+failed(shared *s, const char *fmt, ...) {
     va_list ap;
     pthread_mutex_lock(&s->lock);
     if (atomic_fetch_add(&s->failures, 1) == 0) {
@@ -97,10 +99,11 @@ static void *worker(void *p) {
             failed(s, "worker %d: case '%s' %s: %s: %s", a->id, c->name, harness_dtype_name(dt),
                    fattn_status_string(st), fattn_error_message(ctx));
         else if (!harness_passed(&res))
-            failed(s, "worker %d: case '%s' %s seed 0x%llx: max err %.3g (tol %.3g), %lld NaN, "
-                   "%lld guard bytes changed", a->id, c->name, harness_dtype_name(dt),
-                   (unsigned long long)seed, res.max_err, res.tol, (long long)res.nan_count,
-                   (long long)res.guard_broken);
+            failed(s,
+                   "worker %d: case '%s' %s seed 0x%llx: max err %.3g (tol %.3g), %lld NaN, "
+                   "%lld guard bytes changed",
+                   a->id, c->name, harness_dtype_name(dt), (unsigned long long)seed, res.max_err,
+                   res.tol, (long long)res.nan_count, (long long)res.guard_broken);
     }
     fattn_context_free(ctx);
     return NULL;
@@ -117,10 +120,13 @@ static void *querier(void *p) {
             fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
             fattn_status st = fattn_backend_get_info(all_kinds[i], &info);
             if (st != FATTN_OK || info.available != s->info[i].available ||
-                info.device_count != s->info[i].device_count || strcmp(info.name, s->info[i].name) != 0)
-                failed(s, "querier %d: %s: status %d, available %d with %d devices (%s); the main "
-                       "thread saw available %d with %d", a->id, fattn_backend_name(all_kinds[i]), (int)st,
-                       info.available, info.device_count, info.reason, s->info[i].available,
+                info.device_count != s->info[i].device_count ||
+                strcmp(info.name, s->info[i].name) != 0)
+                failed(s,
+                       "querier %d: %s: status %d, available %d with %d devices (%s); the main "
+                       "thread saw available %d with %d",
+                       a->id, fattn_backend_name(all_kinds[i]), (int)st, info.available,
+                       info.device_count, info.reason, s->info[i].available,
                        s->info[i].device_count);
             if (!s->info[i].available) continue;
             char name[256];
@@ -136,8 +142,10 @@ static void *querier(void *p) {
         snprintf(bogus, sizeof bogus, "nope-%d-%d", a->id, q);
         if (fattn_backend_from_name(bogus, &k) != FATTN_ERR_UNKNOWN_BACKEND ||
             !strstr(fattn_error_message(NULL), bogus))
-            failed(s, "querier %d: the message for \"%s\" is \"%s\"", a->id, bogus, fattn_error_message(NULL));
-        if (strcmp(fattn_status_string(FATTN_ERR_HEADS), "query heads are not a multiple of key/value heads") != 0)
+            failed(s, "querier %d: the message for \"%s\" is \"%s\"", a->id, bogus,
+                   fattn_error_message(NULL));
+        if (strcmp(fattn_status_string(FATTN_ERR_HEADS),
+                   "query heads are not a multiple of key/value heads") != 0)
             failed(s, "querier %d: fattn_status_string(FATTN_ERR_HEADS) changed", a->id);
         fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
         if (fattn_memory_estimate(&s->desc, NULL, &rep) != FATTN_OK ||
@@ -160,17 +168,22 @@ static void *churner(void *p) {
             return NULL;
         }
         unsigned char in[1024], out[1024];
-        for (size_t i = 0; i < sizeof in; i++) in[i] = (unsigned char)(i * 7 + (size_t)a->id + (size_t)n);
+        for (size_t i = 0; i < sizeof in; i++)
+            in[i] = (unsigned char)(i * 7 + (size_t)a->id + (size_t)n);
         fattn_buffer *b1 = NULL, *b2 = NULL;
         fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
-        if (fattn_buffer_alloc(ctx, sizeof in, &b1) != FATTN_OK || fattn_buffer_alloc(ctx, 4096, &b2) != FATTN_OK ||
+        if (fattn_buffer_alloc(ctx, sizeof in, &b1) != FATTN_OK ||
+            fattn_buffer_alloc(ctx, 4096, &b2) != FATTN_OK ||
             fattn_buffer_write(b1, 0, in, sizeof in) != FATTN_OK ||
-            fattn_buffer_read(b1, 0, out, sizeof out) != FATTN_OK || memcmp(in, out, sizeof in) != 0)
+            fattn_buffer_read(b1, 0, out, sizeof out) != FATTN_OK ||
+            memcmp(in, out, sizeof in) != 0)
             failed(s, "churner %d: buffer round trip: %s", a->id, fattn_error_message(ctx));
-        if (fattn_context_memory_report(ctx, &s->desc, &rep) != FATTN_OK || rep.naive_bytes != s->report.naive_bytes)
-            failed(s, "churner %d: fattn_context_memory_report: %s", a->id, fattn_error_message(ctx));
+        if (fattn_context_memory_report(ctx, &s->desc, &rep) != FATTN_OK ||
+            rep.naive_bytes != s->report.naive_bytes)
+            failed(s, "churner %d: fattn_context_memory_report: %s", a->id,
+                   fattn_error_message(ctx));
         fattn_buffer_free(b2);
-        fattn_context_free(ctx);   /* before b1: the buffer keeps the backend alive */
+        fattn_context_free(ctx); /* before b1: the buffer keeps the backend alive */
         fattn_buffer_free(b1);
     }
     return NULL;
@@ -186,7 +199,7 @@ static void *first_query(void *p) {
     first_use *f = ((void **)p)[0];
     const int id = (int)(intptr_t)((void **)p)[1];
     pthread_barrier_wait(&f->start);
-    for (int i = KINDS - 1; i >= 0; i--) {   /* the GPU modules first */
+    for (int i = KINDS - 1; i >= 0; i--) { /* the GPU modules first */
         f->info[id][i].size = sizeof f->info[id][i];
         f->st[id][i] = fattn_backend_get_info(all_kinds[i], &f->info[id][i]);
     }
@@ -215,13 +228,15 @@ static void concurrent_first_use(void **state) {
             assert_int_equal(f.st[i][k], FATTN_OK);
             if (f.info[i][k].available != f.info[0][k].available ||
                 f.info[i][k].device_count != f.info[0][k].device_count)
-                fail_msg("%s: thread %d saw available %d with %d devices (%s), thread 0 saw %d with %d (%s)",
-                         fattn_backend_name(all_kinds[k]), i, f.info[i][k].available, f.info[i][k].device_count,
-                         f.info[i][k].reason, f.info[0][k].available, f.info[0][k].device_count,
-                         f.info[0][k].reason);
+                fail_msg("%s: thread %d saw available %d with %d devices (%s), thread 0 saw %d "
+                         "with %d (%s)",
+                         fattn_backend_name(all_kinds[k]), i, f.info[i][k].available,
+                         f.info[i][k].device_count, f.info[i][k].reason, f.info[0][k].available,
+                         f.info[0][k].device_count, f.info[0][k].reason);
         }
-        print_message("%s: %d threads at once all saw %s (%d devices)\n", fattn_backend_name(all_kinds[k]),
-                      WORKERS, f.info[0][k].available ? "it available" : "it unavailable",
+        print_message("%s: %d threads at once all saw %s (%d devices)\n",
+                      fattn_backend_name(all_kinds[k]), WORKERS,
+                      f.info[0][k].available ? "it available" : "it unavailable",
                       f.info[0][k].device_count);
     }
 }
@@ -233,20 +248,31 @@ static void run_threads(void **state) {
     s.kind = kind;
     const char *name = fattn_backend_name(kind);
     if (!test_backend_selected(name)) {
-        print_message("[  SKIPPED ] %s: not in FATTN_TEST_BACKENDS=%s\n", name, getenv("FATTN_TEST_BACKENDS"));
+        print_message("[  SKIPPED ] %s: not in FATTN_TEST_BACKENDS=%s\n", name,
+                      getenv("FATTN_TEST_BACKENDS"));
         skip();
     }
     for (int i = 0; i < KINDS; i++) {
         s.info[i].size = sizeof s.info[i];
         assert_int_equal(fattn_backend_get_info(all_kinds[i], &s.info[i]), FATTN_OK);
         if (s.info[i].available)
-            assert_int_equal(fattn_device_get_name(all_kinds[i], 0, s.device0[i], sizeof s.device0[i]), FATTN_OK);
-        if (all_kinds[i] == kind && !s.info[i].available) test_skip_unless_required(name, s.info[i].reason);
+            assert_int_equal(
+                fattn_device_get_name(all_kinds[i], 0, s.device0[i], sizeof s.device0[i]),
+                FATTN_OK);
+        if (all_kinds[i] == kind && !s.info[i].available)
+            test_skip_unless_required(name, s.info[i].reason);
     }
     for (size_t i = 0; i < sizeof case_names / sizeof case_names[0]; i++)
-        if (!find_case(case_names[i])) fail_msg("case '%s' is not in the shared table", case_names[i]);
-    s.desc = (fattn_attention_desc){.size = sizeof s.desc, .batch = 2, .heads_q = 8, .heads_kv = 2, .seq_q = 100,
-                                    .seq_kv = 300, .head_dim = 64, .dtype = FATTN_BF16,
+        if (!find_case(case_names[i]))
+            fail_msg("case '%s' is not in the shared table", case_names[i]);
+    s.desc = (fattn_attention_desc){.size = sizeof s.desc,
+                                    .batch = 2,
+                                    .heads_q = 8,
+                                    .heads_kv = 2,
+                                    .seq_q = 100,
+                                    .seq_kv = 300,
+                                    .head_dim = 64,
+                                    .dtype = FATTN_BF16,
                                     .causal = FATTN_CAUSAL_BOTTOM_RIGHT};
     s.report.size = sizeof s.report;
     assert_int_equal(fattn_memory_estimate(&s.desc, NULL, &s.report), FATTN_OK);
@@ -266,7 +292,8 @@ static void run_threads(void **state) {
     pthread_mutex_destroy(&s.lock);
     if (atomic_load(&s.failures))
         fail_msg("%d failures; the first: %s", atomic_load(&s.failures), s.first);
-    print_message("%s: %d workers x %d checked forwards, %d query threads, %d create/free threads: no failure\n",
+    print_message("%s: %d workers x %d checked forwards, %d query threads, %d create/free threads: "
+                  "no failure\n",
                   name, WORKERS, ROUNDS, QUERIERS, CHURNERS);
 }
 

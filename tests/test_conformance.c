@@ -41,7 +41,8 @@ static void run_table(void **state) {
     for (int dev = 0; dev < info.device_count; dev++) {
         fattn_context *ctx = NULL;
         fattn_status st = fattn_context_create(cs->kind, dev, &ctx);
-        if (st != FATTN_OK) fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
+        if (st != FATTN_OK)
+            fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
         print_message("%s device %d (%s), %s%s\n", info.name, dev, fattn_context_device_name(ctx),
                       harness_dtype_name(cs->dtype), cs->path == HARNESS_NAIVE ? ", naive" : "");
         for (size_t i = 0; i < fattn_case_count; i++) {
@@ -58,14 +59,15 @@ static void run_table(void **state) {
                 test_skip_unless_required(what, reason);
             }
             if (st != FATTN_OK) {
-                print_error("case '%s': %s: %s\n", c->name, fattn_status_string(st), fattn_error_message(ctx));
+                print_error("case '%s': %s: %s\n", c->name, fattn_status_string(st),
+                            fattn_error_message(ctx));
                 failures++;
             } else if (!harness_passed(&r)) {
-                print_error("case '%s' seed 0x%llx: max err %.3g (tol %.3g), lse err %.3g (tol %.3g), "
-                            "%lld NaN, %lld lse -inf mismatches, %lld guard bytes changed\n",
-                            c->name, (unsigned long long)r.seed, r.max_err, r.tol, r.lse_err,
-                            r.lse_tol, (long long)r.nan_count, (long long)r.lse_mismatch,
-                            (long long)r.guard_broken);
+                print_error(
+                    "case '%s' seed 0x%llx: max err %.3g (tol %.3g), lse err %.3g (tol %.3g), "
+                    "%lld NaN, %lld lse -inf mismatches, %lld guard bytes changed\n",
+                    c->name, (unsigned long long)r.seed, r.max_err, r.tol, r.lse_err, r.lse_tol,
+                    (long long)r.nan_count, (long long)r.lse_mismatch, (long long)r.guard_broken);
                 failures++;
             }
         }
@@ -74,8 +76,10 @@ static void run_table(void **state) {
     assert_int_equal(failures, 0);
 }
 
-#define CONF(kind, dt, path, label)                                                      \
-    {label, run_table, NULL, NULL, &(conf_state){kind, dt, path}}
+#define CONF(kind, dt, path, label)                                                                \
+    {                                                                                              \
+        label, run_table, NULL, NULL, &(conf_state) { kind, dt, path }                             \
+    }
 
 int main(void) {
     const struct CMUnitTest tests[] = {

@@ -24,8 +24,9 @@
  * and an odd head dim, top-left causal with more queries than keys, and a
  * large one: tile edges everywhere. */
 static const char *const case_names[] = {
-    "seq 63 dim 40", "causal seq 65", "GQA 8/2", "GQA 8/2 causal bhsd", "causal sq>sk 65/7",
-    "causal sq<sk 63/129", "causal tl sq>sk 101/37", "seq 129 dim 256",
+    "seq 63 dim 40",          "causal seq 65",     "GQA 8/2",
+    "GQA 8/2 causal bhsd",    "causal sq>sk 65/7", "causal sq<sk 63/129",
+    "causal tl sq>sk 101/37", "seq 129 dim 256",
 };
 enum { CASES = sizeof case_names / sizeof case_names[0] };
 
@@ -61,7 +62,8 @@ static void *random_array(size_t n, fattn_dtype t, float mag, uint64_t *rng) {
     unsigned char *a = malloc(n * es + 1);
     assert_non_null(a);
     for (size_t i = 0; i < n; i++) {
-        const float x = mag * (float)((double)(next_u64(rng) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+        const float x =
+            mag * (float)((double)(next_u64(rng) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
         if (t == FATTN_F32) {
             memcpy(a + i * 4, &x, 4);
         } else {
@@ -98,8 +100,8 @@ static int has_nan(const unsigned char *p, size_t n, fattn_dtype t) {
 
 /* Runs one case `reps` times; returns FATTN_OK, or the status of a call that
  * failed (UNSUPPORTED for a missing naive path). */
-static fattn_status repeat_case(fattn_context *ctx, const fattn_case *c, fattn_dtype dt, harness_path path,
-                                int reps, uint64_t seed) {
+static fattn_status repeat_case(fattn_context *ctx, const fattn_case *c, fattn_dtype dt,
+                                harness_path path, int reps, uint64_t seed) {
     const fattn_attention_desc desc = harness_desc(c, dt);
     const size_t es = fattn_dtype_size(dt);
     const size_t nq = (size_t)(c->batch * c->heads_q * c->seq_q * c->head_dim);
@@ -116,17 +118,23 @@ static fattn_status repeat_case(fattn_context *ctx, const fattn_case *c, fattn_d
     fattn_tensor tq = FATTN_TENSOR_INIT, tk = FATTN_TENSOR_INIT, tv = FATTN_TENSOR_INIT,
                  to = FATTN_TENSOR_INIT, tl = FATTN_TENSOR_INIT;
     fattn_status st;
-    if ((st = fattn_buffer_alloc(ctx, nq * es, &bq)) || (st = fattn_buffer_alloc(ctx, nq * es, &bo)) ||
-        (st = fattn_buffer_alloc(ctx, nl * 4, &bl)) ||
-        (st = fattn_buffer_write(bq, 0, q, nq * es)))
+    if ((st = fattn_buffer_alloc(ctx, nq * es, &bq)) ||
+        (st = fattn_buffer_alloc(ctx, nq * es, &bo)) ||
+        (st = fattn_buffer_alloc(ctx, nl * 4, &bl)) || (st = fattn_buffer_write(bq, 0, q, nq * es)))
         goto done;
-    if (nkv && ((st = fattn_buffer_alloc(ctx, nkv * es, &bk)) || (st = fattn_buffer_alloc(ctx, nkv * es, &bv)) ||
-                (st = fattn_buffer_write(bk, 0, k, nkv * es)) || (st = fattn_buffer_write(bv, 0, v, nkv * es))))
+    if (nkv && ((st = fattn_buffer_alloc(ctx, nkv * es, &bk)) ||
+                (st = fattn_buffer_alloc(ctx, nkv * es, &bv)) ||
+                (st = fattn_buffer_write(bk, 0, k, nkv * es)) ||
+                (st = fattn_buffer_write(bv, 0, v, nkv * es))))
         goto done;
-    if ((st = fattn_tensor_init(bq, dt, c->layout, c->batch, c->heads_q, c->seq_q, c->head_dim, 0, &tq)) ||
-        (st = fattn_tensor_init(bk, dt, c->layout, c->batch, c->heads_kv, c->seq_kv, c->head_dim, 0, &tk)) ||
-        (st = fattn_tensor_init(bv, dt, c->layout, c->batch, c->heads_kv, c->seq_kv, c->head_dim, 0, &tv)) ||
-        (st = fattn_tensor_init(bo, dt, c->layout, c->batch, c->heads_q, c->seq_q, c->head_dim, 0, &to)) ||
+    if ((st = fattn_tensor_init(bq, dt, c->layout, c->batch, c->heads_q, c->seq_q, c->head_dim, 0,
+                                &tq)) ||
+        (st = fattn_tensor_init(bk, dt, c->layout, c->batch, c->heads_kv, c->seq_kv, c->head_dim, 0,
+                                &tk)) ||
+        (st = fattn_tensor_init(bv, dt, c->layout, c->batch, c->heads_kv, c->seq_kv, c->head_dim, 0,
+                                &tv)) ||
+        (st = fattn_tensor_init(bo, dt, c->layout, c->batch, c->heads_q, c->seq_q, c->head_dim, 0,
+                                &to)) ||
         (st = fattn_tensor_init_lse(bl, c->batch, c->heads_q, c->seq_q, 0, &tl)))
         fail_msg("case '%s': fattn_tensor_init: %s: %s", c->name, fattn_status_string(st),
                  fattn_error_message(NULL));
@@ -136,21 +144,25 @@ static fattn_status repeat_case(fattn_context *ctx, const fattn_case *c, fattn_d
          * leaves unwritten differs between the two. */
         memset(poison_o, r % 2 ? 0xa5 : 0xff, nq * es);
         memset(poison_l, r % 2 ? 0xa5 : 0xff, nl * 4);
-        if ((st = fattn_buffer_write(bo, 0, poison_o, nq * es)) || (st = fattn_buffer_write(bl, 0, poison_l, nl * 4)))
+        if ((st = fattn_buffer_write(bo, 0, poison_o, nq * es)) ||
+            (st = fattn_buffer_write(bl, 0, poison_l, nl * 4)))
             goto done;
         st = path == HARNESS_NAIVE ? fattn_forward_naive(ctx, &desc, &tq, &tk, &tv, &to, &tl)
                                    : fattn_forward(ctx, &desc, &tq, &tk, &tv, &to, &tl);
-        if (st || (st = fattn_context_synchronize(ctx)) || (st = fattn_buffer_read(bo, 0, o, nq * es)) ||
+        if (st || (st = fattn_context_synchronize(ctx)) ||
+            (st = fattn_buffer_read(bo, 0, o, nq * es)) ||
             (st = fattn_buffer_read(bl, 0, l, nl * 4)))
             goto done;
         if (r == 0) {
             if (has_nan(o, nq, dt) || has_nan(l, nl, FATTN_F32))
-                fail_msg("case '%s': the first run left NaN in O or LSE (unwritten elements?)", c->name);
+                fail_msg("case '%s': the first run left NaN in O or LSE (unwritten elements?)",
+                         c->name);
             memcpy(first_o, o, nq * es);
             memcpy(first_l, l, nl * 4);
             continue;
         }
-        const long d_o = first_difference(first_o, o, nq * es), d_l = first_difference(first_l, l, nl * 4);
+        const long d_o = first_difference(first_o, o, nq * es),
+                   d_l = first_difference(first_l, l, nl * 4);
         if (d_o >= 0)
             fail_msg("case '%s' %s: run %d differs from run 1 in O at element %ld", c->name,
                      harness_dtype_name(dt), r + 1, d_o / (long)es);
@@ -188,7 +200,8 @@ static void repeat_all(void **state) {
             fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
         for (int i = 0; i < CASES; i++) {
             const fattn_case *c = find_case(case_names[i]);
-            const fattn_status st = repeat_case(ctx, c, ds->dtype, ds->path, reps, 0xde7e0000u + 17u * (unsigned)i);
+            const fattn_status st =
+                repeat_case(ctx, c, ds->dtype, ds->path, reps, 0xde7e0000u + 17u * (unsigned)i);
             if (st == FATTN_ERR_UNSUPPORTED && ds->path == HARNESS_NAIVE && i == 0) {
                 char what[64], reason[512];
                 snprintf(what, sizeof what, "%s-naive", info.name);
@@ -197,16 +210,21 @@ static void repeat_all(void **state) {
                 test_skip_unless_required(what, reason);
             }
             if (st != FATTN_OK)
-                fail_msg("case '%s': %s: %s", c->name, fattn_status_string(st), fattn_error_message(ctx));
+                fail_msg("case '%s': %s: %s", c->name, fattn_status_string(st),
+                         fattn_error_message(ctx));
         }
-        print_message("deterministic: %s device %d (%s) %s %s: %d cases x %d runs bitwise identical\n",
-                      info.name, dev, fattn_context_device_name(ctx), harness_dtype_name(ds->dtype), path,
-                      (int)CASES, reps);
+        print_message(
+            "deterministic: %s device %d (%s) %s %s: %d cases x %d runs bitwise identical\n",
+            info.name, dev, fattn_context_device_name(ctx), harness_dtype_name(ds->dtype), path,
+            (int)CASES, reps);
         fattn_context_free(ctx);
     }
 }
 
-#define DET(kind, dt, path, label) {label, repeat_all, NULL, NULL, &(det_state){kind, dt, path}}
+#define DET(kind, dt, path, label)                                                                 \
+    {                                                                                              \
+        label, repeat_all, NULL, NULL, &(det_state) { kind, dt, path }                             \
+    }
 
 int main(void) {
     const struct CMUnitTest tests[] = {

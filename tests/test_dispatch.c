@@ -25,23 +25,23 @@
  * take no state, so the configuration lives here, indexed by kind. */
 typedef struct mock_record {
     int device_count, gpu_count;
-    int auto_score;             /* what probe reports (mock_devices sets the real backends' rule) */
+    int auto_score; /* what probe reports (mock_devices sets the real backends' rule) */
     char reason[256];
-    fattn_status plan_status;   /* FATTN_OK: plan succeeds */
+    fattn_status plan_status; /* FATTN_OK: plan succeeds */
     char plan_message[128];
-    int naive;                  /* 1: plan accepts FATTN_OP_FORWARD_NAIVE too */
-    uint64_t workspace;         /* the scratch bytes plan() asks for */
+    int naive;          /* 1: plan accepts FATTN_OP_FORWARD_NAIVE too */
+    uint64_t workspace; /* the scratch bytes plan() asks for */
     int probe_calls;
     int open_calls, close_calls, opened_device;
-    int open_cpu_threads;       /* the settings open() received */
-    char open_platform[64];     /* settings->opencl_platform, "(null)" when NULL */
+    int open_cpu_threads;   /* the settings open() received */
+    char open_platform[64]; /* settings->opencl_platform, "(null)" when NULL */
     void *open_native_queue;
     int alloc_calls, free_calls, free_owned;
     int plan_calls, run_calls;
-    fattn_op plan_op;           /* the op plan() was last asked for */
+    fattn_op plan_op; /* the op plan() was last asked for */
     int plan_has_operands;
-    fattn_tuning plan_tune;     /* the tuning plan() last saw */
-    int run_variant;            /* the plan variant run() received */
+    fattn_tuning plan_tune; /* the tuning plan() last saw */
+    int run_variant;        /* the plan variant run() received */
     fattn_op run_op;
     uint64_t run_magic;         /* what run() found in the plan's typed area */
     fattn_problem last_problem; /* as run() received it */
@@ -63,7 +63,7 @@ typedef struct mock_plan_area {
 FATTN_PLAN_FITS(mock_plan_area);
 
 enum { MOCK_VARIANT = 7 };
-#define MOCK_MAGIC 0x6d6f636b706c616eull   /* "mockplan" */
+#define MOCK_MAGIC 0x6d6f636b706c616eull /* "mockplan" */
 
 static void mock_probe(fattn_backend_kind k, const fattn_settings *settings, fattn_probe *out) {
     assert_non_null(settings);
@@ -80,15 +80,15 @@ static fattn_status mock_device_name(fattn_backend_kind k, int device, char *buf
 }
 
 /* probe and device_name have no state argument: one small wrapper per kind. */
-#define MOCK_KIND_FNS(K, lower)                                                                 \
-    static void probe_##lower(const fattn_settings *settings, fattn_probe *out) {               \
-        mock_probe(K, settings, out);                                                           \
-    }                                                                                           \
+#define MOCK_KIND_FNS(K, lower)                                                                    \
+    static void probe_##lower(const fattn_settings *settings, fattn_probe *out) {                  \
+        mock_probe(K, settings, out);                                                              \
+    }                                                                                              \
     static fattn_status device_name_##lower(const fattn_settings *settings, int device, char *buf, \
-                                            size_t len, fattn_msg *m) {                         \
-        (void)m;                                                                                \
-        assert_non_null(settings);                                                              \
-        return mock_device_name(K, device, buf, len);                                           \
+                                            size_t len, fattn_msg *m) {                            \
+        (void)m;                                                                                   \
+        assert_non_null(settings);                                                                 \
+        return mock_device_name(K, device, buf, len);                                              \
     }
 MOCK_KIND_FNS(FATTN_BACKEND_CPU, cpu)
 MOCK_KIND_FNS(FATTN_BACKEND_CUDA, cuda)
@@ -111,9 +111,9 @@ static fattn_status mock_open_kind(fattn_backend_kind k, const fattn_open_args *
     return FATTN_OK;
 }
 
-#define MOCK_OPEN(K, lower)                                                                   \
-    static fattn_status open_##lower(const fattn_open_args *args, void **state, fattn_msg *msg) { \
-        return mock_open_kind(K, args, state, msg);                                           \
+#define MOCK_OPEN(K, lower)                                                                        \
+    static fattn_status open_##lower(const fattn_open_args *args, void **state, fattn_msg *msg) {  \
+        return mock_open_kind(K, args, state, msg);                                                \
     }
 MOCK_OPEN(FATTN_BACKEND_CPU, cpu)
 MOCK_OPEN(FATTN_BACKEND_CUDA, cuda)
@@ -141,8 +141,8 @@ static void mock_free(void *state, void *mem, int owned) {
     free(mem);
 }
 
-static fattn_status mock_write(void *state, void *mem, size_t offset, const void *src,
-                               size_t bytes, fattn_msg *msg) {
+static fattn_status mock_write(void *state, void *mem, size_t offset, const void *src, size_t bytes,
+                               fattn_msg *msg) {
     (void)state;
     (void)msg;
     memcpy((char *)mem + offset, src, bytes);
@@ -202,14 +202,16 @@ static fattn_status mock_run(void *state, const fattn_problem *p, const fattn_pl
     r->run_calls++;
     r->run_variant = plan->variant;
     r->run_op = p->op;
-    r->run_magic = a->magic == MOCK_MAGIC && a->rows == p->batch * p->heads_q * p->seq_q ? a->magic : 0;
+    r->run_magic =
+        a->magic == MOCK_MAGIC && a->rows == p->batch * p->heads_q * p->seq_q ? a->magic : 0;
     r->last_problem = *p;
     return FATTN_OK;
 }
 
 static void make_mock(fattn_backend_kind k, const char *name,
                       void (*probe)(const fattn_settings *, fattn_probe *),
-                      fattn_status (*device_name)(const fattn_settings *, int, char *, size_t, fattn_msg *),
+                      fattn_status (*device_name)(const fattn_settings *, int, char *, size_t,
+                                                  fattn_msg *),
                       fattn_status (*open)(const fattn_open_args *, void **, fattn_msg *)) {
     fattn_backend_vtable *vt = &mock_vt[k];
     memset(vt, 0, sizeof *vt);
@@ -222,10 +224,10 @@ static void make_mock(fattn_backend_kind k, const char *name,
     vt->device_name = device_name;
     vt->open = open;
     vt->close = mock_close;
-    vt->set_stream = NULL;      /* optional: no queues */
-    vt->synchronize = NULL;     /* optional: synchronous */
+    vt->set_stream = NULL;  /* optional: no queues */
+    vt->synchronize = NULL; /* optional: synchronous */
     vt->buffer_alloc = mock_alloc;
-    vt->buffer_wrap = NULL;     /* optional: fattn_buffer_wrap is then unsupported */
+    vt->buffer_wrap = NULL; /* optional: fattn_buffer_wrap is then unsupported */
     vt->buffer_free = mock_free;
     vt->buffer_write = mock_write;
     vt->buffer_read = mock_read;
@@ -345,7 +347,7 @@ static void test_env_backend_unknown(void **state) {
     (void)state;
     mock_devices(FATTN_BACKEND_CUDA, 1, 1, "");
     setenv("FATTN_BACKEND", "vulkan", 1);
-    fattn_context *ctx = (fattn_context *)&ctx;   /* must be reset to NULL */
+    fattn_context *ctx = (fattn_context *)&ctx; /* must be reset to NULL */
     assert_int_equal(fattn_context_create(FATTN_BACKEND_AUTO, -1, &ctx), FATTN_ERR_UNKNOWN_BACKEND);
     assert_null(ctx);
     const char *msg = fattn_error_message(NULL);
@@ -428,7 +430,7 @@ static void test_auto_highest_score_wins(void **state) {
     assert_int_equal(create_kind(FATTN_BACKEND_AUTO, -1, &ctx), FATTN_BACKEND_OPENCL);
     fattn_context_free(ctx);
 
-    mock_devices(FATTN_BACKEND_OPENCL, 1, 0, "");   /* scores 0 */
+    mock_devices(FATTN_BACKEND_OPENCL, 1, 0, ""); /* scores 0 */
     assert_int_equal(create_kind(FATTN_BACKEND_AUTO, -1, &ctx), FATTN_BACKEND_CUDA);
     fattn_context_free(ctx);
 
@@ -452,15 +454,15 @@ static void test_auto_score_bounds(void **state) {
     fattn_context *ctx = NULL;
     mock_devices(FATTN_BACKEND_CUDA, 1, 1, "");
     mock_devices(FATTN_BACKEND_OPENCL, 1, 1, "");
-    mocks[FATTN_BACKEND_OPENCL].auto_score = 100000;   /* capped at RANK_OPENCL */
+    mocks[FATTN_BACKEND_OPENCL].auto_score = 100000; /* capped at RANK_OPENCL */
     assert_int_equal(create_kind(FATTN_BACKEND_AUTO, -1, &ctx), FATTN_BACKEND_CUDA);
     fattn_context_free(ctx);
     mock_devices(FATTN_BACKEND_CUDA, 0, 0, "no driver");
-    mocks[FATTN_BACKEND_CPU].auto_score = 100000;      /* capped at RANK_CPU */
+    mocks[FATTN_BACKEND_CPU].auto_score = 100000; /* capped at RANK_CPU */
     assert_int_equal(create_kind(FATTN_BACKEND_AUTO, -1, &ctx), FATTN_BACKEND_OPENCL);
     fattn_context_free(ctx);
 
-    mocks[FATTN_BACKEND_CUDA].auto_score = RANK_CUDA;  /* no device: not a candidate */
+    mocks[FATTN_BACKEND_CUDA].auto_score = RANK_CUDA; /* no device: not a candidate */
     mock_devices(FATTN_BACKEND_OPENCL, 0, 0, "no platform");
     mocks[FATTN_BACKEND_OPENCL].auto_score = RANK_OPENCL;
     assert_int_equal(create_kind(FATTN_BACKEND_AUTO, -1, &ctx), FATTN_BACKEND_CPU);
@@ -502,7 +504,7 @@ static void test_create_with_settings(void **state) {
     assert_string_equal(m->open_platform, "from-api");
     assert_ptr_equal(m->open_native_queue, &queue);
     fattn_context_free(ctx);
-    params.opencl_platform = "";   /* no filter, whatever the environment says */
+    params.opencl_platform = ""; /* no filter, whatever the environment says */
     params.native_queue = NULL;
     assert_int_equal(fattn_context_create_with(&params, &ctx), FATTN_OK);
     assert_string_equal(m->open_platform, "(null)");
@@ -516,7 +518,7 @@ static void test_create_with_settings(void **state) {
     params = (fattn_context_params)FATTN_CONTEXT_PARAMS_INIT;
     params.backend = FATTN_BACKEND_CPU;
     assert_int_equal(fattn_context_create_with(&params, &ctx), FATTN_OK);
-    assert_int_equal(cpu->open_cpu_threads, 0);   /* every core */
+    assert_int_equal(cpu->open_cpu_threads, 0); /* every core */
     fattn_context_free(ctx);
     setenv("FATTN_CPU_THREADS", "5", 1);
     assert_int_equal(fattn_context_create_with(&params, &ctx), FATTN_OK);
@@ -540,7 +542,7 @@ static void test_create_with_settings(void **state) {
     assert_int_equal(fattn_context_create_with(&params, &ctx), FATTN_ERR_INVALID_ARGUMENT);
     assert_null(ctx);
     params = (fattn_context_params)FATTN_CONTEXT_PARAMS_INIT;
-    params.backend = FATTN_BACKEND_OPENCL;   /* no device: no fallback either */
+    params.backend = FATTN_BACKEND_OPENCL; /* no device: no fallback either */
     assert_int_equal(fattn_context_create_with(&params, &ctx), FATTN_ERR_BACKEND_UNAVAILABLE);
     assert_null(ctx);
     assert_int_equal(cpu->open_calls, 3);
@@ -611,7 +613,8 @@ static void test_env_device_invalid(void **state) {
         fattn_context *ctx = (fattn_context *)&ctx;
         const fattn_status st = fattn_context_create(FATTN_BACKEND_CUDA, -1, &ctx);
         if (st != FATTN_ERR_ENVIRONMENT)
-            fail_msg("FATTN_DEVICE='%s': status %d, expected FATTN_ERR_ENVIRONMENT", bad[i], (int)st);
+            fail_msg("FATTN_DEVICE='%s': status %d, expected FATTN_ERR_ENVIRONMENT", bad[i],
+                     (int)st);
         assert_null(ctx);
         assert_non_null(strstr(fattn_error_message(NULL), "FATTN_DEVICE"));
     }
@@ -686,7 +689,8 @@ static void test_info_from_mocks(void **state) {
 
     /* AUTO and out-of-range kinds are not backends. */
     assert_int_equal(fattn_backend_get_info(FATTN_BACKEND_AUTO, &info), FATTN_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fattn_backend_get_info(FATTN_BACKEND_COUNT, &info), FATTN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fattn_backend_get_info(FATTN_BACKEND_COUNT, &info),
+                     FATTN_ERR_INVALID_ARGUMENT);
     assert_int_equal(fattn_backend_get_info(FATTN_BACKEND_CPU, NULL), FATTN_ERR_NULL_POINTER);
     /* get_info only probes: nothing opened. */
     assert_int_equal(total_opens(), 0);
@@ -714,7 +718,8 @@ static void test_info_real_registry(void **state) {
         fattn_context *ctx = (fattn_context *)&ctx;
         if (info.available) {
             print_message("[   NOTE   ] %s is available here (%d devices): checked for "
-                          "consistency only\n", info.name, info.device_count);
+                          "consistency only\n",
+                          info.name, info.device_count);
             assert_true(info.device_count > 0);
             assert_true(info.gpu_count >= 0 && info.gpu_count <= info.device_count);
             assert_string_equal(info.reason, "");
@@ -780,9 +785,10 @@ enum { IO_SQ = 2, IO_SKV = 4, IO_D = 4 };
 static void io_make(fattn_context *ctx, mock_io *io) {
     for (int i = 0; i < 4; i++) {
         const int64_t seq = i == 1 || i == 2 ? IO_SKV : IO_SQ;
-        assert_int_equal(fattn_buffer_alloc(ctx, (size_t)(seq * IO_D) * sizeof(float), &io->buf[i]), FATTN_OK);
-        assert_int_equal(fattn_tensor_init(io->buf[i], FATTN_F32, FATTN_LAYOUT_BHSD, 1, 1, seq, IO_D, 0,
-                                           &io->t[i]),
+        assert_int_equal(fattn_buffer_alloc(ctx, (size_t)(seq * IO_D) * sizeof(float), &io->buf[i]),
+                         FATTN_OK);
+        assert_int_equal(fattn_tensor_init(io->buf[i], FATTN_F32, FATTN_LAYOUT_BHSD, 1, 1, seq,
+                                           IO_D, 0, &io->t[i]),
                          FATTN_OK);
     }
 }
@@ -812,7 +818,8 @@ static void test_forward_reaches_mock(void **state) {
     assert_int_equal(m->alloc_calls, 4);
 
     fattn_attention_desc d = io_desc();
-    assert_int_equal(fattn_forward(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL), FATTN_OK);
+    assert_int_equal(fattn_forward(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL),
+                     FATTN_OK);
     assert_int_equal(m->plan_calls, 1);
     assert_int_equal(m->run_calls, 1);
     /* run() gets the plan that plan() made, typed area included, and the
@@ -825,7 +832,7 @@ static void test_forward_reaches_mock(void **state) {
     assert_int_equal(m->last_problem.seq_q, IO_SQ);
     assert_int_equal(m->last_problem.seq_kv, IO_SKV);
     assert_int_equal(m->last_problem.head_dim, IO_D);
-    assert_true(m->last_problem.scale == 0.5f);   /* 1/sqrt(4), exact */
+    assert_true(m->last_problem.scale == 0.5f); /* 1/sqrt(4), exact */
     assert_true(fabsf(m->last_problem.scale_log2 - 0.5f * FATTN_LOG2E_F) <= 1e-6f);
     assert_int_equal(m->last_problem.causal, 0);
     assert_int_equal(m->last_problem.tune.tile_q, 0);
@@ -840,13 +847,15 @@ static void test_forward_reaches_mock(void **state) {
     /* The causal diagonal, resolved once: key j is visible to row i iff
      * j <= i + causal_offset. Bottom-right: seq_kv - seq_q = 2; top-left: 0. */
     d.causal = FATTN_CAUSAL_BOTTOM_RIGHT;
-    assert_int_equal(fattn_forward(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL), FATTN_OK);
+    assert_int_equal(fattn_forward(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL),
+                     FATTN_OK);
     assert_int_equal(m->last_problem.causal, 1);
     assert_int_equal(m->last_problem.causal_offset, IO_SKV - IO_SQ);
     assert_int_equal(fattn_key_limit(&m->last_problem, 0), 3);
     assert_int_equal(fattn_key_limit(&m->last_problem, 1), 4);
     d.causal = FATTN_CAUSAL_TOP_LEFT;
-    assert_int_equal(fattn_forward(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL), FATTN_OK);
+    assert_int_equal(fattn_forward(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL),
+                     FATTN_OK);
     assert_int_equal(m->last_problem.causal, 1);
     assert_int_equal(m->last_problem.causal_offset, 0);
     assert_int_equal(fattn_key_limit(&m->last_problem, 0), 1);
@@ -857,7 +866,8 @@ static void test_forward_reaches_mock(void **state) {
     /* The context's tile parameters reach the planner, through the tuning. */
     assert_int_equal(fattn_context_set_param(ctx, FATTN_PARAM_TILE_Q, 32), FATTN_OK);
     assert_int_equal(fattn_context_set_param(ctx, FATTN_PARAM_TILE_KV, 48), FATTN_OK);
-    assert_int_equal(fattn_forward(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL), FATTN_OK);
+    assert_int_equal(fattn_forward(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL),
+                     FATTN_OK);
     assert_int_equal(m->plan_tune.tile_q, 32);
     assert_int_equal(m->plan_tune.tile_kv, 48);
     assert_int_equal(m->last_problem.tune.tile_q, 32);
@@ -894,7 +904,8 @@ static void test_forward_reaches_mock(void **state) {
     assert_int_equal(m->run_calls, 4);
     /* With a naive row it runs, as op FATTN_OP_FORWARD_NAIVE. */
     m->naive = 1;
-    assert_int_equal(fattn_forward_naive(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL), FATTN_OK);
+    assert_int_equal(fattn_forward_naive(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL),
+                     FATTN_OK);
     assert_int_equal(m->run_calls, 5);
     assert_int_equal(m->run_op, FATTN_OP_FORWARD_NAIVE);
     assert_true(m->run_magic == MOCK_MAGIC);
@@ -917,7 +928,7 @@ static void test_forward_reaches_mock(void **state) {
 
     io_free(&io);
     assert_int_equal(m->free_calls, 4);
-    assert_int_equal(m->free_owned, 4);   /* all four were allocated, none wrapped */
+    assert_int_equal(m->free_owned, 4); /* all four were allocated, none wrapped */
     fattn_context_free(ctx);
     assert_int_equal(m->close_calls, 1);
 }
@@ -949,7 +960,8 @@ static void test_workspace_plan(void **state) {
     assert_non_null(strstr(fattn_error_message(ctx), "workspace"));
     assert_int_equal(m->run_calls, 0);
     d.workspace = enough;
-    assert_int_equal(fattn_forward(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL), FATTN_OK);
+    assert_int_equal(fattn_forward(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL),
+                     FATTN_OK);
     assert_int_equal(m->run_calls, 1);
     d.workspace = NULL;
     const fattn_status st = fattn_forward(ctx, &d, &io.t[0], &io.t[1], &io.t[2], &io.t[3], NULL);
@@ -960,8 +972,8 @@ static void test_workspace_plan(void **state) {
     io_free(&io);
     fattn_context_free(ctx);
     if (st != FATTN_OK)
-        fail_msg("a plan that needs 100 bytes of scratch, desc->workspace NULL: %s: %s", fattn_status_string(st),
-                 msg);
+        fail_msg("a plan that needs 100 bytes of scratch, desc->workspace NULL: %s: %s",
+                 fattn_status_string(st), msg);
     assert_int_equal(m->run_calls, 2);
 }
 
@@ -996,35 +1008,40 @@ static void test_plan_refusal(void **state) {
  * row says so, and running a plan calls the row it names. */
 static int rows_run[3];
 
-static fattn_status accept_if_small(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status accept_if_small(void *state, const fattn_problem *p, fattn_plan *plan,
+                                    fattn_msg *msg) {
     (void)state;
-    if (p->head_dim > 64) return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "small: head_dim %d", (int)p->head_dim);
+    if (p->head_dim > 64)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "small: head_dim %d", (int)p->head_dim);
     plan->tiling.tile_q = 64;
     return FATTN_OK;
 }
 
-static fattn_status accept_if_causal(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status accept_if_causal(void *state, const fattn_problem *p, fattn_plan *plan,
+                                     fattn_msg *msg) {
     (void)state;
     (void)plan;
     return p->causal ? FATTN_OK : fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "causal only");
 }
 
-static fattn_status accept_all(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status accept_all(void *state, const fattn_problem *p, fattn_plan *plan,
+                               fattn_msg *msg) {
     (void)state, (void)p, (void)plan, (void)msg;
     return FATTN_OK;
 }
 
-static fattn_status refuse_all(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status refuse_all(void *state, const fattn_problem *p, fattn_plan *plan,
+                               fattn_msg *msg) {
     (void)state, (void)p, (void)plan;
     return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "last row: too large");
 }
 
-#define ROW_RUN(n)                                                                                  \
-    static fattn_status run_row##n(void *state, const fattn_problem *p, const fattn_plan *plan,      \
-                                   fattn_msg *msg) {                                                \
-        (void)state, (void)p, (void)plan, (void)msg;                                                \
-        rows_run[n]++;                                                                              \
-        return FATTN_OK;                                                                            \
+#define ROW_RUN(n)                                                                                 \
+    static fattn_status run_row##n(void *state, const fattn_problem *p, const fattn_plan *plan,    \
+                                   fattn_msg *msg) {                                               \
+        (void)state, (void)p, (void)plan, (void)msg;                                               \
+        rows_run[n]++;                                                                             \
+        return FATTN_OK;                                                                           \
     }
 ROW_RUN(0)
 ROW_RUN(1)
@@ -1072,13 +1089,14 @@ static void test_plan_from_table(void **state) {
     memset(&plan, 0, sizeof plan);
     assert_int_equal(fattn_plan_from_table(rows, n, NULL, &p, &plan, &msg), FATTN_OK);
     assert_int_equal(plan.variant, 0);
-    assert_int_equal(fattn_plan_from_table(rows + 1, n - 1, NULL, &p, &plan, &msg), FATTN_ERR_UNSUPPORTED);
+    assert_int_equal(fattn_plan_from_table(rows + 1, n - 1, NULL, &p, &plan, &msg),
+                     FATTN_ERR_UNSUPPORTED);
     assert_non_null(strstr(msg.text, "no naive baseline kernel"));
 
     /* A plan that names no row of the table is an internal error, not a call. */
     plan.variant = n;
     assert_int_equal(fattn_run_from_table(rows, n, NULL, &p, &plan, &msg), FATTN_ERR_INTERNAL);
-    plan.variant = 1;   /* a forward row, for a naive plan */
+    plan.variant = 1; /* a forward row, for a naive plan */
     plan.op = FATTN_OP_FORWARD_NAIVE;
     assert_int_equal(fattn_run_from_table(rows, n, NULL, &p, &plan, &msg), FATTN_ERR_INTERNAL);
     assert_int_equal(rows_run[0] + rows_run[1] + rows_run[2], 2);
@@ -1210,11 +1228,11 @@ static void test_timer_host_and_misuse(void **state) {
     assert_int_equal(fattn_timer_elapsed_ms(t, &ms), FATTN_OK);
     if (ms < 15.0 || ms > 5000.0) fail_msg("a 20 ms pause timed as %g ms", ms);
     fattn_context_free(ctx);
-    assert_int_equal(m->close_calls, 0);   /* the timer holds the context */
+    assert_int_equal(m->close_calls, 0); /* the timer holds the context */
     fattn_timer_free(t);
     assert_int_equal(m->close_calls, 1);
 
-    mock_vt[FATTN_BACKEND_CUDA].synchronize = mock_sync;   /* now asynchronous, still no marks */
+    mock_vt[FATTN_BACKEND_CUDA].synchronize = mock_sync; /* now asynchronous, still no marks */
     assert_int_equal(create_kind(FATTN_BACKEND_CUDA, 0, &ctx), FATTN_BACKEND_CUDA);
     assert_int_equal(fattn_timer_create(ctx, &t), FATTN_ERR_UNSUPPORTED);
     assert_null(t);

@@ -40,14 +40,15 @@
 #endif
 
 static char cache_dir[256];
-static char last_device[600];   /* the device description of run_small's context */
+static char last_device[600]; /* the device description of run_small's context */
 
 static void require_opencl(void) {
     fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     assert_int_equal(fattn_backend_get_info(FATTN_BACKEND_OPENCL, &info), FATTN_OK);
     if (!info.available) {
         const char *required = getenv("FATTN_TEST_REQUIRE");
-        if (required && strstr(required, "opencl")) fail_msg("opencl is required but unavailable: %s", info.reason);
+        if (required && strstr(required, "opencl"))
+            fail_msg("opencl is required but unavailable: %s", info.reason);
         print_message("[  SKIPPED ] backend opencl: %s\n", info.reason);
         skip();
     }
@@ -97,7 +98,8 @@ static int run_child(const char *arg, const char *name, const char *value) {
      * alternate signal stack, which ASan then fails to unmap when that
      * thread exits (a CHECK failure, not a finding). */
     const char *old = getenv("ASAN_OPTIONS");
-    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%suse_sigaltstack=0", old ? old : "", old && *old ? ":" : "");
+    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%suse_sigaltstack=0", old ? old : "",
+             old && *old ? ":" : "");
     snprintf(set, sizeof set, "%s=%s", name ? name : "", name ? value : "");
     size_t count = 0, k = 0;
     while (environ[count]) count++;
@@ -141,7 +143,9 @@ static int entries_in(const char *dir, char *path, size_t len, ino_t *ino) {
 }
 
 /* The single cache entry in cache_dir: its path and inode. */
-static int cache_entry(char *path, size_t len, ino_t *ino) { return entries_in(cache_dir, path, len, ino); }
+static int cache_entry(char *path, size_t len, ino_t *ino) {
+    return entries_in(cache_dir, path, len, ino);
+}
 
 static void test_disk_cache_reused_and_repaired(void **state) {
     (void)state;
@@ -185,7 +189,7 @@ static void test_build_error_has_log(void **state) {
     rmdir(dir);
     assert_int_equal(st, FATTN_ERR_BUILD);
     assert_non_null(strstr(msg, "build log"));
-    assert_non_null(strstr(msg, "this_is_not_defined"));   /* the compiler's own words */
+    assert_non_null(strstr(msg, "this_is_not_defined")); /* the compiler's own words */
 
     setenv("FATTN_KERNEL_DIR", "/nonexistent-fattn-dir", 1);
     st = run_small("seq 63 dim 40", msg, sizeof msg);
@@ -201,15 +205,15 @@ static void test_tile_override(void **state) {
     (void)state;
     require_opencl();
     char msg[4096];
-    setenv("FATTN_OPENCL_TILES", "128:24x12/8x4,256:8x8/4x8", 1);   /* odd shapes, RPT 3, KPT 3 */
+    setenv("FATTN_OPENCL_TILES", "128:24x12/8x4,256:8x8/4x8", 1); /* odd shapes, RPT 3, KPT 3 */
     assert_int_equal(run_small("seq 129 dim 128", msg, sizeof msg), FATTN_OK);
     assert_int_equal(run_small("causal seq 127 dim 256", msg, sizeof msg), FATTN_OK);
-    setenv("FATTN_OPENCL_TILES", "128:32x30/8x8", 1);   /* 30 keys: not a multiple of 4 */
+    setenv("FATTN_OPENCL_TILES", "128:32x30/8x8", 1); /* 30 keys: not a multiple of 4 */
     assert_int_equal(run_small("seq 129 dim 128", msg, sizeof msg), FATTN_ERR_ENVIRONMENT);
     assert_non_null(strstr(msg, "FATTN_OPENCL_TILES"));
-    setenv("FATTN_OPENCL_TILES", "64:64x32/16x8,garbage", 1);   /* checked whole, for any bucket */
+    setenv("FATTN_OPENCL_TILES", "64:64x32/16x8,garbage", 1); /* checked whole, for any bucket */
     assert_int_equal(run_small("seq 129 dim 128", msg, sizeof msg), FATTN_ERR_ENVIRONMENT);
-    setenv("FATTN_OPENCL_TILES", "128:4096x64/16x8", 1);   /* 256 rows per work-item */
+    setenv("FATTN_OPENCL_TILES", "128:4096x64/16x8", 1); /* 256 rows per work-item */
     assert_int_equal(run_small("seq 129 dim 128", msg, sizeof msg), FATTN_ERR_UNSUPPORTED);
     assert_non_null(strstr(msg, "FATTN_OPENCL_TILES"));
     unsetenv("FATTN_OPENCL_TILES");
@@ -232,7 +236,8 @@ static void test_timer(void **state) {
     assert_int_equal(fattn_timer_create(ctx, &t), FATTN_OK);
     assert_int_equal(fattn_timer_is_device_clock(t), 1);
     case_result r;
-    assert_int_equal(harness_run(ctx, c, FATTN_F32, 7, HARNESS_TILED, &r), FATTN_OK);   /* builds the kernel */
+    assert_int_equal(harness_run(ctx, c, FATTN_F32, 7, HARNESS_TILED, &r),
+                     FATTN_OK); /* builds the kernel */
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     assert_int_equal(fattn_timer_start(t), FATTN_OK);
@@ -241,8 +246,10 @@ static void test_timer(void **state) {
     double ms = 0.0;
     assert_int_equal(fattn_timer_elapsed_ms(t, &ms), FATTN_OK);
     clock_gettime(CLOCK_MONOTONIC, &b);
-    const double host_ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) * 1e-6;
-    if (!(ms > 0.0 && ms <= host_ms * 1.05 + 1.0)) fail_msg("device timer %g ms, host clock around it %g ms", ms, host_ms);
+    const double host_ms =
+        (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) * 1e-6;
+    if (!(ms > 0.0 && ms <= host_ms * 1.05 + 1.0))
+        fail_msg("device timer %g ms, host clock around it %g ms", ms, host_ms);
     fattn_timer_free(t);
     fattn_context_free(ctx);
 }
@@ -256,7 +263,11 @@ static void test_device_selection(void **state) {
 
     /* By name substring, in another case: the same device 0. */
     char sub[8] = "";
-    for (int i = 0; i < 4 && name[i]; i++) sub[i] = (char)(name[i] ^ ((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ? 0x20 : 0));
+    for (int i = 0; i < 4 && name[i]; i++)
+        sub[i] =
+            (char)(name[i] ^
+                   ((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ? 0x20
+                                                                                             : 0));
     setenv("FATTN_OPENCL_DEVICE", sub, 1);
     assert_int_equal(fattn_backend_get_info(FATTN_BACKEND_OPENCL, &info), FATTN_OK);
     assert_true(info.available);
@@ -273,7 +284,8 @@ static void test_device_selection(void **state) {
     assert_false(info.available);
     assert_non_null(strstr(info.reason, "FATTN_OPENCL_DEVICE"));
     fattn_context *ctx;
-    assert_int_equal(fattn_context_create(FATTN_BACKEND_OPENCL, 0, &ctx), FATTN_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_OPENCL, 0, &ctx),
+                     FATTN_ERR_BACKEND_UNAVAILABLE);
     unsetenv("FATTN_OPENCL_DEVICE");
 
     setenv("FATTN_OPENCL_PLATFORM", "no-such-platform", 1);
@@ -320,14 +332,15 @@ static int child_first_use(void) {
     for (int i = 0; i < FIRST_USE_THREADS; i++) pthread_join(th[i], NULL);
     pthread_barrier_destroy(&barrier);
     int available = 0, bad = 0;
-    for (int i = 0; i < FIRST_USE_THREADS; i++) available += u[i].info_st == FATTN_OK && u[i].info.available;
+    for (int i = 0; i < FIRST_USE_THREADS; i++)
+        available += u[i].info_st == FATTN_OK && u[i].info.available;
     if (available == 0 && u[0].info_st == FATTN_OK) return 3;
     for (int i = 0; i < FIRST_USE_THREADS; i++)
         if (u[i].info_st != FATTN_OK || !u[i].info.available || u[i].ctx_st != FATTN_OK ||
             u[i].info.device_count != u[0].info.device_count) {
             fprintf(stderr, "thread %d: info %d, available %d, %d devices (%s), context %d\n", i,
-                    (int)u[i].info_st, u[i].info.available, u[i].info.device_count, u[i].info.reason,
-                    (int)u[i].ctx_st);
+                    (int)u[i].info_st, u[i].info.available, u[i].info.device_count,
+                    u[i].info.reason, (int)u[i].ctx_st);
             bad = 1;
         }
     return bad;
@@ -338,7 +351,7 @@ static void test_concurrent_first_use(void **state) {
     for (int run = 0; run < FIRST_USE_RUNS; run++) {
         const int status = run_child("--first-use", NULL, NULL);
         if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-            require_opencl();   /* skips, visibly */
+            require_opencl(); /* skips, visibly */
             fail_msg("the threads found no OpenCL device, this process does");
         }
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -358,7 +371,8 @@ static int child_enumeration(void) {
     if (fattn_backend_get_info(FATTN_BACKEND_OPENCL, &info) != FATTN_OK) return 1;
     if (info.available) return 4;
     fprintf(stderr, "reason: %s\n", info.reason);
-    return !(strstr(info.reason, "platform") && strstr(info.reason, "CL_") && strstr(info.reason, "(-"));
+    return !(strstr(info.reason, "platform") && strstr(info.reason, "CL_") &&
+             strstr(info.reason, "(-"));
 }
 
 static void test_no_device_reason(void **state) {
@@ -431,7 +445,8 @@ static void forge_entry(const char *path, const char *from, size_t keep) {
 
 /* A flash_fwd with the real one's arguments that writes 42 into O. */
 static const char evil_kernel[] =
-    "__kernel void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_ss,\n"
+    "__kernel void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long "
+    "q_ss,\n"
     "    __global const elem_t *k, long k_off, long k_sb, long k_sh, long k_ss,\n"
     "    __global const elem_t *v, long v_off, long v_sb, long v_sh, long v_ss,\n"
     "    __global elem_t *o, long o_off, long o_sb, long o_sh, long o_ss,\n"
@@ -483,10 +498,11 @@ static void test_cache_dir_not_private(void **state) {
     snprintf(planted, sizeof planted, "%s/%s", shared, strrchr(path, '/') + 1);
     forge_entry(planted, evil, 0);
     setenv("FATTN_CACHE_DIR", shared, 1);
-    assert_int_equal(run_small("seq 63 dim 40", msg, sizeof msg), FATTN_OK);   /* not 42 */
-    if (!strstr(last_device, "disk program cache off") || !strstr(last_device, "writable by group or others"))
+    assert_int_equal(run_small("seq 63 dim 40", msg, sizeof msg), FATTN_OK); /* not 42 */
+    if (!strstr(last_device, "disk program cache off") ||
+        !strstr(last_device, "writable by group or others"))
         fail_msg("device description: %s", last_device);
-    assert_int_equal(entries_in(shared, path, sizeof path, &ino), 1);   /* the planted one only */
+    assert_int_equal(entries_in(shared, path, sizeof path, &ino), 1); /* the planted one only */
 
     /* The last component a symbolic link, even to a private directory. */
     snprintf(link, sizeof link, "%s-link", good);
@@ -591,7 +607,7 @@ static void test_cache_dir_unusable(void **state) {
     assert_int_equal(chdir(dir), 0);
     struct stat sb;
     expect_cache_dir_refused("fattn-relative-cache", "relative path");
-    assert_int_not_equal(stat("fattn-relative-cache", &sb), 0);   /* nothing made in the cwd */
+    assert_int_not_equal(stat("fattn-relative-cache", &sb), 0); /* nothing made in the cwd */
     assert_int_equal(chdir(old_cwd), 0);
 
     snprintf(file, sizeof file, "%s/a-file", dir);
@@ -605,7 +621,7 @@ static void test_cache_dir_unusable(void **state) {
     longer[sizeof longer - 1] = '\0';
     expect_cache_dir_refused(longer, "too long");
 
-    if (geteuid() != 0) {   /* root writes anywhere */
+    if (geteuid() != 0) { /* root writes anywhere */
         snprintf(path, sizeof path, "%s/read-only", dir);
         assert_int_equal(mkdir(path, 0500), 0);
         expect_cache_dir_refused(path, "not writable");
@@ -615,8 +631,10 @@ static void test_cache_dir_unusable(void **state) {
 }
 
 static void restore_env(const char *name, const char *saved) {
-    if (saved) setenv(name, saved, 1);
-    else unsetenv(name);
+    if (saved)
+        setenv(name, saved, 1);
+    else
+        unsetenv(name);
 }
 
 /* Without FATTN_CACHE_DIR: $HOME/.cache/fattn (a relative XDG_CACHE_HOME is
@@ -668,15 +686,23 @@ static void test_options_checked(void **state) {
     char msg[4096];
     /* -DDTYPE=7 gave NaN with status OK; a bare -D or -I crashed PoCL. */
     static const char *const refused[][2] = {
-        {"-DDTYPE=7", "-DDTYPE=7"}, {"-cl-mad-enable -UBQ", "-UBQ"}, {"-DWG=3", "-DWG=3"},
-        {"-DKPAD", "-DKPAD"},       {"-D", "'-D'"},                  {"-D FATTN_X=1", "'-D'"},
-        {"-I", "'-I'"},             {"-I /usr/include", "'-I'"},     {"-D=1", "-D=1"},
+        {"-DDTYPE=7", "-DDTYPE=7"},
+        {"-cl-mad-enable -UBQ", "-UBQ"},
+        {"-DWG=3", "-DWG=3"},
+        {"-DKPAD", "-DKPAD"},
+        {"-D", "'-D'"},
+        {"-D FATTN_X=1", "'-D'"},
+        {"-I", "'-I'"},
+        {"-I /usr/include", "'-I'"},
+        {"-D=1", "-D=1"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         setenv("FATTN_OPENCL_OPTIONS", refused[i][0], 1);
         const fattn_status st = run_small("seq 63 dim 40", msg, sizeof msg);
-        if (st != FATTN_ERR_ENVIRONMENT || !strstr(msg, "FATTN_OPENCL_OPTIONS") || !strstr(msg, refused[i][1]))
-            fail_msg("FATTN_OPENCL_OPTIONS='%s': status %d, message: %s", refused[i][0], (int)st, msg);
+        if (st != FATTN_ERR_ENVIRONMENT || !strstr(msg, "FATTN_OPENCL_OPTIONS") ||
+            !strstr(msg, refused[i][1]))
+            fail_msg("FATTN_OPENCL_OPTIONS='%s': status %d, message: %s", refused[i][0], (int)st,
+                     msg);
     }
     setenv("FATTN_OPENCL_OPTIONS", " -DFATTN_TEST_UNUSED=1\t-I/tmp ", 1);
     assert_int_equal(run_small("seq 63 dim 40", msg, sizeof msg), FATTN_OK);
@@ -690,20 +716,20 @@ static void test_tile_parsing(void **state) {
     require_opencl();
     char msg[4096];
     static const char *const refused[] = {
-        "64:4294967328x32/8x8",         /* %d read this as 32 rows */
-        "128: 24x12/8x4",               /* spaces: none anywhere */
+        "64:4294967328x32/8x8", /* %d read this as 32 rows */
+        "128: 24x12/8x4",       /* spaces: none anywhere */
         " 128:24x12/8x4",
         "128:24x12/8x4 ",
-        "128:24x12/8x4,",               /* an empty item */
+        "128:24x12/8x4,", /* an empty item */
         "128:+24x12/8x4",
         "128:0x12/8x4",
-        "128:67108864x32/67108864x32",  /* TQ x TK overflowed int in the message */
+        "128:67108864x32/67108864x32", /* TQ x TK overflowed int in the message */
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         setenv("FATTN_OPENCL_TILES", refused[i], 1);
         const fattn_status st = run_small("seq 129 dim 128", msg, sizeof msg);
-        if (st != FATTN_ERR_ENVIRONMENT || !strstr(msg, "FATTN_OPENCL_TILES") || !strstr(msg, "no spaces") ||
-            !strstr(msg, "1..4096"))
+        if (st != FATTN_ERR_ENVIRONMENT || !strstr(msg, "FATTN_OPENCL_TILES") ||
+            !strstr(msg, "no spaces") || !strstr(msg, "1..4096"))
             fail_msg("FATTN_OPENCL_TILES='%s': status %d, message: %s", refused[i], (int)st, msg);
     }
     /* In range, but 131072 work-items per group: no device has them. */
@@ -719,7 +745,8 @@ static void test_tile_parsing(void **state) {
 /* The few OpenCL calls the tests make themselves, from the loader that the
  * OpenCL module opened (the tests do not link OpenCL). */
 static struct {
-    cl_mem (*create_sub_buffer)(cl_mem, cl_mem_flags, cl_buffer_create_type, const void *, cl_int *);
+    cl_mem (*create_sub_buffer)(cl_mem, cl_mem_flags, cl_buffer_create_type, const void *,
+                                cl_int *);
     cl_int (*release_mem)(cl_mem);
     cl_int (*mem_info)(cl_mem, cl_mem_info, size_t, void *, size_t *);
     cl_int (*context_info)(cl_context, cl_context_info, size_t, void *, size_t *);
@@ -735,7 +762,8 @@ static int load_cl(void) {
     *(void **)&cl.mem_info = dlsym(h, "clGetMemObjectInfo");
     *(void **)&cl.context_info = dlsym(h, "clGetContextInfo");
     *(void **)&cl.device_info = dlsym(h, "clGetDeviceInfo");
-    return cl.create_sub_buffer && cl.release_mem && cl.mem_info && cl.context_info && cl.device_info;
+    return cl.create_sub_buffer && cl.release_mem && cl.mem_info && cl.context_info &&
+           cl.device_info;
 }
 
 /* The device of the (one-device) context that m belongs to. */
@@ -759,7 +787,8 @@ static void test_absurd_alloc(void **state) {
     assert_int_equal(fattn_buffer_alloc(ctx, (size_t)1 << 62, &b), FATTN_ERR_OUT_OF_MEMORY);
     assert_null(b);
     const char *msg = fattn_error_message(ctx);
-    if (!strstr(msg, "4611686018427387904") || !strstr(msg, "one buffer") || !strstr(msg, "global memory"))
+    if (!strstr(msg, "4611686018427387904") || !strstr(msg, "one buffer") ||
+        !strstr(msg, "global memory"))
         fail_msg("message: %s", msg);
 #ifdef HAVE_CL_HEADER
     if (load_cl()) {
@@ -767,14 +796,17 @@ static void test_absurd_alloc(void **state) {
         const cl_device_id d = device_of((cl_mem)fattn_buffer_native(b));
         cl_ulong max_alloc = 0, global = 0;
         char text[2][32];
-        assert_int_equal(cl.device_info(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL),
+        assert_int_equal(
+            cl.device_info(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL),
+            CL_SUCCESS);
+        assert_int_equal(cl.device_info(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL),
                          CL_SUCCESS);
-        assert_int_equal(cl.device_info(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL), CL_SUCCESS);
         snprintf(text[0], sizeof text[0], "%llu", (unsigned long long)max_alloc);
         snprintf(text[1], sizeof text[1], "%llu", (unsigned long long)global);
         fattn_buffer_free(b);
         /* One byte past the largest buffer: PoCL refused it, with only its own code. */
-        assert_int_equal(fattn_buffer_alloc(ctx, (size_t)max_alloc + 1, &b), FATTN_ERR_OUT_OF_MEMORY);
+        assert_int_equal(fattn_buffer_alloc(ctx, (size_t)max_alloc + 1, &b),
+                         FATTN_ERR_OUT_OF_MEMORY);
         msg = fattn_error_message(ctx);
         if (!strstr(msg, text[0]) || !strstr(msg, text[1])) fail_msg("message: %s", msg);
     }
@@ -802,7 +834,10 @@ static fattn_status alias_forward(alias_run *a, fattn_buffer *qb, int64_t q_off,
     fattn_buffer *bufs[4] = {qb, a->k, a->v, ob};
     for (int i = 0; i < 4; i++)
         assert_int_equal(fattn_tensor_init(bufs[i], FATTN_F32, FATTN_LAYOUT_BSHD, 1, 1, AL_S, AL_D,
-                                           i == 0 ? q_off : i == 3 ? o_off : 0, &t[i]),
+                                           i == 0   ? q_off
+                                           : i == 3 ? o_off
+                                                    : 0,
+                                           &t[i]),
                          FATTN_OK);
     return fattn_forward(a->ctx, &a->desc, &t[0], &t[1], &t[2], &t[3], NULL);
 }
@@ -845,10 +880,16 @@ static void test_aliasing_found(void **state) {
         a.kv[0][i] = (float)rand() / (float)RAND_MAX - 0.5f;
         a.kv[1][i] = (float)rand() / (float)RAND_MAX - 0.5f;
     }
-    a.desc = (fattn_attention_desc){.size = sizeof a.desc, .batch = 1, .heads_q = 1, .heads_kv = 1,
-                                    .seq_q = AL_S, .seq_kv = AL_S,
-                                    .head_dim = AL_D, .dtype = FATTN_F32};
-    const ref_view rq = {a.q, FATTN_F32, 0, AL_N, AL_N, AL_D}, rk = {a.kv[0], FATTN_F32, 0, AL_N, AL_N, AL_D},
+    a.desc = (fattn_attention_desc){.size = sizeof a.desc,
+                                    .batch = 1,
+                                    .heads_q = 1,
+                                    .heads_kv = 1,
+                                    .seq_q = AL_S,
+                                    .seq_kv = AL_S,
+                                    .head_dim = AL_D,
+                                    .dtype = FATTN_F32};
+    const ref_view rq = {a.q, FATTN_F32, 0, AL_N, AL_N, AL_D},
+                   rk = {a.kv[0], FATTN_F32, 0, AL_N, AL_N, AL_D},
                    rv = {a.kv[1], FATTN_F32, 0, AL_N, AL_N, AL_D};
     double lse[AL_S];
     ref_attention(&a.desc, &rq, &rk, &rv, a.want, lse);
@@ -867,12 +908,12 @@ static void test_aliasing_found(void **state) {
     expect_overlap(&a, w1, w2, 0);
     expect_overlap(&a, w1, w2, AL_N - 1);
     expect_overlap(&a, big, w1, 0);
-    expect_right(&a, w1, w2, AL_N);   /* side by side: allowed */
+    expect_right(&a, w1, w2, AL_N); /* side by side: allowed */
 
     /* Sub-buffers, at origins the device allows. */
     cl_uint align_bits = 0;
-    assert_int_equal(cl.device_info(device_of(native), CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits,
-                                    &align_bits, NULL),
+    assert_int_equal(cl.device_info(device_of(native), CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+                                    sizeof align_bits, &align_bits, NULL),
                      CL_SUCCESS);
     const size_t align = align_bits / 8, second = (bytes + align - 1) / align * align;
     fattn_buffer *parent, *wp, *sub_q, *sub_o, *sub_x = NULL;
@@ -881,16 +922,17 @@ static void test_aliasing_found(void **state) {
     const cl_buffer_region regions[3] = {{0, bytes}, {second, bytes}, {align, bytes}};
     cl_int err;
     for (int i = 0; i < 3; i++) {
-        sm[i] = cl.create_sub_buffer(pm, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &regions[i], &err);
+        sm[i] = cl.create_sub_buffer(pm, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
+                                     &regions[i], &err);
         assert_int_equal(err, CL_SUCCESS);
     }
     assert_int_equal(fattn_buffer_wrap(a.ctx, pm, second + bytes, &wp), FATTN_OK);
     assert_int_equal(fattn_buffer_wrap(a.ctx, sm[0], bytes, &sub_q), FATTN_OK);
     assert_int_equal(fattn_buffer_wrap(a.ctx, sm[1], bytes, &sub_o), FATTN_OK);
-    expect_right(&a, sub_q, sub_o, 0);   /* disjoint sub-buffers */
-    expect_overlap(&a, wp, sub_q, 0);    /* the parent and its sub-buffer */
+    expect_right(&a, sub_q, sub_o, 0); /* disjoint sub-buffers */
+    expect_overlap(&a, wp, sub_q, 0);  /* the parent and its sub-buffer */
     expect_overlap(&a, parent, sub_q, 0);
-    if (align < bytes) {   /* a sub-buffer that starts inside Q */
+    if (align < bytes) { /* a sub-buffer that starts inside Q */
         assert_int_equal(fattn_buffer_wrap(a.ctx, sm[2], bytes, &sub_x), FATTN_OK);
         expect_overlap(&a, wp, sub_x, 0);
         expect_overlap(&a, sub_q, sub_x, 0);

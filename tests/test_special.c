@@ -36,23 +36,25 @@ enum { N_KEYS = 300, DIM = 16, SENTINEL = 1000 };
 
 /* What each head of the main call holds. */
 enum scenario {
-    FINITE,        /* control: nothing special */
-    NEG_FIRST,     /* -inf scores for keys [0, 70): the first tile(s) on every backend */
-    NEG_MIDDLE,    /* -inf for keys [100, 190) */
-    NEG_LAST,      /* -inf for keys [N-70, N): the last tile(s) */
-    NEG_SCATTER,   /* -inf for every third key */
-    NEG_ALL_BUT,   /* -inf for every key but 137: O = V[137] */
-    NEG_ALL,       /* -inf for every key: O = 0, LSE = -inf */
-    NAN_Q,         /* a NaN in Q: the row is NaN */
-    NAN_K,         /* a NaN in K of key 150: the row is NaN */
-    NAN_V,         /* a NaN in V of key 150, dim 3: O[3] is NaN, the rest exact */
-    POS_INF,       /* a +inf score at key 42: the row is NaN */
+    FINITE,      /* control: nothing special */
+    NEG_FIRST,   /* -inf scores for keys [0, 70): the first tile(s) on every backend */
+    NEG_MIDDLE,  /* -inf for keys [100, 190) */
+    NEG_LAST,    /* -inf for keys [N-70, N): the last tile(s) */
+    NEG_SCATTER, /* -inf for every third key */
+    NEG_ALL_BUT, /* -inf for every key but 137: O = V[137] */
+    NEG_ALL,     /* -inf for every key: O = 0, LSE = -inf */
+    NAN_Q,       /* a NaN in Q: the row is NaN */
+    NAN_K,       /* a NaN in K of key 150: the row is NaN */
+    NAN_V,       /* a NaN in V of key 150, dim 3: O[3] is NaN, the rest exact */
+    POS_INF,     /* a +inf score at key 42: the row is NaN */
     SCENARIOS
 };
 
 static const char *const scenario_name[SCENARIOS] = {
-    "finite", "-inf first tile", "-inf middle tile", "-inf last tile", "-inf scattered",
-    "-inf all but one key", "-inf every key", "NaN in Q", "NaN in K", "NaN in V", "+inf score"};
+    "finite",         "-inf first tile", "-inf middle tile",
+    "-inf last tile", "-inf scattered",  "-inf all but one key",
+    "-inf every key", "NaN in Q",        "NaN in K",
+    "NaN in V",       "+inf score"};
 
 static int neg_inf_key(int s, int j) {
     switch (s) {
@@ -66,7 +68,7 @@ static int neg_inf_key(int s, int j) {
     }
 }
 
-static uint64_t rng_next(uint64_t *s) {   /* splitmix64 */
+static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -79,9 +81,12 @@ static float rng_range(uint64_t *s, float lo, float hi) {
 }
 
 static void put(void *base, fattn_dtype t, int64_t i, float x) {
-    if (t == FATTN_F32) ((float *)base)[i] = x;
-    else if (t == FATTN_F16) ((uint16_t *)base)[i] = fattn_f32_to_f16(x);
-    else ((uint16_t *)base)[i] = fattn_f32_to_bf16(x);
+    if (t == FATTN_F32)
+        ((float *)base)[i] = x;
+    else if (t == FATTN_F16)
+        ((uint16_t *)base)[i] = fattn_f32_to_f16(x);
+    else
+        ((uint16_t *)base)[i] = fattn_f32_to_bf16(x);
 }
 
 /* One call's host data: BSHD with batch 1, so element (s, h, d) of a tensor
@@ -118,7 +123,8 @@ static void problem_free(problem *p) {
 static void fill_random(problem *p, uint64_t seed) {
     const fattn_attention_desc *d = &p->desc;
     const fattn_dtype t = d->dtype;
-    for (int64_t i = 0; i < d->heads_q * d->seq_q * DIM; i++) put(p->q, t, i, rng_range(&seed, 0.1f, 1.0f));
+    for (int64_t i = 0; i < d->heads_q * d->seq_q * DIM; i++)
+        put(p->q, t, i, rng_range(&seed, 0.1f, 1.0f));
     for (int64_t i = 0; i < d->heads_kv * d->seq_kv * DIM; i++) {
         float x = rng_range(&seed, 0.1f, 1.0f), y = rng_range(&seed, 0.1f, 1.0f);
         put(p->k, t, i, (rng_next(&seed) & 1) ? x : -x);
@@ -136,7 +142,7 @@ static void build_scenarios(problem *p, fattn_dtype t, uint64_t seed) {
     for (int h = 0; h < SCENARIOS; h++) {
         for (int j = 0; j < N_KEYS; j++)
             if (neg_inf_key(h, j)) put(p->k, t, at(p, j, h, 0), -INFINITY);
-        if (h == NAN_Q) put(p->q, t, at(p, 1, h, 5), NAN);   /* row 1 only */
+        if (h == NAN_Q) put(p->q, t, at(p, 1, h, 5), NAN); /* row 1 only */
         if (h == NAN_K) put(p->k, t, at(p, 150, h, 7), NAN);
         if (h == NAN_V) put(p->v, t, at(p, 150, h, 3), NAN);
         if (h == POS_INF) put(p->k, t, at(p, 42, h, 0), INFINITY);
@@ -191,7 +197,8 @@ static float get(const void *base, fattn_dtype t, int64_t i) {
 static fattn_status run_on(fattn_context *ctx, const problem *p, int naive, void *o, float *lse) {
     const fattn_attention_desc *d = &p->desc;
     const size_t es = fattn_dtype_size(d->dtype);
-    const size_t nq = (size_t)(d->heads_q * d->seq_q * DIM), nk = (size_t)(d->heads_kv * d->seq_kv * DIM);
+    const size_t nq = (size_t)(d->heads_q * d->seq_q * DIM),
+                 nk = (size_t)(d->heads_kv * d->seq_kv * DIM);
     const size_t rows = (size_t)(d->heads_q * d->seq_q);
     const size_t bytes[5] = {nq * es, nk * es, nk * es, nq * es, rows * sizeof(float)};
     const void *src[3] = {p->q, p->k, p->v};
@@ -203,14 +210,16 @@ static fattn_status run_on(fattn_context *ctx, const problem *p, int naive, void
     for (size_t i = 0; i < rows; i++) lse[i] = SENTINEL;
     for (int i = 0; i < 5 && st == FATTN_OK; i++) {
         st = fattn_buffer_alloc(ctx, bytes[i], &b[i]);
-        if (st == FATTN_OK) st = fattn_buffer_write(b[i], 0, i < 3 ? src[i] : i == 3 ? o : (void *)lse, bytes[i]);
+        if (st == FATTN_OK)
+            st = fattn_buffer_write(b[i], 0, i < 3 ? src[i] : i == 3 ? o : (void *)lse, bytes[i]);
     }
     for (int i = 0; i < 4 && st == FATTN_OK; i++)
         st = fattn_tensor_init(b[i], d->dtype, FATTN_LAYOUT_BSHD, 1, d->heads_q,
                                i == 1 || i == 2 ? d->seq_kv : d->seq_q, DIM, 0, &t[i]);
     if (st == FATTN_OK) st = fattn_tensor_init_lse(b[4], 1, d->heads_q, d->seq_q, 0, &t[4]);
     if (st == FATTN_OK)
-        st = (naive ? fattn_forward_naive : fattn_forward)(ctx, d, &t[0], &t[1], &t[2], &t[3], &t[4]);
+        st = (naive ? fattn_forward_naive : fattn_forward)(ctx, d, &t[0], &t[1], &t[2], &t[3],
+                                                           &t[4]);
     if (st == FATTN_OK) st = fattn_buffer_read(b[3], 0, o, bytes[3]);
     if (st == FATTN_OK) st = fattn_buffer_read(b[4], 0, lse, bytes[4]);
     for (int i = 0; i < 5; i++) fattn_buffer_free(b[i]);
@@ -231,7 +240,8 @@ static int check(const problem *p, const void *o, const float *lse, const char *
                  const char *const *names) {
     const fattn_attention_desc *d = &p->desc;
     const int64_t H = d->heads_q, S = d->seq_q;
-    double *ro = malloc((size_t)(H * S * DIM) * sizeof(double)), *rl = malloc((size_t)(H * S) * sizeof(double));
+    double *ro = malloc((size_t)(H * S * DIM) * sizeof(double)),
+           *rl = malloc((size_t)(H * S) * sizeof(double));
     assert_true(ro && rl);
     const ref_view q = {p->q, d->dtype, 0, H * S * DIM, DIM, H * DIM};
     const ref_view k = {p->k, d->dtype, 0, H * d->seq_kv * DIM, DIM, H * DIM};
@@ -241,17 +251,18 @@ static int check(const problem *p, const void *o, const float *lse, const char *
     int bad = 0;
     for (int64_t h = 0; h < H; h++)
         for (int64_t i = 0; i < S; i++) {
-            const int64_t row = h * S + i;   /* the reference's [b][h][s] order */
+            const int64_t row = h * S + i; /* the reference's [b][h][s] order */
             for (int64_t x = 0; x < DIM; x++) {
                 const double got = get(o, d->dtype, at(p, i, h, x)), want = ro[row * DIM + x];
                 if (!agrees(got, want, tol, 0) && bad++ < 6)
                     print_error("%s: %s head %lld row %lld: O[%lld] = %g, want %g\n", what,
-                                names ? names[h] : "", (long long)h, (long long)i, (long long)x, got, want);
+                                names ? names[h] : "", (long long)h, (long long)i, (long long)x,
+                                got, want);
             }
-            const double got = lse[h * S + i], want = rl[row];   /* lse is [h][s] */
+            const double got = lse[h * S + i], want = rl[row]; /* lse is [h][s] */
             if (!agrees(got, want, 1e-5, 1) && bad++ < 6)
-                print_error("%s: %s head %lld row %lld: LSE = %g, want %g\n", what, names ? names[h] : "",
-                            (long long)h, (long long)i, got, want);
+                print_error("%s: %s head %lld row %lld: LSE = %g, want %g\n", what,
+                            names ? names[h] : "", (long long)h, (long long)i, got, want);
         }
     free(ro);
     free(rl);
@@ -265,9 +276,11 @@ static void test_reference_follows_the_rules(void **state) {
     problem p;
     build_scenarios(&p, FATTN_F32, 1);
     const int64_t H = SCENARIOS, S = 3;
-    double *ro = malloc((size_t)(H * S * DIM) * sizeof(double)), *rl = malloc((size_t)(H * S) * sizeof(double));
+    double *ro = malloc((size_t)(H * S * DIM) * sizeof(double)),
+           *rl = malloc((size_t)(H * S) * sizeof(double));
     assert_true(ro && rl);
-    const ref_view q = {p.q, FATTN_F32, 0, 0, DIM, H * DIM}, k = {p.k, FATTN_F32, 0, 0, DIM, H * DIM},
+    const ref_view q = {p.q, FATTN_F32, 0, 0, DIM, H * DIM},
+                   k = {p.k, FATTN_F32, 0, 0, DIM, H * DIM},
                    v = {p.v, FATTN_F32, 0, 0, DIM, H * DIM};
     ref_attention(&p.desc, &q, &k, &v, ro, rl);
     for (int i = 0; i < S; i++) {
@@ -275,7 +288,8 @@ static void test_reference_follows_the_rules(void **state) {
         assert_true(isinf(rl[r]) && rl[r] < 0);
         for (int x = 0; x < DIM; x++) {
             assert_true(ro[r * DIM + x] == 0.0);
-            assert_true(fabs(ro[r1 * DIM + x] - get(p.v, FATTN_F32, at(&p, 137, NEG_ALL_BUT, x))) < 1e-12);
+            assert_true(fabs(ro[r1 * DIM + x] - get(p.v, FATTN_F32, at(&p, 137, NEG_ALL_BUT, x))) <
+                        1e-12);
             assert_true(isnan(ro[((int64_t)NAN_K * S + i) * DIM + x]));
             assert_true(isnan(ro[((int64_t)POS_INF * S + i) * DIM + x]));
             assert_true(isnan(ro[((int64_t)NAN_V * S + i) * DIM + x]) == (x == 3));
@@ -305,19 +319,25 @@ static void test_backend(void **state) {
         for (int dt = FATTN_F32; dt <= FATTN_BF16; dt++) {
             for (int which = 0; which < 4; which++) {
                 problem p;
-                if (which == 0) build_scenarios(&p, (fattn_dtype)dt, 0x5eed + (uint64_t)dt);
-                else if (which == 1) build_overflow(&p, (fattn_dtype)dt, 0x0f10 + (uint64_t)dt);
-                else if (which == 2) build_causal_hidden(&p, (fattn_dtype)dt, 0xca05 + (uint64_t)dt);
-                else build_causal_hidden_top_left(&p, (fattn_dtype)dt, 0x7105 + (uint64_t)dt);
+                if (which == 0)
+                    build_scenarios(&p, (fattn_dtype)dt, 0x5eed + (uint64_t)dt);
+                else if (which == 1)
+                    build_overflow(&p, (fattn_dtype)dt, 0x0f10 + (uint64_t)dt);
+                else if (which == 2)
+                    build_causal_hidden(&p, (fattn_dtype)dt, 0xca05 + (uint64_t)dt);
+                else
+                    build_causal_hidden_top_left(&p, (fattn_dtype)dt, 0x7105 + (uint64_t)dt);
                 const size_t nq = (size_t)(p.desc.heads_q * p.desc.seq_q);
                 void *o = malloc(nq * DIM * 4);
                 float *lse = malloc(nq * sizeof(float));
                 assert_true(o && lse);
                 char what[256];
-                snprintf(what, sizeof what, "%s device %d %s%s %s", info.name, dev, harness_dtype_name((fattn_dtype)dt),
-                         ss->naive ? " naive" : "",
-                         which == 0 ? "scenarios" : which == 1 ? "overflow to -inf"
-                                       : which == 2 ? "causal-hidden NaN" : "top-left-hidden NaN and -inf");
+                snprintf(what, sizeof what, "%s device %d %s%s %s", info.name, dev,
+                         harness_dtype_name((fattn_dtype)dt), ss->naive ? " naive" : "",
+                         which == 0   ? "scenarios"
+                         : which == 1 ? "overflow to -inf"
+                         : which == 2 ? "causal-hidden NaN"
+                                      : "top-left-hidden NaN and -inf");
                 const fattn_status st = run_on(ctx, &p, ss->naive, o, lse);
                 if (st == FATTN_ERR_UNSUPPORTED && ss->naive) {
                     char name[64], reason[512];
@@ -330,7 +350,8 @@ static void test_backend(void **state) {
                     test_skip_unless_required(name, reason);
                 }
                 if (st != FATTN_OK) {
-                    print_error("%s: %s: %s\n", what, fattn_status_string(st), fattn_error_message(ctx));
+                    print_error("%s: %s: %s\n", what, fattn_status_string(st),
+                                fattn_error_message(ctx));
                     bad++;
                 } else {
                     const int n = check(&p, o, lse, what, which == 0 ? scenario_name : NULL);
@@ -366,7 +387,8 @@ static void test_absurd_alloc(void **state) {
     const fattn_status st = fattn_buffer_alloc(ctx, (size_t)1 << 62, &b);
     const char *msg = fattn_error_message(ctx);
     if (st != FATTN_ERR_OUT_OF_MEMORY || !strstr(msg, "4611686018427387904"))
-        fail_msg("%s: fattn_buffer_alloc(2^62) returned %s: \"%s\"", info.name, fattn_status_string(st), msg);
+        fail_msg("%s: fattn_buffer_alloc(2^62) returned %s: \"%s\"", info.name,
+                 fattn_status_string(st), msg);
     assert_null(b);
     fattn_context_free(ctx);
 }
@@ -382,24 +404,31 @@ static void test_misaligned_wrap(void **state) {
     const size_t qb = (size_t)(p.desc.seq_q * DIM) * 4, kb = (size_t)(p.desc.seq_kv * DIM) * 4;
     fattn_buffer *b[5] = {0}, *odd = NULL;
     const size_t bytes[5] = {qb + 16, kb, kb, qb, (size_t)p.desc.seq_q * 4};
-    for (int i = 0; i < 5; i++) assert_int_equal(fattn_buffer_alloc(ctx, bytes[i], &b[i]), FATTN_OK);
-    assert_int_equal(fattn_buffer_wrap(ctx, (char *)fattn_buffer_native(b[0]) + 2, qb, &odd), FATTN_OK);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(fattn_buffer_alloc(ctx, bytes[i], &b[i]), FATTN_OK);
+    assert_int_equal(fattn_buffer_wrap(ctx, (char *)fattn_buffer_native(b[0]) + 2, qb, &odd),
+                     FATTN_OK);
     fattn_tensor t[5];
     for (int i = 0; i < 4; i++)
         assert_int_equal(fattn_tensor_init(i == 0 ? odd : b[i], FATTN_F32, FATTN_LAYOUT_BSHD, 1, 1,
-                                           i == 1 || i == 2 ? p.desc.seq_kv : p.desc.seq_q, DIM, 0, &t[i]),
+                                           i == 1 || i == 2 ? p.desc.seq_kv : p.desc.seq_q, DIM, 0,
+                                           &t[i]),
                          FATTN_OK);
     assert_int_equal(fattn_tensor_init_lse(b[4], 1, 1, p.desc.seq_q, 0, &t[4]), FATTN_OK);
     const fattn_status st = fattn_forward(ctx, &p.desc, &t[0], &t[1], &t[2], &t[3], &t[4]);
     if (st != FATTN_ERR_MISALIGNED)
-        fail_msg("%s: a misaligned q gave %s: \"%s\"", info.name, fattn_status_string(st), fattn_error_message(ctx));
+        fail_msg("%s: a misaligned q gave %s: \"%s\"", info.name, fattn_status_string(st),
+                 fattn_error_message(ctx));
     fattn_buffer_free(odd);
     for (int i = 0; i < 5; i++) fattn_buffer_free(b[i]);
     problem_free(&p);
     fattn_context_free(ctx);
 }
 
-#define BACKEND(kind, naive, label) {label, test_backend, NULL, NULL, &(special_state){kind, naive}}
+#define BACKEND(kind, naive, label)                                                                \
+    {                                                                                              \
+        label, test_backend, NULL, NULL, &(special_state) { kind, naive }                          \
+    }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -412,9 +441,12 @@ int main(void) {
         BACKEND(FATTN_BACKEND_OPENCL, 1, "opencl naive"),
         {"cpu 2^62 bytes", test_absurd_alloc, NULL, NULL, &(special_state){FATTN_BACKEND_CPU, 0}},
         {"cuda 2^62 bytes", test_absurd_alloc, NULL, NULL, &(special_state){FATTN_BACKEND_CUDA, 0}},
-        {"opencl 2^62 bytes", test_absurd_alloc, NULL, NULL, &(special_state){FATTN_BACKEND_OPENCL, 0}},
-        {"cpu misaligned", test_misaligned_wrap, NULL, NULL, &(special_state){FATTN_BACKEND_CPU, 0}},
-        {"cuda misaligned", test_misaligned_wrap, NULL, NULL, &(special_state){FATTN_BACKEND_CUDA, 0}},
+        {"opencl 2^62 bytes", test_absurd_alloc, NULL, NULL,
+         &(special_state){FATTN_BACKEND_OPENCL, 0}},
+        {"cpu misaligned", test_misaligned_wrap, NULL, NULL,
+         &(special_state){FATTN_BACKEND_CPU, 0}},
+        {"cuda misaligned", test_misaligned_wrap, NULL, NULL,
+         &(special_state){FATTN_BACKEND_CUDA, 0}},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

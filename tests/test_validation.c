@@ -28,16 +28,16 @@ enum { MAX_BUFS = 16 };
 typedef struct fixture {
     fattn_context *ctx;
     fattn_attention_desc desc;
-    fattn_tensor t[NT];            /* contiguous BHSD q, k, v, o and lse */
-    size_t bytes[NT];              /* exactly what each tensor needs */
-    fattn_buffer *bufs[MAX_BUFS];  /* every buffer made here: all are compared around a rejection */
+    fattn_tensor t[NT];           /* contiguous BHSD q, k, v, o and lse */
+    size_t bytes[NT];             /* exactly what each tensor needs */
+    fattn_buffer *bufs[MAX_BUFS]; /* every buffer made here: all are compared around a rejection */
     int nbufs;
     uint64_t rng;
 } fixture;
 
 /* ---- Data ------------------------------------------------------------------ */
 
-static uint64_t next_u64(uint64_t *s) {   /* splitmix64 */
+static uint64_t next_u64(uint64_t *s) { /* splitmix64 */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -47,7 +47,7 @@ static uint64_t next_u64(uint64_t *s) {   /* splitmix64 */
 /* Uniform in [-1, 1] but never near 0: an all-zero input would hide a
  * missing read as well as a wrong one. */
 static float uniform(uint64_t *s) {
-    const double u = (double)(next_u64(s) >> 11) / 9007199254740992.0;   /* [0, 1) */
+    const double u = (double)(next_u64(s) >> 11) / 9007199254740992.0; /* [0, 1) */
     const double mag = 0.1 + 0.9 * u;
     return (float)((next_u64(s) & 1) ? mag : -mag);
 }
@@ -56,7 +56,7 @@ static fattn_attention_desc small_desc(void) {
     fattn_attention_desc d = FATTN_ATTENTION_DESC_INIT;
     d.batch = 2;
     d.heads_q = 4;
-    d.heads_kv = 2;   /* GQA: exercises the head mapping too */
+    d.heads_kv = 2; /* GQA: exercises the head mapping too */
     d.seq_q = 5;
     d.seq_kv = 7;
     d.head_dim = 8;
@@ -102,8 +102,10 @@ static void fx_build(fixture *fx, fattn_context *ctx, const fattn_attention_desc
                                                seq[i], dim, 0, &fx->t[i]),
                              FATTN_OK);
         if (!b) continue;
-        if (i < TO) fill_random(fx, b);
-        else fill_poison_u32(fattn_buffer_native(b), fx->bytes[i] / 4);
+        if (i < TO)
+            fill_random(fx, b);
+        else
+            fill_poison_u32(fattn_buffer_native(b), fx->bytes[i] / 4);
     }
 }
 
@@ -194,14 +196,18 @@ static void expect_rejected_(fixture *fx, int paths, const fattn_attention_desc 
             fail_msg("%s:%d: %s was rejected but changed a buffer", file, line, path_name(path));
     }
 }
-#define EXPECT_REJECTED(fx, d, t, mask, want, needle) \
+#define EXPECT_REJECTED(fx, d, t, mask, want, needle)                                              \
     expect_rejected_(fx, PATH_BOTH, d, t, mask, want, needle, __FILE__, __LINE__)
-#define EXPECT_REJECTED_TILED(fx, d, t, want, needle) \
+#define EXPECT_REJECTED_TILED(fx, d, t, want, needle)                                              \
     expect_rejected_(fx, PATH_TILED, d, t, 0, want, needle, __FILE__, __LINE__)
 
 static ref_view view_of(const fattn_tensor *t) {
-    ref_view v = {t->buffer ? fattn_buffer_native(t->buffer) : NULL, t->dtype, t->offset,
-                  t->stride_batch, t->stride_head, t->stride_seq};
+    ref_view v = {t->buffer ? fattn_buffer_native(t->buffer) : NULL,
+                  t->dtype,
+                  t->offset,
+                  t->stride_batch,
+                  t->stride_head,
+                  t->stride_seq};
     return v;
 }
 
@@ -221,16 +227,17 @@ static void check_reference(const fattn_attention_desc *d, const fattn_tensor *t
         for (int64_t h = 0; h < d->heads_q; h++)
             for (int64_t s = 0; s < d->seq_q; s++) {
                 const int64_t row = (b * d->heads_q + h) * d->seq_q + s;
-                for (int64_t x = 0; x < D; x++)   /* written as !(<=) so NaN counts as bad */
+                for (int64_t x = 0; x < D; x++) /* written as !(<=) so NaN counts as bad */
                     bad += !(fabs(ref_get(&o, b, h, s, x) - out[row * D + x]) <= 5e-5);
                 const double got = ref_get(&l, b, h, s, 0), want = lse[row];
-                bad += isinf(want) ? got != want
-                                   : !(fabs(got - want) <= 2e-5 * fmax(1.0, fabs(want)));
+                bad +=
+                    isinf(want) ? got != want : !(fabs(got - want) <= 2e-5 * fmax(1.0, fabs(want)));
             }
     free(out);
     free(lse);
-    if (bad) fail_msg("%s:%d: %lld output elements differ from the reference", file, line,
-                      (long long)bad);
+    if (bad)
+        fail_msg("%s:%d: %lld output elements differ from the reference", file, line,
+                 (long long)bad);
 }
 
 /* Writes the poison back through a view, leaving whatever else shares its
@@ -241,8 +248,8 @@ static void poison_view(const fattn_attention_desc *d, const fattn_tensor *t, in
         for (int64_t h = 0; h < d->heads_q; h++)
             for (int64_t s = 0; s < d->seq_q; s++)
                 for (int64_t x = 0; x < dim; x++)
-                    base[t->offset + b * t->stride_batch + h * t->stride_head +
-                         s * t->stride_seq + x] = POISON;
+                    base[t->offset + b * t->stride_batch + h * t->stride_head + s * t->stride_seq +
+                         x] = POISON;
 }
 
 /* Success also clears the message of the rejections that came before. */
@@ -265,17 +272,17 @@ static void expect_accepted_(fixture *fx, int paths, const fattn_attention_desc 
 
 /* For the calls outside fattn_forward: status, and the message of ctx (or of
  * the thread when ctx is NULL) naming the problem. */
-static void expect_status_(fattn_status got, fattn_status want, const char *msg,
-                           const char *needle, const char *what, const char *file, int line) {
+static void expect_status_(fattn_status got, fattn_status want, const char *msg, const char *needle,
+                           const char *what, const char *file, int line) {
     if (got != want || !strstr(msg, needle))
         fail_msg("%s:%d: %s returned %s (%d) with \"%s\"; want %s (%d) naming \"%s\"", file, line,
                  what, fattn_status_string(got), (int)got, msg, fattn_status_string(want),
                  (int)want, needle);
 }
-#define EXPECT(ctx, call, want, needle)                                                      \
-    do {                                                                                     \
-        const fattn_status st_ = (call);                                                     \
-        expect_status_(st_, want, fattn_error_message(ctx), needle, #call, __FILE__, __LINE__); \
+#define EXPECT(ctx, call, want, needle)                                                            \
+    do {                                                                                           \
+        const fattn_status st_ = (call);                                                           \
+        expect_status_(st_, want, fattn_error_message(ctx), needle, #call, __FILE__, __LINE__);    \
     } while (0)
 
 static int all_poisoned(const void *p, size_t bytes) {
@@ -403,7 +410,8 @@ static void test_null_pointer(void **state) {
     const fattn_context_params params = FATTN_CONTEXT_PARAMS_INIT;
     EXPECT(NULL, fattn_context_create_with(&params, NULL), FATTN_ERR_NULL_POINTER, "out");
     int64_t value = 0;
-    EXPECT(NULL, fattn_context_set_param(NULL, FATTN_PARAM_TILE_Q, 0), FATTN_ERR_NULL_POINTER, "ctx");
+    EXPECT(NULL, fattn_context_set_param(NULL, FATTN_PARAM_TILE_Q, 0), FATTN_ERR_NULL_POINTER,
+           "ctx");
     EXPECT(NULL, fattn_context_get_param(NULL, FATTN_PARAM_TILE_Q, &value), FATTN_ERR_NULL_POINTER,
            "ctx");
     EXPECT(fx->ctx, fattn_context_get_param(fx->ctx, FATTN_PARAM_TILE_Q, NULL),
@@ -417,7 +425,8 @@ static void test_null_pointer(void **state) {
     EXPECT(NULL, fattn_buffer_wrap(NULL, host, sizeof host, &b), FATTN_ERR_NULL_POINTER, "ctx");
     EXPECT(fx->ctx, fattn_buffer_wrap(fx->ctx, NULL, sizeof host, &b), FATTN_ERR_NULL_POINTER,
            "native");
-    EXPECT(NULL, fattn_buffer_wrap_const(NULL, host, sizeof host, &b), FATTN_ERR_NULL_POINTER, "ctx");
+    EXPECT(NULL, fattn_buffer_wrap_const(NULL, host, sizeof host, &b), FATTN_ERR_NULL_POINTER,
+           "ctx");
     EXPECT(fx->ctx, fattn_buffer_wrap_const(fx->ctx, NULL, sizeof host, &b), FATTN_ERR_NULL_POINTER,
            "native");
     EXPECT(fx->ctx, fattn_buffer_wrap_const(fx->ctx, host, sizeof host, NULL),
@@ -432,8 +441,10 @@ static void test_null_pointer(void **state) {
     /* Tensor, device and accounting calls. */
     EXPECT(NULL, fattn_tensor_init(fx->bufs[0], FATTN_F32, FATTN_LAYOUT_BHSD, 1, 1, 1, 1, 0, NULL),
            FATTN_ERR_NULL_POINTER, "out");
-    EXPECT(NULL, fattn_tensor_init_lse(fx->bufs[0], 1, 1, 1, 0, NULL), FATTN_ERR_NULL_POINTER, "out");
-    EXPECT(NULL, fattn_tensor_init_index(fx->bufs[0], 1, 4, 0, NULL), FATTN_ERR_NULL_POINTER, "out");
+    EXPECT(NULL, fattn_tensor_init_lse(fx->bufs[0], 1, 1, 1, 0, NULL), FATTN_ERR_NULL_POINTER,
+           "out");
+    EXPECT(NULL, fattn_tensor_init_index(fx->bufs[0], 1, 4, 0, NULL), FATTN_ERR_NULL_POINTER,
+           "out");
     EXPECT(NULL, fattn_backend_get_info(FATTN_BACKEND_CPU, NULL), FATTN_ERR_NULL_POINTER, "info");
     char name[32];
     EXPECT(NULL, fattn_device_get_name(FATTN_BACKEND_CPU, 0, NULL, sizeof name),
@@ -452,7 +463,7 @@ static void test_null_pointer(void **state) {
     EXPECT(fx->ctx, fattn_workspace_size(fx->ctx, NULL, &ws), FATTN_ERR_NULL_POINTER, "desc");
     EXPECT(fx->ctx, fattn_workspace_size(fx->ctx, d, NULL), FATTN_ERR_NULL_POINTER, "bytes");
     EXPECT(fx->ctx, fattn_workspace_size(fx->ctx, d, &ws), FATTN_OK, "");
-    assert_true(ws == 0);   /* no plan of this release needs scratch */
+    assert_true(ws == 0); /* no plan of this release needs scratch */
     /* fattn_backend_from_name reports no message (see the report), so only
      * the status is checked. */
     fattn_backend_kind kind;
@@ -463,7 +474,8 @@ static void test_null_pointer(void **state) {
     host_io h = host_io_make(fx);
     EXPECT(NULL, fattn_attention_host(NULL, d, FATTN_LAYOUT_BHSD, h.q, h.k, h.v, h.o, h.lse),
            FATTN_ERR_NULL_POINTER, "ctx");
-    EXPECT(fx->ctx, fattn_attention_host(fx->ctx, NULL, FATTN_LAYOUT_BHSD, h.q, h.k, h.v, h.o, h.lse),
+    EXPECT(fx->ctx,
+           fattn_attention_host(fx->ctx, NULL, FATTN_LAYOUT_BHSD, h.q, h.k, h.v, h.o, h.lse),
            FATTN_ERR_NULL_POINTER, "desc");
     EXPECT(fx->ctx, fattn_attention_host(fx->ctx, d, FATTN_LAYOUT_BHSD, NULL, h.k, h.v, h.o, h.lse),
            FATTN_ERR_NULL_POINTER, "q (host array) is NULL");
@@ -542,7 +554,8 @@ static void test_invalid_size(void **state) {
     EXPECT(NULL, fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 1, 2, 4, 0, 0, &x),
            FATTN_ERR_INVALID_SIZE, "dim = 0");
     EXPECT(NULL, fattn_tensor_init_lse(NULL, 1, 2, -3, 0, &x), FATTN_ERR_INVALID_SIZE, "seq = -3");
-    EXPECT(NULL, fattn_tensor_init_lse(NULL, -1, 2, 3, 0, &x), FATTN_ERR_INVALID_SIZE, "batch = -1");
+    EXPECT(NULL, fattn_tensor_init_lse(NULL, -1, 2, 3, 0, &x), FATTN_ERR_INVALID_SIZE,
+           "batch = -1");
 
     EXPECT_ACCEPTED(fx, &fx->desc, t);
 }
@@ -633,7 +646,8 @@ static void test_invalid_argument(void **state) {
         d.causal = (fattn_causal)bad_causal[i];
         EXPECT_REJECTED(fx, &d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "desc->causal");
         fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
-        EXPECT(NULL, fattn_memory_estimate(&d, NULL, &rep), FATTN_ERR_INVALID_ARGUMENT, "desc->causal");
+        EXPECT(NULL, fattn_memory_estimate(&d, NULL, &rep), FATTN_ERR_INVALID_ARGUMENT,
+               "desc->causal");
         assert_true(fattn_flops(&d) == 0.0);
     }
     /* A struct without its size (zeroed, or filled field by field) is refused,
@@ -659,7 +673,7 @@ static void test_invalid_argument(void **state) {
         {FATTN_PARAM_TILE_Q, -1, "FATTN_PARAM_TILE_Q = -1"},
         {FATTN_PARAM_TILE_KV, -64, "FATTN_PARAM_TILE_KV = -64"},
         {FATTN_PARAM_TILE_Q, INT64_MIN, "FATTN_PARAM_TILE_Q"},
-        {FATTN_PARAM_TILE_KV, INT64_C(1) << 40, "FATTN_PARAM_TILE_KV"},   /* no int holds it */
+        {FATTN_PARAM_TILE_KV, INT64_C(1) << 40, "FATTN_PARAM_TILE_KV"}, /* no int holds it */
     };
     for (size_t i = 0; i < sizeof bad_tiles / sizeof bad_tiles[0]; i++) {
         EXPECT(fx->ctx, fattn_context_set_param(fx->ctx, bad_tiles[i].param, bad_tiles[i].value),
@@ -700,7 +714,7 @@ static void test_invalid_argument(void **state) {
         snprintf(needle, sizeof needle, "backend kind %d", bad_kinds[i]);
         EXPECT(NULL, fattn_backend_get_info((fattn_backend_kind)bad_kinds[i], &info),
                FATTN_ERR_INVALID_ARGUMENT, needle);
-        if (bad_kinds[i] == FATTN_BACKEND_AUTO) continue;   /* AUTO is a valid context request */
+        if (bad_kinds[i] == FATTN_BACKEND_AUTO) continue; /* AUTO is a valid context request */
         fattn_context *c = NOT_NULL_CTX;
         EXPECT(NULL, fattn_context_create((fattn_backend_kind)bad_kinds[i], 0, &c),
                FATTN_ERR_INVALID_ARGUMENT, needle);
@@ -717,23 +731,24 @@ static void test_invalid_argument(void **state) {
            FATTN_ERR_INVALID_ARGUMENT, "layout -1");
     fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
     const size_t ts = sizeof(fattn_tiling);
-    const fattn_tiling bad_tilings[] = {{ts, -1, 0, 0, 0}, {ts, 0, -1, 0, 0}, {ts, 0, 0, -1, 0},
-                                        {0, 64, 64, 0, 0}};
+    const fattn_tiling bad_tilings[] = {
+        {ts, -1, 0, 0, 0}, {ts, 0, -1, 0, 0}, {ts, 0, 0, -1, 0}, {0, 64, 64, 0, 0}};
     for (size_t i = 0; i < sizeof bad_tilings / sizeof bad_tilings[0]; i++)
         EXPECT(NULL, fattn_memory_estimate(&fx->desc, &bad_tilings[i], &rep),
                FATTN_ERR_INVALID_ARGUMENT, "tiling");
     rep.size = 0;
     EXPECT(NULL, fattn_memory_estimate(&fx->desc, NULL, &rep), FATTN_ERR_INVALID_ARGUMENT, "size");
-    EXPECT(fx->ctx, fattn_context_memory_report(fx->ctx, &fx->desc, &rep), FATTN_ERR_INVALID_ARGUMENT,
-           "size");
+    EXPECT(fx->ctx, fattn_context_memory_report(fx->ctx, &fx->desc, &rep),
+           FATTN_ERR_INVALID_ARGUMENT, "size");
     info.size = 0;
-    EXPECT(NULL, fattn_backend_get_info(FATTN_BACKEND_CPU, &info), FATTN_ERR_INVALID_ARGUMENT, "size");
+    EXPECT(NULL, fattn_backend_get_info(FATTN_BACKEND_CPU, &info), FATTN_ERR_INVALID_ARGUMENT,
+           "size");
 
     /* Legal values that sit next to the rejected ones: the smallest tiles,
      * set on the context (and reset to the default after). */
     d = fx->desc;
     d.scale = -0.25f;
-    d.flags = FATTN_FLAG_ALLOW_TF32;   /* a CUDA hint; the CPU must ignore it */
+    d.flags = FATTN_FLAG_ALLOW_TF32; /* a CUDA hint; the CPU must ignore it */
     assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_Q, 1), FATTN_OK);
     assert_int_equal(fattn_context_set_param(fx->ctx, FATTN_PARAM_TILE_KV, 1), FATTN_OK);
     assert_string_equal(fattn_error_message(fx->ctx), "");
@@ -766,7 +781,7 @@ static void test_overlap(void **state) {
     EXPECT_REJECTED(fx, d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "o overlaps q");
     t[TO].offset = 0;
     EXPECT_REJECTED(fx, d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "o overlaps q");
-    t[TO].offset = nq - 1;   /* one element in common */
+    t[TO].offset = nq - 1; /* one element in common */
     EXPECT_REJECTED(fx, d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "o overlaps q");
 
     copy_tensors(t, fx);
@@ -806,8 +821,8 @@ static void test_overlap_across_wrappers(void **state) {
     fattn_tensor t[NT];
     fattn_buffer *alias = NULL;
     assert_true(fx->nbufs < MAX_BUFS);
-    EXPECT(fx->ctx, fattn_buffer_wrap(fx->ctx, fattn_buffer_native(fx->t[TQ].buffer),
-                                      fx->bytes[TQ], &alias),
+    EXPECT(fx->ctx,
+           fattn_buffer_wrap(fx->ctx, fattn_buffer_native(fx->t[TQ].buffer), fx->bytes[TQ], &alias),
            FATTN_OK, "");
     fx->bufs[fx->nbufs++] = alias;
     copy_tensors(t, fx);
@@ -836,7 +851,8 @@ static void test_misaligned(void **state) {
         for (int shift = 1; shift < 4; shift++) {
             fattn_buffer *odd = NULL;
             assert_true(fx->nbufs < MAX_BUFS);
-            assert_int_equal(fattn_buffer_wrap(fx->ctx, base + shift, fx->bytes[i], &odd), FATTN_OK);
+            assert_int_equal(fattn_buffer_wrap(fx->ctx, base + shift, fx->bytes[i], &odd),
+                             FATTN_OK);
             memcpy(base + shift, fattn_buffer_native(fx->t[i].buffer), fx->bytes[i]);
             copy_tensors(t, fx);
             t[i].buffer = odd;
@@ -860,7 +876,8 @@ static void test_misaligned(void **state) {
         ht[TQ].buffer = hb[i];
         ht[TQ].dtype = FATTN_F16;
         ht[TK].dtype = ht[TV].dtype = ht[TO].dtype = FATTN_F16;
-        const fattn_status st = fattn_forward(fx->ctx, &h, &ht[TQ], &ht[TK], &ht[TV], &ht[TO], NULL);
+        const fattn_status st =
+            fattn_forward(fx->ctx, &h, &ht[TQ], &ht[TK], &ht[TV], &ht[TO], NULL);
         assert_int_equal(st, i == 0 ? FATTN_ERR_MISALIGNED : FATTN_OK);
         fattn_buffer_free(hb[i]);
     }
@@ -868,11 +885,11 @@ static void test_misaligned(void **state) {
     /* The host convenience call copies misaligned arrays: same answer as
      * aligned ones, bit for bit. */
     host_io ref = host_io_make(fx), odd = host_io_make(fx);
-    assert_int_equal(fattn_attention_host(fx->ctx, d, FATTN_LAYOUT_BHSD, ref.q, ref.k, ref.v,
-                                          ref.o, ref.lse),
-                     FATTN_OK);
-    unsigned char *mem = malloc(fx->bytes[TQ] + fx->bytes[TK] + fx->bytes[TV] + fx->bytes[TO] +
-                                fx->bytes[TL] + 8);
+    assert_int_equal(
+        fattn_attention_host(fx->ctx, d, FATTN_LAYOUT_BHSD, ref.q, ref.k, ref.v, ref.o, ref.lse),
+        FATTN_OK);
+    unsigned char *mem =
+        malloc(fx->bytes[TQ] + fx->bytes[TK] + fx->bytes[TV] + fx->bytes[TO] + fx->bytes[TL] + 8);
     assert_non_null(mem);
     unsigned char *p = mem + 1;
     const void *in[3] = {ref.q, ref.k, ref.v};
@@ -912,9 +929,9 @@ static void test_stride(void **state) {
     for (int i = 0; i < NT; i++) {
         for (int which = 0; which < 3; which++) {
             copy_tensors(t, fx);
-            int64_t *s = which == 0 ? &t[i].stride_batch
-                       : which == 1 ? &t[i].stride_head
-                                    : &t[i].stride_seq;
+            int64_t *s = which == 0   ? &t[i].stride_batch
+                         : which == 1 ? &t[i].stride_head
+                                      : &t[i].stride_seq;
             *s = -*s - 1;
             snprintf(needle, sizeof needle, "%s has a negative stride", tname[i]);
             EXPECT_REJECTED(fx, d, t, 0, FATTN_ERR_STRIDE, needle);
@@ -933,10 +950,10 @@ static void test_stride(void **state) {
     t[TO].stride_batch = 0;
     EXPECT_REJECTED(fx, d, t, 0, FATTN_ERR_STRIDE, o_msg);
     copy_tensors(t, fx);
-    t[TO].stride_seq = d->head_dim - 1;   /* each row's last element is the next row's first */
+    t[TO].stride_seq = d->head_dim - 1; /* each row's last element is the next row's first */
     EXPECT_REJECTED(fx, d, t, 0, FATTN_ERR_STRIDE, o_msg);
     copy_tensors(t, fx);
-    t[TO].stride_head = t[TO].stride_seq;   /* heads land on rows of one another */
+    t[TO].stride_head = t[TO].stride_seq; /* heads land on rows of one another */
     EXPECT_REJECTED(fx, d, t, 0, FATTN_ERR_STRIDE, o_msg);
     copy_tensors(t, fx);
     t[TL].stride_seq = 0;
@@ -1067,24 +1084,26 @@ static void test_overflow(void **state) {
     for (int i = 0; i < NT; i++) {
         snprintf(needle, sizeof needle, "%s: offset plus strides times sizes overflows", tname[i]);
         copy_tensors(t, fx);
-        t[i].stride_seq = INT64_MAX / 2;   /* (seq - 1) * stride overflows */
+        t[i].stride_seq = INT64_MAX / 2; /* (seq - 1) * stride overflows */
         EXPECT_REJECTED(fx, &fx->desc, t, 0, FATTN_ERR_OVERFLOW, needle);
         copy_tensors(t, fx);
-        t[i].stride_batch = INT64_MAX;   /* fits alone, the sum does not */
+        t[i].stride_batch = INT64_MAX; /* fits alone, the sum does not */
         EXPECT_REJECTED(fx, &fx->desc, t, 0, FATTN_ERR_OVERFLOW, needle);
         copy_tensors(t, fx);
         t[i].offset = INT64_MAX;
         EXPECT_REJECTED(fx, &fx->desc, t, 0, FATTN_ERR_OVERFLOW, needle);
         copy_tensors(t, fx);
-        t[i].offset = INT64_MAX / 2;   /* the last element fits; times its size does not */
+        t[i].offset = INT64_MAX / 2; /* the last element fits; times its size does not */
         snprintf(needle, sizeof needle, "%s: byte size overflows", tname[i]);
         EXPECT_REJECTED(fx, &fx->desc, t, 0, FATTN_ERR_OVERFLOW, needle);
     }
 
     fattn_tensor x = FATTN_TENSOR_INIT;
-    EXPECT(NULL, fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BHSD, 1, INT64_MAX / 2, 4, 4, 0, &x),
+    EXPECT(NULL,
+           fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BHSD, 1, INT64_MAX / 2, 4, 4, 0, &x),
            FATTN_ERR_OVERFLOW, "heads * seq * dim");
-    EXPECT(NULL, fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 1, 2, INT64_MAX / 2, 4, 0, &x),
+    EXPECT(NULL,
+           fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 1, 2, INT64_MAX / 2, 4, 0, &x),
            FATTN_ERR_OVERFLOW, "heads * seq * dim");
 
     EXPECT_ACCEPTED(fx, &fx->desc, fx->t);
@@ -1143,7 +1162,7 @@ static void test_empty_kv(void **state) {
     fattn_attention_desc d = fx->desc;
     d.seq_kv = 0;
     fixture g;
-    fx_build(&g, fx->ctx, &d);   /* K and V without buffers */
+    fx_build(&g, fx->ctx, &d); /* K and V without buffers */
     assert_null(g.t[TK].buffer);
 
     for (int causal = FATTN_CAUSAL_NONE; causal <= FATTN_CAUSAL_TOP_LEFT; causal++) {
@@ -1159,8 +1178,8 @@ static void test_empty_kv(void **state) {
     /* The host call: K and V may be NULL when there is nothing to read. */
     d.causal = 0;
     host_io h = host_io_make(&g);
-    assert_int_equal(fattn_attention_host(g.ctx, &d, FATTN_LAYOUT_BHSD, h.q, NULL, NULL, h.o, h.lse),
-                     FATTN_OK);
+    assert_int_equal(
+        fattn_attention_host(g.ctx, &d, FATTN_LAYOUT_BHSD, h.q, NULL, NULL, h.o, h.lse), FATTN_OK);
     assert_string_equal(fattn_error_message(g.ctx), "");
     for (size_t i = 0; i < h.o_bytes / sizeof(float); i++) assert_true(h.o[i] == 0.0f);
     for (size_t i = 0; i < h.lse_bytes / sizeof(float); i++)
@@ -1193,7 +1212,8 @@ static void test_empty_kv(void **state) {
         const ref_view lv = view_of(&g.t[TL]);
         for (int64_t b = 0; b < d.batch; b++)
             for (int64_t hq = 0; hq < d.heads_q; hq++)
-                for (int64_t i = 0; i < d.seq_q; i++) assert_true(isfinite(ref_get(&lv, b, hq, i, 0)));
+                for (int64_t i = 0; i < d.seq_q; i++)
+                    assert_true(isfinite(ref_get(&lv, b, hq, i, 0)));
         poison_view(&d, &g.t[TO], d.head_dim);
         poison_view(&d, &g.t[TL], 1);
     }
@@ -1216,7 +1236,7 @@ static void test_buffer_access(void **state) {
         {0, 65, "of 65 bytes at offset 0"},
         {60, 8, "of 8 bytes at offset 60"},
         {65, 0, "at offset 65"},
-        {1, SIZE_MAX, "past the buffer's 64 bytes"},   /* offset + bytes wraps around */
+        {1, SIZE_MAX, "past the buffer's 64 bytes"}, /* offset + bytes wraps around */
         {SIZE_MAX, 2, "past the buffer's 64 bytes"},
     };
     unsigned char out[80];
@@ -1324,8 +1344,8 @@ static void test_backend_limits(void **state) {
     EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, 5, &c), FATTN_ERR_NO_DEVICE, "device 5");
     assert_null(c);
     char name[64];
-    EXPECT(NULL, fattn_device_get_name(FATTN_BACKEND_CPU, 5, name, sizeof name), FATTN_ERR_NO_DEVICE,
-           "device 5");
+    EXPECT(NULL, fattn_device_get_name(FATTN_BACKEND_CPU, 5, name, sizeof name),
+           FATTN_ERR_NO_DEVICE, "device 5");
     EXPECT(NULL, fattn_device_get_name(FATTN_BACKEND_CPU, -1, name, sizeof name),
            FATTN_ERR_NO_DEVICE, "device -1");
     assert_int_equal(fattn_device_get_name(FATTN_BACKEND_CPU, 0, name, sizeof name), FATTN_OK);
@@ -1361,7 +1381,7 @@ static void test_backend_limits(void **state) {
  * FATTN_BACKEND does not leak into, or out of, this test. */
 typedef struct saved_env {
     const char *name;
-    char *value;   /* NULL when unset */
+    char *value; /* NULL when unset */
 } saved_env;
 
 static saved_env env_save(const char *name) {
@@ -1371,8 +1391,10 @@ static saved_env env_save(const char *name) {
 }
 
 static void env_restore(saved_env *s) {
-    if (s->value) setenv(s->name, s->value, 1);
-    else unsetenv(s->name);
+    if (s->value)
+        setenv(s->name, s->value, 1);
+    else
+        unsetenv(s->name);
     free(s->value);
 }
 

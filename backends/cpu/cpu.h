@@ -6,7 +6,7 @@
 #include "backend.h"
 
 typedef struct cpu_state {
-    int threads;   /* as opened: fattn_context_params, FATTN_CPU_THREADS, or every core */
+    int threads; /* as opened: fattn_context_params, FATTN_CPU_THREADS, or every core */
 } cpu_state;
 
 /* Threads for one call: the context parameter when set, else as opened. */
@@ -24,8 +24,9 @@ fattn_status cpu_parallel_for(int threads, int64_t n, size_t scratch_bytes, cpu_
 /* Element pointer of operand `op` at (b, h, s), as bytes. */
 static inline const unsigned char *cpu_elem(const fattn_operand *op, fattn_dtype t, int64_t b,
                                             int64_t h, int64_t s) {
-    const int64_t off = op->offset + b * op->stride_batch + h * op->stride_head + s * op->stride_seq;
-    return (const unsigned char *)op->mem + off * fattn_esize(t);   /* a buffer is its address */
+    const int64_t off =
+        op->offset + b * op->stride_batch + h * op->stride_head + s * op->stride_seq;
+    return (const unsigned char *)op->mem + off * fattn_esize(t); /* a buffer is its address */
 }
 
 /* Converts n elements of type t at src to float, multiplied by mul. */

@@ -51,8 +51,8 @@ static inline float shift_of(float m) { return m == -INFINITY ? 0.0f : m; }
 /* Writes a finished row: O = acc / l and LSE = m + log(l); a row with no
  * finite score (l == 0) gets 0 and -inf, and a NaN l (a NaN or +inf score)
  * stays NaN in both. acc is overwritten. */
-static void finish_row(const fattn_problem *p, int64_t b, int64_t h, int64_t i, float *acc,
-                       float m, float l) {
+static void finish_row(const fattn_problem *p, int64_t b, int64_t h, int64_t i, float *acc, float m,
+                       float l) {
     const int64_t D = p->head_dim;
     const float inv = l == 0.0f ? 0.0f : 1.0f / l;
     for (int64_t d = 0; d < D; d++) acc[d] *= inv;
@@ -114,7 +114,7 @@ static void tiled_item(void *arg, int64_t item, float *scratch) {
             }
             const float m_new = mx > m[i] ? mx : m[i];
             const float shift = shift_of(m_new);
-            const float alpha = expf(m[i] - shift);   /* 0 while m[i] is -inf */
+            const float alpha = expf(m[i] - shift); /* 0 while m[i] is -inf */
             float sum = 0.0f;
             float *a = acc + i * D;
             for (int64_t d = 0; d < D; d++) a[d] *= alpha;
@@ -145,7 +145,7 @@ fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_
 
 typedef struct naive_job {
     const fattn_problem *p;
-    float *scores, *probs;   /* [batch * heads_q * seq_q, seq_kv] each */
+    float *scores, *probs; /* [batch * heads_q * seq_q, seq_kv] each */
 } naive_job;
 
 /* One query row: S = scale Q K^T (masked -inf), P = softmax(S), O = P V. */
@@ -205,8 +205,8 @@ fattn_status cpu_forward_naive(void *state, const fattn_problem *p, const fattn_
                               bytes);
         }
     }
-    fattn_status st = cpu_parallel_for(cpu_threads(s, p), rows, (size_t)(3 * p->head_dim) * sizeof(float),
-                                       naive_item, &job, msg);
+    fattn_status st = cpu_parallel_for(
+        cpu_threads(s, p), rows, (size_t)(3 * p->head_dim) * sizeof(float), naive_item, &job, msg);
     free(job.scores);
     free(job.probs);
     return st;

@@ -23,13 +23,13 @@ static void cpu_probe(const fattn_settings *settings, fattn_probe *out) {
     (void)settings;
     out->device_count = 1;
     out->gpu_count = 0;
-    out->auto_score = 100;   /* always there, the last choice */
+    out->auto_score = 100; /* always there, the last choice */
     out->reason[0] = '\0';
 }
 
 /* "model name" from /proc/cpuinfo where there is one. */
-static fattn_status cpu_device_name(const fattn_settings *settings, int device, char *buf, size_t len,
-                                    fattn_msg *msg) {
+static fattn_status cpu_device_name(const fattn_settings *settings, int device, char *buf,
+                                    size_t len, fattn_msg *msg) {
     (void)settings;
     (void)device;
     (void)msg;
@@ -56,7 +56,8 @@ static fattn_status cpu_open(const fattn_open_args *args, void **state, fattn_ms
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
                           "the CPU backend takes no native context, device or queue");
     cpu_state *s = calloc(1, sizeof *s);
-    if (!s) return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate the CPU backend state");
+    if (!s)
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate the CPU backend state");
     const int threads = args->settings ? args->settings->cpu_threads : 0;
     s->threads = threads > 0 ? threads : cpu_cores();
     *state = s;
@@ -86,8 +87,10 @@ static fattn_status cpu_buffer_alloc(void *state, size_t bytes, void **mem, fatt
     /* 64-byte alignment for vector loads; aligned_alloc wants a multiple. */
     size_t rounded = (bytes + 63) & ~(size_t)63;
     void *p = rounded >= bytes ? aligned_alloc(64, rounded) : NULL;
-    if (!p) return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", bytes);
-    *mem = p;   /* a CPU buffer is its address; the core knows alloc from wrap */
+    if (!p)
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory",
+                          bytes);
+    *mem = p; /* a CPU buffer is its address; the core knows alloc from wrap */
     return FATTN_OK;
 }
 
@@ -130,12 +133,13 @@ static fattn_status cpu_buffer_region(void *state, void *mem, const void **root,
                                       fattn_msg *msg) {
     (void)state;
     (void)msg;
-    *root = NULL;   /* one address space */
+    *root = NULL; /* one address space */
     *start = (uint64_t)(uintptr_t)mem;
     return FATTN_OK;
 }
 
-static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan *plan,
+                                 fattn_msg *msg) {
     const cpu_state *s = state;
     if (p->tune.tile_q > CPU_TILE_MAX || p->tune.tile_kv > CPU_TILE_MAX)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
@@ -143,13 +147,14 @@ static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan
                           p->tune.tile_q, p->tune.tile_kv, CPU_TILE_MAX);
     plan->tiling.tile_q = p->tune.tile_q ? p->tune.tile_q : CPU_TILE_Q;
     plan->tiling.tile_kv = p->tune.tile_kv ? p->tune.tile_kv : CPU_TILE_KV;
-    plan->tiling.concurrent_groups = cpu_threads(s, p);   /* one tile set per thread */
+    plan->tiling.concurrent_groups = cpu_threads(s, p); /* one tile set per thread */
     plan->tiling.workspace_bytes = 0;
     return FATTN_OK;
 }
 
 /* Row-at-a-time S and P; its memory check needs nothing from the plan. */
-static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan *plan,
+                                 fattn_msg *msg) {
     (void)state;
     (void)p;
     (void)plan;
@@ -165,16 +170,19 @@ static const fattn_variant cpu_variants[] = {
 };
 enum { CPU_VARIANTS = sizeof cpu_variants / sizeof cpu_variants[0] };
 
-static fattn_status cpu_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status cpu_plan(void *state, const fattn_problem *p, fattn_plan *plan,
+                             fattn_msg *msg) {
     return fattn_plan_from_table(cpu_variants, CPU_VARIANTS, state, p, plan, msg);
 }
 
-static fattn_status cpu_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
+static fattn_status cpu_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                            fattn_msg *msg) {
     return fattn_run_from_table(cpu_variants, CPU_VARIANTS, state, p, plan, msg);
 }
 
 /* Host RAM: MemTotal and MemTotal - MemAvailable from /proc/meminfo. */
-static fattn_status cpu_device_memory(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg) {
+static fattn_status cpu_device_memory(void *state, uint64_t *used, uint64_t *total,
+                                      fattn_msg *msg) {
     (void)state;
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "cannot open /proc/meminfo");
@@ -182,12 +190,15 @@ static fattn_status cpu_device_memory(void *state, uint64_t *used, uint64_t *tot
     unsigned long long kb, mem_total = 0, mem_avail = 0;
     int found = 0;
     while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) mem_total = kb, found |= 1;
-        else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) mem_avail = kb, found |= 2;
+        if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+            mem_total = kb, found |= 1;
+        else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            mem_avail = kb, found |= 2;
     }
     fclose(f);
     if (found != 3 || mem_avail > mem_total)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "/proc/meminfo has no MemTotal and MemAvailable");
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "/proc/meminfo has no MemTotal and MemAvailable");
     *total = (uint64_t)mem_total * 1024;
     *used = (uint64_t)(mem_total - mem_avail) * 1024;
     return FATTN_OK;
@@ -203,8 +214,8 @@ static const fattn_backend_vtable cpu_vtable = {
     .device_name = cpu_device_name,
     .open = cpu_open,
     .close = cpu_close,
-    .set_stream = NULL,    /* no queues: only a NULL stream is accepted */
-    .synchronize = NULL,   /* every call completes before it returns */
+    .set_stream = NULL,  /* no queues: only a NULL stream is accepted */
+    .synchronize = NULL, /* every call completes before it returns */
     .buffer_alloc = cpu_buffer_alloc,
     .buffer_wrap = cpu_buffer_wrap,
     .buffer_free = cpu_buffer_free,

@@ -17,7 +17,7 @@ typedef struct pool_job {
 static void *pool_worker(void *p) {
     pool_job *job = p;
     float *scratch = job->scratch_bytes ? malloc(job->scratch_bytes) : NULL;
-    if (job->scratch_bytes && !scratch) return NULL;   /* others take the items */
+    if (job->scratch_bytes && !scratch) return NULL; /* others take the items */
     for (;;) {
         long long item = atomic_fetch_add(&job->next, 1);
         if (item >= job->n) break;
@@ -45,7 +45,7 @@ fattn_status cpu_parallel_for(int threads, int64_t n, size_t scratch_bytes, cpu_
         if (pthread_create(&tids[started], NULL, pool_worker, &job) != 0) break;
         started++;
     }
-    pool_worker(&job);   /* the calling thread works too */
+    pool_worker(&job); /* the calling thread works too */
     for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
     /* Items are left undone only if no thread got its scratch. */
     if (atomic_load(&job.next) < n)

@@ -20,10 +20,10 @@
 
 /* Fails with the call, cudaGetErrorName and cudaGetErrorString; memory
  * errors become FATTN_ERR_OUT_OF_MEMORY. */
-#define CU_TRY(msg, call)                                              \
-    do {                                                               \
-        cudaError_t err_ = (call);                                     \
-        if (err_ != cudaSuccess) return cuda_fail((msg), err_, #call); \
+#define CU_TRY(msg, call)                                                                          \
+    do {                                                                                           \
+        cudaError_t err_ = (call);                                                                 \
+        if (err_ != cudaSuccess) return cuda_fail((msg), err_, #call);                             \
     } while (0)
 
 fattn_status cuda_fail(fattn_msg *msg, cudaError_t err, const char *what);
@@ -33,11 +33,11 @@ typedef struct cuda_state {
     /* 1: the caller's context, current on the calling thread, is used as
      * it is: fattn never calls cudaSetDevice. */
     int native_current;
-    int small_tiles;          /* settings->cuda_small_tiles, read at open */
+    int small_tiles; /* settings->cuda_small_tiles, read at open */
     struct cudaDeviceProp prop;
     cudaStream_t own_stream;
-    cudaStream_t stream;      /* own_stream, or the caller's */
-    void *cublas;             /* cublasHandle_t, created on the first naive call */
+    cudaStream_t stream; /* own_stream, or the caller's */
+    void *cublas;        /* cublasHandle_t, created on the first naive call */
 } cuda_state;
 
 /* A fattn buffer's mem is the device pointer itself (the core keeps whether
@@ -55,11 +55,13 @@ void cuda_use_quiet(cuda_state *s);
  * or by cudaMallocAsync on the context's stream when async. A size above the
  * device's total memory fails before the driver sees it; every failure names
  * the size and the device's free and total memory. The device must be current. */
-fattn_status cuda_alloc(cuda_state *s, const char *what, size_t bytes, int async, void **ptr, fattn_msg *msg);
+fattn_status cuda_alloc(cuda_state *s, const char *what, size_t bytes, int async, void **ptr,
+                        fattn_msg *msg);
 
 /* The vtable's device and buffer slots (backend.h says what each does). */
 void cuda_probe(const fattn_settings *settings, fattn_probe *out);
-fattn_status cuda_device_name(const fattn_settings *settings, int device, char *buf, size_t len, fattn_msg *msg);
+fattn_status cuda_device_name(const fattn_settings *settings, int device, char *buf, size_t len,
+                              fattn_msg *msg);
 fattn_status cuda_open(const fattn_open_args *args, void **state, fattn_msg *msg);
 /* Frees the state after the layers above released what they hold in it. */
 void cuda_close_state(cuda_state *s);
@@ -70,9 +72,11 @@ fattn_status cuda_buffer_wrap(void *state, void *native, size_t bytes, void **me
 void cuda_buffer_free(void *state, void *mem, int owned);
 fattn_status cuda_buffer_write(void *state, void *mem, size_t offset, const void *src, size_t bytes,
                                fattn_msg *msg);
-fattn_status cuda_buffer_read(void *state, void *mem, size_t offset, void *dst, size_t bytes, fattn_msg *msg);
+fattn_status cuda_buffer_read(void *state, void *mem, size_t offset, void *dst, size_t bytes,
+                              fattn_msg *msg);
 void *cuda_buffer_native(void *state, void *mem);
-fattn_status cuda_buffer_region(void *state, void *mem, const void **root, uint64_t *start, fattn_msg *msg);
+fattn_status cuda_buffer_region(void *state, void *mem, const void **root, uint64_t *start,
+                                fattn_msg *msg);
 fattn_status cuda_device_memory(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg);
 fattn_status cuda_mark(void *state, void **mark, fattn_msg *msg);
 fattn_status cuda_mark_elapsed(void *state, void *start, void *stop, double *ms, fattn_msg *msg);
@@ -82,16 +86,16 @@ void cuda_mark_free(void *state, void *mark);
 
 /* The rows of the variant table, in the order the planner tries them. */
 typedef enum cuda_variant {
-    CUDA_VARIANT_MMA = 0,     /* tensor cores: f16/bf16 on compute 8.0+ */
-    CUDA_VARIANT_SIMT = 1,    /* CUDA cores: f32 anywhere, f16/bf16 below 8.0 */
-    CUDA_VARIANT_NAIVE = 2,   /* cuBLAS, S and P materialised: the baseline */
+    CUDA_VARIANT_MMA = 0,   /* tensor cores: f16/bf16 on compute 8.0+ */
+    CUDA_VARIANT_SIMT = 1,  /* CUDA cores: f32 anywhere, f16/bf16 below 8.0 */
+    CUDA_VARIANT_NAIVE = 2, /* cuBLAS, S and P materialised: the baseline */
     CUDA_VARIANT_COUNT
 } cuda_variant;
 
 /* How a variant runs: the typed view of fattn_plan's area. */
 typedef struct cuda_plan {
-    int dpad;    /* mma, simt: the head-dim bucket whose instance runs (32..256) */
-    int small;   /* simt: 1 = the small-shared-memory tile shape */
+    int dpad;  /* mma, simt: the head-dim bucket whose instance runs (32..256) */
+    int small; /* simt: 1 = the small-shared-memory tile shape */
 } cuda_plan;
 FATTN_PLAN_FITS(cuda_plan);
 
@@ -106,8 +110,10 @@ fattn_status cuda_run_zero(cuda_state *s, const fattn_cuda_args *a, fattn_msg *m
 
 /* The forward variants' run slots: the planned kernel, or the zero output
  * when seq_kv = 0. */
-fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
-fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
+fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan *plan,
+                          fattn_msg *msg);
+fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan *plan,
+                           fattn_msg *msg);
 
 /* ---- cuda_naive.c -------------------------------------------------------- */
 
@@ -118,13 +124,15 @@ fattn_status cuda_naive_check(const fattn_problem *p, fattn_msg *msg);
 /* Opens cuBLAS once per process: FATTN_ERR_UNSUPPORTED with the loader's
  * reason when it cannot. */
 fattn_status cuda_naive_load(fattn_msg *msg);
-fattn_status cuda_run_naive(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
+fattn_status cuda_run_naive(void *state, const fattn_problem *p, const fattn_plan *plan,
+                            fattn_msg *msg);
 /* Destroys the context's cuBLAS handle, if it made one. */
 void cuda_naive_release(cuda_state *s);
 
 /* ---- cuda_plan.c --------------------------------------------------------- */
 
-fattn_status cuda_plan_problem(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg);
+fattn_status cuda_plan_problem(void *state, const fattn_problem *p, fattn_plan *plan,
+                               fattn_msg *msg);
 fattn_status cuda_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
 
 #endif /* FATTN_CUDA_COMMON_H */

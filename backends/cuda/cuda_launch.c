@@ -40,7 +40,7 @@ void cuda_args(const fattn_problem *p, fattn_cuda_args *a) {
     a->batch = p->batch;
     a->heads_q = p->heads_q;
     a->group = p->heads_q / p->heads_kv;
-    a->seq_q = (int)p->seq_q;   /* below 2^31: the planner checks */
+    a->seq_q = (int)p->seq_q; /* below 2^31: the planner checks */
     a->seq_kv = (int)p->seq_kv;
     a->head_dim = (int)p->head_dim;
     a->scale_log2 = p->scale_log2;
@@ -51,17 +51,20 @@ void cuda_args(const fattn_problem *p, fattn_cuda_args *a) {
 
 fattn_status cuda_run_zero(cuda_state *s, const fattn_cuda_args *a, fattn_msg *msg) {
     const cudaError_t err = fattn_cuda_zero_output(a, s->stream);
-    return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the zero-output kernel (seq_kv = 0)");
+    return err == cudaSuccess ? FATTN_OK
+                              : cuda_fail(msg, err, "the zero-output kernel (seq_kv = 0)");
 }
 
 /* The device current and the arguments built: what every run starts with. */
-static fattn_status begin(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a, fattn_msg *msg) {
+static fattn_status begin(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a,
+                          fattn_msg *msg) {
     fattn_status st = cuda_use(s, msg);
     if (st == FATTN_OK) cuda_args(p, a);
     return st;
 }
 
-fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
+fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan *plan,
+                          fattn_msg *msg) {
     cuda_state *s = state;
     const cuda_plan *cp = FATTN_PLAN_AREA(plan, const cuda_plan);
     fattn_cuda_args a;
@@ -72,7 +75,8 @@ fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan 
     return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the tensor-core attention kernel");
 }
 
-fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
+fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan *plan,
+                           fattn_msg *msg) {
     cuda_state *s = state;
     const cuda_plan *cp = FATTN_PLAN_AREA(plan, const cuda_plan);
     fattn_cuda_args a;

@@ -24,13 +24,15 @@ static fattn_status tiled_common(const fattn_problem *p, int *dpad, fattn_msg *m
                           "seq_q = %lld, seq_kv = %lld: the CUDA kernels take sequences below 2^31",
                           (long long)p->seq_q, (long long)p->seq_kv);
     if (p->tune.tile_q || p->tune.tile_kv)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the CUDA kernels have fixed tiles per head dim; leave FATTN_PARAM_TILE_Q and "
-                          "FATTN_PARAM_TILE_KV at 0");
+        return fattn_fail(
+            msg, FATTN_ERR_UNSUPPORTED,
+            "the CUDA kernels have fixed tiles per head dim; leave FATTN_PARAM_TILE_Q and "
+            "FATTN_PARAM_TILE_KV at 0");
     *dpad = dpad_for(p->head_dim);
     if (!*dpad)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "head dim %lld: no kernel for it was built (FATTN_CUDA_HEAD_DIMS)", (long long)p->head_dim);
+                          "head dim %lld: no kernel for it was built (FATTN_CUDA_HEAD_DIMS)",
+                          (long long)p->head_dim);
     return FATTN_OK;
 }
 
@@ -41,27 +43,29 @@ static int mma_domain(const cuda_state *s, const fattn_problem *p) {
 }
 
 /* A tile shape must fit the shared memory a block may opt in to. */
-static fattn_status fits(const cuda_state *s, const fattn_problem *p, const char *kernel, int bm, int bn, int smem,
-                         fattn_msg *msg) {
+static fattn_status fits(const cuda_state *s, const fattn_problem *p, const char *kernel, int bm,
+                         int bn, int smem, fattn_msg *msg) {
     const size_t smem_max = s->prop.sharedMemPerBlockOptin;
     if ((size_t)smem > smem_max)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "head dim %lld: the %s kernel's %dx%d tile needs %d bytes of shared memory per "
-                          "block; %s (compute %d.%d) allows %zu",
-                          (long long)p->head_dim, kernel, bm, bn, smem, s->prop.name, s->prop.major, s->prop.minor,
-                          smem_max);
+        return fattn_fail(
+            msg, FATTN_ERR_UNSUPPORTED,
+            "head dim %lld: the %s kernel's %dx%d tile needs %d bytes of shared memory per "
+            "block; %s (compute %d.%d) allows %zu",
+            (long long)p->head_dim, kernel, bm, bn, smem, s->prop.name, s->prop.major,
+            s->prop.minor, smem_max);
     return FATTN_OK;
 }
 
 /* The tensor-core kernel's tile for dpad, if it fits this device. */
-static fattn_status mma_tiles(const cuda_state *s, const fattn_problem *p, int dpad, int *bm, int *bn, int *smem,
-                              fattn_msg *msg) {
+static fattn_status mma_tiles(const cuda_state *s, const fattn_problem *p, int dpad, int *bm,
+                              int *bn, int *smem, fattn_msg *msg) {
     fattn_cuda_flash_mma_tiles(dpad, bm, bn, smem);
     return fits(s, p, "tensor-core", *bm, *bn, *smem, msg);
 }
 
 /* Fills the plan of a tiled variant. */
-static void tiled_plan(const cuda_state *s, fattn_plan *plan, int dpad, int small, int bm, int bn, int smem) {
+static void tiled_plan(const cuda_state *s, fattn_plan *plan, int dpad, int small, int bm, int bn,
+                       int smem) {
     cuda_plan *cp = FATTN_PLAN_AREA(plan, cuda_plan);
     memset(cp, 0, sizeof *cp);
     cp->dpad = dpad;
@@ -70,25 +74,30 @@ static void tiled_plan(const cuda_state *s, fattn_plan *plan, int dpad, int smal
     plan->tiling.tile_kv = bn;
     /* Resident blocks: as many as shared memory allows per SM (registers may allow fewer). */
     const size_t per_sm = smem ? s->prop.sharedMemPerMultiprocessor / ((size_t)smem + 1024) : 1;
-    plan->tiling.concurrent_groups = (int64_t)s->prop.multiProcessorCount * (int64_t)(per_sm ? per_sm : 1);
+    plan->tiling.concurrent_groups =
+        (int64_t)s->prop.multiProcessorCount * (int64_t)(per_sm ? per_sm : 1);
     plan->tiling.workspace_bytes = 0;
 }
 
-static fattn_status accept_mma(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status accept_mma(void *state, const fattn_problem *p, fattn_plan *plan,
+                               fattn_msg *msg) {
     const cuda_state *s = state;
     int dpad, bm, bn, smem;
     fattn_status st = tiled_common(p, &dpad, msg);
     if (st != FATTN_OK) return st;
     if (!mma_domain(s, p))
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the tensor-core kernel takes f16/bf16 on compute 8.0+; this is %s on %s (compute %d.%d)",
-                          p->dtype == FATTN_F32 ? "f32" : "f16/bf16", s->prop.name, s->prop.major, s->prop.minor);
+                          "the tensor-core kernel takes f16/bf16 on compute 8.0+; this is %s on %s "
+                          "(compute %d.%d)",
+                          p->dtype == FATTN_F32 ? "f32" : "f16/bf16", s->prop.name, s->prop.major,
+                          s->prop.minor);
     if ((st = mma_tiles(s, p, dpad, &bm, &bn, &smem, msg)) != FATTN_OK) return st;
     tiled_plan(s, plan, dpad, 0, bm, bn, smem);
     return FATTN_OK;
 }
 
-static fattn_status accept_simt(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status accept_simt(void *state, const fattn_problem *p, fattn_plan *plan,
+                                fattn_msg *msg) {
     const cuda_state *s = state;
     int dpad, bm, bn, smem;
     fattn_status st = tiled_common(p, &dpad, msg);
@@ -98,15 +107,17 @@ static fattn_status accept_simt(void *state, const fattn_problem *p, fattn_plan 
      * tries and the planner keeps the last reason. */
     if (mma_domain(s, p)) {
         st = mma_tiles(s, p, dpad, &bm, &bn, &smem, msg);
-        return st != FATTN_OK ? st
-                              : fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                                           "f16/bf16 on compute 8.0+ runs on the tensor-core kernel only");
+        return st != FATTN_OK
+                   ? st
+                   : fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                                "f16/bf16 on compute 8.0+ runs on the tensor-core kernel only");
     }
     if (p->dtype != FATTN_F32 && !fattn_cuda_simt_half_built())
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "%s (compute %d.%d) has no bf16/f16 tensor-core path, and this build has no "
-                          "f16/bf16 CUDA-core kernels (FATTN_CUDA_SIMT_HALF=OFF)",
-                          s->prop.name, s->prop.major, s->prop.minor);
+        return fattn_fail(
+            msg, FATTN_ERR_UNSUPPORTED,
+            "%s (compute %d.%d) has no bf16/f16 tensor-core path, and this build has no "
+            "f16/bf16 CUDA-core kernels (FATTN_CUDA_SIMT_HALF=OFF)",
+            s->prop.name, s->prop.major, s->prop.minor);
     /* The tuned shape, or the small one where a block may not have the
      * tuned one's shared memory (or where settings ask for it anywhere). */
     int small = s->small_tiles;
@@ -122,7 +133,8 @@ static fattn_status accept_simt(void *state, const fattn_problem *p, fattn_plan 
  * int sizes (cuda_naive_check) and cuBLAS itself, which it opens here
  * rather than at run time so that a machine without it hears so when
  * planning. seq_kv = 0 is the zero output, and needs neither. */
-static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan *plan,
+                                 fattn_msg *msg) {
     (void)state;
     fattn_status st = cuda_naive_check(p, msg);
     if (st == FATTN_OK && p->seq_kv > 0) st = cuda_naive_load(msg);
@@ -147,7 +159,8 @@ static const fattn_variant cuda_variants[CUDA_VARIANT_COUNT] = {
     [CUDA_VARIANT_NAIVE] = {"naive", FATTN_OP_FORWARD_NAIVE, accept_naive, cuda_run_naive},
 };
 
-fattn_status cuda_plan_problem(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+fattn_status cuda_plan_problem(void *state, const fattn_problem *p, fattn_plan *plan,
+                               fattn_msg *msg) {
     return fattn_plan_from_table(cuda_variants, CUDA_VARIANT_COUNT, state, p, plan, msg);
 }
 

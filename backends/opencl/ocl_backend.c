@@ -21,7 +21,8 @@ static void ocl_probe(const fattn_settings *settings, fattn_probe *out) {
     out->device_count = ocl_list_devices(settings ? settings : &no_settings, devs, OCL_MAX_DEVICES,
                                          out->reason, sizeof out->reason);
     out->gpu_count = 0;
-    for (int i = 0; i < out->device_count; i++) out->gpu_count += (devs[i].type & CL_DEVICE_TYPE_GPU) != 0;
+    for (int i = 0; i < out->device_count; i++)
+        out->gpu_count += (devs[i].type & CL_DEVICE_TYPE_GPU) != 0;
     out->auto_score = out->gpu_count > 0 ? OCL_AUTO_SCORE_GPU : 0;
 }
 
@@ -31,14 +32,14 @@ static fattn_status entry_at(const fattn_settings *settings, int device, ocl_dev
     char reason[256];
     int n = ocl_list_devices(settings, devs, OCL_MAX_DEVICES, reason, sizeof reason);
     if (device < 0 || device >= n)
-        return fattn_fail(msg, FATTN_ERR_NO_DEVICE, "OpenCL device %d requested; %d found%s%s", device, n,
-                          n ? "" : ": ", n ? "" : reason);
+        return fattn_fail(msg, FATTN_ERR_NO_DEVICE, "OpenCL device %d requested; %d found%s%s",
+                          device, n, n ? "" : ": ", n ? "" : reason);
     *e = devs[device];
     return FATTN_OK;
 }
 
-static fattn_status ocl_device_name(const fattn_settings *settings, int device, char *buf, size_t len,
-                                    fattn_msg *msg) {
+static fattn_status ocl_device_name(const fattn_settings *settings, int device, char *buf,
+                                    size_t len, fattn_msg *msg) {
     ocl_device_entry e;
     fattn_status st = entry_at(settings ? settings : &no_settings, device, &e, msg);
     if (st == FATTN_OK) ocl_describe(e.device, buf, len);
@@ -65,10 +66,12 @@ static fattn_status open_own(ocl_state *s, int device, fattn_msg *msg) {
     fattn_status st = entry_at(&s->settings, device, &s->dev, msg);
     if (st != FATTN_OK) return st;
     cl_int err = CL_SUCCESS;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)s->dev.platform, 0};
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)s->dev.platform,
+                                     0};
     s->context = clCreateContext(props, 1, &s->dev.device, NULL, NULL, &err);
     if (err == CL_SUCCESS)
-        s->own_queue = clCreateCommandQueue(s->context, s->dev.device, CL_QUEUE_PROFILING_ENABLE, &err);
+        s->own_queue =
+            clCreateCommandQueue(s->context, s->dev.device, CL_QUEUE_PROFILING_ENABLE, &err);
     if (err != CL_SUCCESS)
         return fattn_fail(msg, FATTN_ERR_DEVICE, "creating an OpenCL context and queue: %s (%d)",
                           ocl_error_name(err), (int)err);
@@ -77,11 +80,14 @@ static fattn_status open_own(ocl_state *s, int device, fattn_msg *msg) {
 }
 
 /* Whether dev is one of ctx's devices. */
-static fattn_status device_in_context(cl_context ctx, cl_device_id dev, int *found, fattn_msg *msg) {
+static fattn_status device_in_context(cl_context ctx, cl_device_id dev, int *found,
+                                      fattn_msg *msg) {
     size_t bytes = 0;
     OCL_TRY(msg, clGetContextInfo(ctx, CL_CONTEXT_DEVICES, 0, NULL, &bytes));
     cl_device_id *devs = malloc(bytes ? bytes : 1);
-    if (!devs) return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate the context's device list");
+    if (!devs)
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY,
+                          "cannot allocate the context's device list");
     const cl_int err = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, bytes, devs, NULL);
     *found = 0;
     for (size_t i = 0; err == CL_SUCCESS && i < bytes / sizeof *devs; i++) *found |= devs[i] == dev;
@@ -106,9 +112,10 @@ static fattn_status open_native(ocl_state *s, const fattn_open_args *a, fattn_ms
     cl_device_id dev = (cl_device_id)a->native_device;
     cl_command_queue q = (cl_command_queue)a->native_queue;
     if (!dev)
-        return fattn_fail(msg, FATTN_ERR_NULL_POINTER,
-                          "native_context is set but native_device is NULL: an OpenCL context made "
-                          "around a cl_context needs the cl_device_id (one of its devices) to run on");
+        return fattn_fail(
+            msg, FATTN_ERR_NULL_POINTER,
+            "native_context is set but native_device is NULL: an OpenCL context made "
+            "around a cl_context needs the cl_device_id (one of its devices) to run on");
     int found = 0;
     fattn_status st = device_in_context(ctx, dev, &found, msg);
     if (st != FATTN_OK) return st;
@@ -139,7 +146,8 @@ static fattn_status open_native(ocl_state *s, const fattn_open_args *a, fattn_ms
         s->own_queue = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
         if (err != CL_SUCCESS) {
             s->own_queue = NULL;
-            return fattn_fail(msg, ocl_status_of(err), "creating an OpenCL queue on native_context: %s (%d)",
+            return fattn_fail(msg, ocl_status_of(err),
+                              "creating an OpenCL queue on native_context: %s (%d)",
                               ocl_error_name(err), (int)err);
         }
     }
@@ -164,9 +172,10 @@ static fattn_status ocl_open(const fattn_open_args *args, void **state, fattn_ms
     if (args->native_context)
         st = open_native(s, args, msg);
     else if (args->native_device)
-        st = fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
-                        "native_device is set without native_context: OpenCL takes the caller's device "
-                        "only with its cl_context");
+        st = fattn_fail(
+            msg, FATTN_ERR_INVALID_ARGUMENT,
+            "native_device is set without native_context: OpenCL takes the caller's device "
+            "only with its cl_context");
     else
         st = open_own(s, args->device, msg);
     if (st == FATTN_OK) st = ocl_read_limits(s->dev.device, s->dev.type, &s->limits, msg);
@@ -203,7 +212,7 @@ static fattn_status ocl_set_stream(void *state, void *native, fattn_msg *msg) {
                               "allocated by fattn live in this one; set the queue first",
                               s->live_buffers);
         OCL_TRY(msg, clRetainContext(qctx));
-        ocl_cache_release(&s->cache);   /* programs belong to a cl_context */
+        ocl_cache_release(&s->cache); /* programs belong to a cl_context */
         clReleaseContext(s->context);
         s->context = qctx;
     }
@@ -237,11 +246,12 @@ static fattn_status ocl_buffer_alloc(void *state, size_t bytes, void **mem, fatt
     ocl_state *s = state;
     /* Drivers may accept any size lazily (NVIDIA's took 2^62 bytes). */
     if ((uint64_t)bytes > s->limits.max_alloc || (uint64_t)bytes > s->limits.global_mem)
-        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY,
-                          "cannot allocate %zu bytes: the OpenCL device allows at most %llu bytes in "
-                          "one buffer and has %llu bytes of global memory",
-                          bytes, (unsigned long long)s->limits.max_alloc,
-                          (unsigned long long)s->limits.global_mem);
+        return fattn_fail(
+            msg, FATTN_ERR_OUT_OF_MEMORY,
+            "cannot allocate %zu bytes: the OpenCL device allows at most %llu bytes in "
+            "one buffer and has %llu bytes of global memory",
+            bytes, (unsigned long long)s->limits.max_alloc,
+            (unsigned long long)s->limits.global_mem);
     cl_int err;
     cl_mem m = clCreateBuffer(s->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (err != CL_SUCCESS)
@@ -261,7 +271,8 @@ static fattn_status find_root(cl_mem m, cl_mem *root, uint64_t *start, fattn_msg
     for (int depth = 0; depth < 16; depth++) {
         cl_mem parent = NULL;
         size_t offset = 0;
-        OCL_TRY(msg, clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL));
+        OCL_TRY(msg,
+                clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL));
         if (!parent) {
             *root = m;
             *start = at;
@@ -271,10 +282,12 @@ static fattn_status find_root(cl_mem m, cl_mem *root, uint64_t *start, fattn_msg
         at += offset;
         m = parent;
     }
-    return fattn_fail(msg, FATTN_ERR_DEVICE, "the cl_mem's chain of parent buffers is longer than 16");
+    return fattn_fail(msg, FATTN_ERR_DEVICE,
+                      "the cl_mem's chain of parent buffers is longer than 16");
 }
 
-static fattn_status ocl_buffer_wrap(void *state, void *native, size_t bytes, void **mem, fattn_msg *msg) {
+static fattn_status ocl_buffer_wrap(void *state, void *native, size_t bytes, void **mem,
+                                    fattn_msg *msg) {
     ocl_state *s = state;
     cl_mem m = (cl_mem)native;
     cl_context mctx;
@@ -286,17 +299,18 @@ static fattn_status ocl_buffer_wrap(void *state, void *native, size_t bytes, voi
                           "the cl_mem belongs to another cl_context; pass a queue of that context "
                           "to fattn_context_set_stream first");
     if (size < bytes)
-        return fattn_fail(msg, FATTN_ERR_BUFFER_TOO_SMALL, "the cl_mem has %zu bytes, not %zu", size, bytes);
+        return fattn_fail(msg, FATTN_ERR_BUFFER_TOO_SMALL, "the cl_mem has %zu bytes, not %zu",
+                          size, bytes);
     cl_mem root = NULL;
     uint64_t start = 0;
     fattn_status st = find_root(m, &root, &start, msg);
     if (st != FATTN_OK) return st;
-    OCL_TRY(msg, clRetainMemObject(m));   /* the caller keeps its own reference */
+    OCL_TRY(msg, clRetainMemObject(m)); /* the caller keeps its own reference */
     return new_buf(m, root, start, mem, msg);
 }
 
 static fattn_status ocl_buffer_region(void *state, void *mem, const void **root, uint64_t *start,
-                                     fattn_msg *msg) {
+                                      fattn_msg *msg) {
     (void)state;
     (void)msg;
     *root = ((ocl_buf *)mem)->root;
@@ -314,19 +328,19 @@ static void ocl_buffer_free(void *state, void *mem, int owned) {
     free(b);
 }
 
-static fattn_status ocl_buffer_write(void *state, void *mem, size_t offset, const void *src, size_t bytes,
-                                    fattn_msg *msg) {
+static fattn_status ocl_buffer_write(void *state, void *mem, size_t offset, const void *src,
+                                     size_t bytes, fattn_msg *msg) {
     ocl_state *s = state;
-    OCL_TRY(msg,
-            clEnqueueWriteBuffer(s->queue, ((ocl_buf *)mem)->mem, CL_TRUE, offset, bytes, src, 0, NULL, NULL));
+    OCL_TRY(msg, clEnqueueWriteBuffer(s->queue, ((ocl_buf *)mem)->mem, CL_TRUE, offset, bytes, src,
+                                      0, NULL, NULL));
     return FATTN_OK;
 }
 
 static fattn_status ocl_buffer_read(void *state, void *mem, size_t offset, void *dst, size_t bytes,
-                                   fattn_msg *msg) {
+                                    fattn_msg *msg) {
     ocl_state *s = state;
-    OCL_TRY(msg,
-            clEnqueueReadBuffer(s->queue, ((ocl_buf *)mem)->mem, CL_TRUE, offset, bytes, dst, 0, NULL, NULL));
+    OCL_TRY(msg, clEnqueueReadBuffer(s->queue, ((ocl_buf *)mem)->mem, CL_TRUE, offset, bytes, dst,
+                                     0, NULL, NULL));
     return FATTN_OK;
 }
 
@@ -337,7 +351,8 @@ static void *ocl_buffer_native(void *state, void *mem) {
 
 /* Only AMD's cl_amd_device_attribute_query says how much memory is free
  * (CL_DEVICE_GLOBAL_FREE_MEMORY_AMD, in KiB); core OpenCL has no such query. */
-static fattn_status ocl_device_memory(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg) {
+static fattn_status ocl_device_memory(void *state, uint64_t *used, uint64_t *total,
+                                      fattn_msg *msg) {
     ocl_state *s = state;
     cl_ulong size = 0;
     size_t free_kb[2] = {0, 0}, ext_len = 0;
@@ -353,9 +368,10 @@ static fattn_status ocl_device_memory(void *state, uint64_t *used, uint64_t *tot
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "OpenCL cannot report free device memory on this device (only AMD's "
                           "cl_amd_device_attribute_query can)");
-    OCL_TRY(msg, clGetDeviceInfo(s->dev.device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof size, &size, NULL));
-    OCL_TRY(msg, clGetDeviceInfo(s->dev.device, 0x4039 /* CL_DEVICE_GLOBAL_FREE_MEMORY_AMD */, sizeof free_kb,
-                                free_kb, NULL));
+    OCL_TRY(msg,
+            clGetDeviceInfo(s->dev.device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof size, &size, NULL));
+    OCL_TRY(msg, clGetDeviceInfo(s->dev.device, 0x4039 /* CL_DEVICE_GLOBAL_FREE_MEMORY_AMD */,
+                                 sizeof free_kb, free_kb, NULL));
     const uint64_t free_b = (uint64_t)free_kb[0] * 1024;
     *total = (uint64_t)size;
     *used = free_b < *total ? *total - free_b : 0;
@@ -386,12 +402,13 @@ static fattn_status ocl_mark(void *state, void **mark, fattn_msg *msg) {
     return FATTN_OK;
 }
 
-static fattn_status ocl_mark_elapsed(void *state, void *start, void *stop, double *ms, fattn_msg *msg) {
+static fattn_status ocl_mark_elapsed(void *state, void *start, void *stop, double *ms,
+                                     fattn_msg *msg) {
     (void)state;
     cl_event ev[2] = {(cl_event)start, (cl_event)stop};
     const cl_profiling_info which[2] = {CL_PROFILING_COMMAND_END, CL_PROFILING_COMMAND_START};
     cl_ulong t[2];
-    for (int i = 0; i < 2; i++) {   /* one by one: the marks may be on queues of two contexts */
+    for (int i = 0; i < 2; i++) { /* one by one: the marks may be on queues of two contexts */
         OCL_TRY(msg, clWaitForEvents(1, &ev[i]));
         cl_int err = clGetEventProfilingInfo(ev[i], which[i], sizeof t[i], &t[i], NULL);
         if (err == CL_PROFILING_INFO_NOT_AVAILABLE)
@@ -401,9 +418,11 @@ static fattn_status ocl_mark_elapsed(void *state, void *start, void *stop, doubl
         OCL_TRY(msg, err);
     }
     if (t[0] == 0 || t[1] < t[0])
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the OpenCL driver gave no usable profiling times for the timer's mark kernels "
-                          "(start %llu, stop %llu)", (unsigned long long)t[0], (unsigned long long)t[1]);
+        return fattn_fail(
+            msg, FATTN_ERR_UNSUPPORTED,
+            "the OpenCL driver gave no usable profiling times for the timer's mark kernels "
+            "(start %llu, stop %llu)",
+            (unsigned long long)t[0], (unsigned long long)t[1]);
     *ms = (double)(t[1] - t[0]) * 1e-6;
     return FATTN_OK;
 }

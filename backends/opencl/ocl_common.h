@@ -27,12 +27,12 @@ static inline fattn_status ocl_status_of(cl_int err) {
 }
 
 /* Fails with ocl_status_of(err), naming the call and the code, if err != CL_SUCCESS. */
-#define OCL_TRY(msg, call)                                                                  \
-    do {                                                                                    \
-        cl_int err_ = (call);                                                               \
-        if (err_ != CL_SUCCESS)                                                             \
-            return fattn_fail((msg), ocl_status_of(err_), "%s failed: %s (%d)", #call,      \
-                              ocl_error_name(err_), (int)err_);                             \
+#define OCL_TRY(msg, call)                                                                         \
+    do {                                                                                           \
+        cl_int err_ = (call);                                                                      \
+        if (err_ != CL_SUCCESS)                                                                    \
+            return fattn_fail((msg), ocl_status_of(err_), "%s failed: %s (%d)", #call,             \
+                              ocl_error_name(err_), (int)err_);                                    \
     } while (0)
 
 /* ---- Devices (ocl_device.c) ---------------------------------------------------- */
@@ -58,31 +58,32 @@ void ocl_describe(cl_device_id dev, char *buf, size_t len);
 /* ---- Tuning (ocl_tuning.c) ------------------------------------------------------ */
 
 typedef struct ocl_tiles {
-    int dpad;   /* head dim bucket: 32, 64, 128 or 256 */
-    int bq, bkv;   /* query rows and keys per tile */
-    int tq, tk;    /* work-item grid: rows x keys (and dims) */
+    int dpad;    /* head dim bucket: 32, 64, 128 or 256 */
+    int bq, bkv; /* query rows and keys per tile */
+    int tq, tk;  /* work-item grid: rows x keys (and dims) */
 } ocl_tiles;
 
 typedef struct ocl_limits {
-    size_t local_mem;      /* bytes */
-    size_t max_wg;         /* work-items per group */
-    size_t preferred_multiple;   /* work-items per warp or wavefront; 1 if the driver does not say */
-    uint64_t max_alloc;    /* bytes in one buffer */
-    uint64_t global_mem;   /* bytes of device memory */
-    int vendor_class;      /* OCL_CLASS_* */
+    size_t local_mem;          /* bytes */
+    size_t max_wg;             /* work-items per group */
+    size_t preferred_multiple; /* work-items per warp or wavefront; 1 if the driver does not say */
+    uint64_t max_alloc;        /* bytes in one buffer */
+    uint64_t global_mem;       /* bytes of device memory */
+    int vendor_class;          /* OCL_CLASS_* */
     int compute_units;
-    int softmax_wg;        /* the naive softmax's work-group: a power of two <= 256 */
+    int softmax_wg; /* the naive softmax's work-group: a power of two <= 256 */
 } ocl_limits;
 
 enum { OCL_CLASS_OTHER, OCL_CLASS_NVIDIA, OCL_CLASS_AMD, OCL_CLASS_INTEL, OCL_CLASS_CPU };
 
-fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *out, fattn_msg *msg);
+fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *out,
+                             fattn_msg *msg);
 /* Tiles for head dim D with the caller's overrides (0 = table default) and
  * the FATTN_OPENCL_TILES value `forced` (NULL = none); fails with
  * FATTN_ERR_UNSUPPORTED when overrides cannot fit the device, and with
  * FATTN_ERR_ENVIRONMENT when `forced` is malformed. */
-fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced, int D, int tile_q, int tile_kv,
-                              ocl_tiles *out, fattn_msg *msg);
+fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced, int D, int tile_q,
+                              int tile_kv, ocl_tiles *out, fattn_msg *msg);
 /* Local memory the kernel uses for these tiles. */
 size_t ocl_local_bytes(const ocl_tiles *t);
 
@@ -91,7 +92,7 @@ size_t ocl_local_bytes(const ocl_tiles *t);
 #define OCL_MAX_PROGRAMS 32
 
 typedef struct ocl_cached_program {
-    char options[640];   /* file|kernel|options */
+    char options[640]; /* file|kernel|options */
     cl_program program;
     cl_kernel kernel;
 } ocl_cached_program;
@@ -99,7 +100,7 @@ typedef struct ocl_cached_program {
 typedef struct ocl_program_cache {
     ocl_cached_program entries[OCL_MAX_PROGRAMS];
     int count;
-    int disk_hits, builds;   /* for tests and the benchmark */
+    int disk_hits, builds; /* for tests and the benchmark */
     /* The disk cache, resolved and checked once per context by
      * ocl_disk_cache_open: the directory, held open so that it cannot be
      * swapped after the check (-1: no disk cache), and its secret key. */
@@ -120,15 +121,16 @@ typedef struct ocl_program_cache {
  * did (settings->cache_dir_origin); a directory that is not private to the
  * user, or a default one that cannot be used, leaves the disk cache off with
  * a note in msg (status FATTN_OK). */
-fattn_status ocl_disk_cache_open(ocl_program_cache *cache, const fattn_settings *settings, fattn_msg *msg);
+fattn_status ocl_disk_cache_open(ocl_program_cache *cache, const fattn_settings *settings,
+                                 fattn_msg *msg);
 void ocl_disk_cache_close(ocl_program_cache *cache);
 
 /* The kernel `name` from kernel file `file` built with `options`: from the
  * context's cache, else from the disk cache, else compiled (and then written
  * to the disk cache). A build failure returns FATTN_ERR_BUILD with the log. */
 fattn_status ocl_get_kernel(ocl_program_cache *cache, cl_context ctx, cl_device_id dev,
-                            const char *file, const char *name, const char *options,
-                            cl_kernel *out, fattn_msg *msg);
+                            const char *file, const char *name, const char *options, cl_kernel *out,
+                            fattn_msg *msg);
 /* Releases the programs (they belong to one cl_context); the disk cache stays. */
 void ocl_cache_release(ocl_program_cache *cache);
 
@@ -169,10 +171,10 @@ typedef struct ocl_state {
     /* The queue fattn_context_set_stream(NULL) restores: fattn's own
      * (profiling enabled), or the native_queue the context was made with. */
     cl_command_queue own_queue;
-    cl_command_queue queue;   /* own_queue, or the caller's */
+    cl_command_queue queue; /* own_queue, or the caller's */
     ocl_limits limits;
     ocl_program_cache cache;
-    int live_buffers;         /* allocated (not wrapped) by fattn in context */
+    int live_buffers; /* allocated (not wrapped) by fattn in context */
     /* The settings the context was opened with (their strings live as long
      * as the context). */
     fattn_settings settings;
@@ -183,11 +185,15 @@ typedef struct ocl_state {
  * typed plan (never touching operands: it also plans memory reports), run
  * launches it. */
 
-fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg);
-fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
+fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                              fattn_msg *msg);
+fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                           fattn_msg *msg);
 /* The naive baseline: CLBlast GEMMs around a softmax kernel. */
-fattn_status ocl_naive_accept(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg);
-fattn_status ocl_naive_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
+fattn_status ocl_naive_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                              fattn_msg *msg);
+fattn_status ocl_naive_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                           fattn_msg *msg);
 /* The vtable's plan and run: the table walk. */
 fattn_status ocl_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg);
 fattn_status ocl_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);

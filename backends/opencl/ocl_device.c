@@ -14,21 +14,28 @@
 
 const char *ocl_error_name(cl_int err) {
     switch (err) {
-#define E(x) case x: return #x;
-    E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE) E(CL_COMPILER_NOT_AVAILABLE)
-    E(CL_MEM_OBJECT_ALLOCATION_FAILURE) E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY)
-    E(CL_BUILD_PROGRAM_FAILURE) E(CL_INVALID_VALUE) E(CL_INVALID_DEVICE) E(CL_INVALID_CONTEXT)
-    E(CL_INVALID_COMMAND_QUEUE) E(CL_INVALID_MEM_OBJECT) E(CL_INVALID_BINARY)
-    E(CL_INVALID_BUILD_OPTIONS) E(CL_INVALID_PROGRAM) E(CL_INVALID_PROGRAM_EXECUTABLE)
-    E(CL_INVALID_KERNEL_NAME) E(CL_INVALID_KERNEL) E(CL_INVALID_ARG_INDEX) E(CL_INVALID_ARG_VALUE)
-    E(CL_INVALID_ARG_SIZE) E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION)
-    E(CL_INVALID_WORK_GROUP_SIZE) E(CL_INVALID_WORK_ITEM_SIZE) E(CL_INVALID_GLOBAL_OFFSET)
-    E(CL_INVALID_EVENT) E(CL_INVALID_OPERATION) E(CL_INVALID_BUFFER_SIZE)
-    E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_PLATFORM) E(CL_INVALID_DEVICE_TYPE)
-    E(CL_INVALID_PROPERTY) E(CL_INVALID_QUEUE_PROPERTIES) E(CL_INVALID_HOST_PTR)
-    E(CL_MISALIGNED_SUB_BUFFER_OFFSET) E(CL_PROFILING_INFO_NOT_AVAILABLE)
-    E(CL_INVALID_COMPILER_OPTIONS) E(CL_INVALID_LINKER_OPTIONS) E(CL_LINK_PROGRAM_FAILURE)
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+#define E(x)                                                                                       \
+    case x: return #x;
+        E(CL_DEVICE_NOT_FOUND)
+        E(CL_DEVICE_NOT_AVAILABLE) E(CL_COMPILER_NOT_AVAILABLE) E(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+            E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY) E(CL_BUILD_PROGRAM_FAILURE) E(
+                CL_INVALID_VALUE) E(CL_INVALID_DEVICE) E(CL_INVALID_CONTEXT)
+                E(CL_INVALID_COMMAND_QUEUE) E(CL_INVALID_MEM_OBJECT) E(CL_INVALID_BINARY) E(
+                    CL_INVALID_BUILD_OPTIONS) E(CL_INVALID_PROGRAM) E(CL_INVALID_PROGRAM_EXECUTABLE)
+                    E(CL_INVALID_KERNEL_NAME) E(CL_INVALID_KERNEL) E(CL_INVALID_ARG_INDEX)
+                        E(CL_INVALID_ARG_VALUE) E(CL_INVALID_ARG_SIZE) E(CL_INVALID_KERNEL_ARGS) E(
+                            CL_INVALID_WORK_DIMENSION) E(CL_INVALID_WORK_GROUP_SIZE)
+                            E(CL_INVALID_WORK_ITEM_SIZE) E(CL_INVALID_GLOBAL_OFFSET) E(
+                                CL_INVALID_EVENT) E(CL_INVALID_OPERATION) E(CL_INVALID_BUFFER_SIZE)
+                                E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_PLATFORM)
+                                    E(CL_INVALID_DEVICE_TYPE) E(CL_INVALID_PROPERTY)
+                                        E(CL_INVALID_QUEUE_PROPERTIES) E(CL_INVALID_HOST_PTR)
+                                            E(CL_MISALIGNED_SUB_BUFFER_OFFSET)
+                                                E(CL_PROFILING_INFO_NOT_AVAILABLE)
+                                                    E(CL_INVALID_COMPILER_OPTIONS)
+                                                        E(CL_INVALID_LINKER_OPTIONS)
+                                                            E(CL_LINK_PROGRAM_FAILURE) case -1001
+            : return "CL_PLATFORM_NOT_FOUND_KHR";
 #undef E
     default: return "unknown OpenCL error";
     }
@@ -46,7 +53,7 @@ static int matches(const char *filter, int index, const char *name) {
 static int type_rank(cl_device_type t) {
     if (t & CL_DEVICE_TYPE_GPU) return 0;
     if (t & CL_DEVICE_TYPE_ACCELERATOR) return 1;
-    return 2;   /* CPUs and anything else last */
+    return 2; /* CPUs and anything else last */
 }
 
 /* Global queries (probe, device_name, open's device lookup) may run on many
@@ -67,7 +74,8 @@ typedef struct first_error {
 } first_error;
 
 static void keep_error(first_error *e, cl_int err, const char *call, cl_uint platform) {
-    const int replaceable = e->err == CL_SUCCESS || (e->err == CL_DEVICE_NOT_FOUND && err != CL_DEVICE_NOT_FOUND);
+    const int replaceable =
+        e->err == CL_SUCCESS || (e->err == CL_DEVICE_NOT_FOUND && err != CL_DEVICE_NOT_FOUND);
     if (err == CL_SUCCESS || !replaceable) return;
     e->err = err;
     snprintf(e->call, sizeof e->call, "%s", call);
@@ -128,16 +136,15 @@ static int list_locked(const fattn_settings *settings, ocl_device_entry *out, in
     if (count == 0) {
         /* The filters come from the API or the environment; the reason
          * names both places. */
-        int w = snprintf(reason, reason_len,
-                         "no OpenCL device %s%s%s%s%s%s%s (%u platform%s, %d device%s seen)",
-                         pf || df ? "matches" : "found", pf ? " platform filter '" : "", pf ? pf : "",
-                         pf ? "' (FATTN_OPENCL_PLATFORM or opencl_platform)" : "",
-                         df ? " device filter '" : "", df ? df : "",
-                         df ? "' (FATTN_OPENCL_DEVICE or opencl_device)" : "", np, np == 1 ? "" : "s", seen,
-                         seen == 1 ? "" : "s");
+        int w = snprintf(
+            reason, reason_len, "no OpenCL device %s%s%s%s%s%s%s (%u platform%s, %d device%s seen)",
+            pf || df ? "matches" : "found", pf ? " platform filter '" : "", pf ? pf : "",
+            pf ? "' (FATTN_OPENCL_PLATFORM or opencl_platform)" : "", df ? " device filter '" : "",
+            df ? df : "", df ? "' (FATTN_OPENCL_DEVICE or opencl_device)" : "", np,
+            np == 1 ? "" : "s", seen, seen == 1 ? "" : "s");
         if (first.err != CL_SUCCESS && w > 0 && (size_t)w < reason_len)
-            snprintf(reason + w, reason_len - (size_t)w, "; %s on platform %u failed: %s (%d)", first.call,
-                     first.platform, ocl_error_name(first.err), (int)first.err);
+            snprintf(reason + w, reason_len - (size_t)w, "; %s on platform %u failed: %s (%d)",
+                     first.call, first.platform, ocl_error_name(first.err), (int)first.err);
     }
     return count;
 }
@@ -152,7 +159,8 @@ int ocl_list_devices(const fattn_settings *settings, ocl_device_entry *out, int 
 
 fattn_status ocl_native_entry(cl_device_id dev, ocl_device_entry *out, fattn_msg *msg) {
     pthread_mutex_lock(&enum_lock);
-    cl_int err = clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof out->platform, &out->platform, NULL);
+    cl_int err =
+        clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof out->platform, &out->platform, NULL);
     const char *call = "clGetDeviceInfo(CL_DEVICE_PLATFORM)";
     if (err == CL_SUCCESS) {
         err = clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof out->type, &out->type, NULL);
@@ -169,9 +177,12 @@ fattn_status ocl_native_entry(cl_device_id dev, ocl_device_entry *out, fattn_msg
 void ocl_describe(cl_device_id dev, char *buf, size_t len) {
     char name[256] = "", version[128] = "", driver[128] = "";
     pthread_mutex_lock(&enum_lock);
-    if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS) snprintf(name, sizeof name, "?");
-    if (clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof version, version, NULL) != CL_SUCCESS) snprintf(version, sizeof version, "?");
-    if (clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof driver, driver, NULL) != CL_SUCCESS) snprintf(driver, sizeof driver, "?");
+    if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS)
+        snprintf(name, sizeof name, "?");
+    if (clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof version, version, NULL) != CL_SUCCESS)
+        snprintf(version, sizeof version, "?");
+    if (clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof driver, driver, NULL) != CL_SUCCESS)
+        snprintf(driver, sizeof driver, "?");
     pthread_mutex_unlock(&enum_lock);
     /* Trim the "OpenCL 3.0 PoCL HSTR: ..." style tails to the version number. */
     char *sp = strchr(version + (strncmp(version, "OpenCL ", 7) == 0 ? 7 : 0), ' ');

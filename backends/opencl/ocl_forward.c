@@ -9,7 +9,8 @@
 /* The tiled variant's plan: the tiles, as ocl_choose_tiles chose them. */
 FATTN_PLAN_FITS(ocl_tiles);
 
-fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                              fattn_msg *msg) {
     ocl_state *s = state;
     const int64_t int_max = FATTN_INT32_MAX;
     if (p->seq_q > int_max - 1024 || p->seq_kv > int_max || p->batch * p->heads_q > int_max)
@@ -25,28 +26,32 @@ fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *p
     plan->tiling.tile_kv = t.bkv;
     /* Resident groups: as many as local memory allows on each compute unit. */
     const size_t per_cu = s->limits.local_mem / ocl_local_bytes(&t);
-    plan->tiling.concurrent_groups = (int64_t)s->limits.compute_units * (int64_t)(per_cu ? per_cu : 1);
+    plan->tiling.concurrent_groups =
+        (int64_t)s->limits.compute_units * (int64_t)(per_cu ? per_cu : 1);
     plan->tiling.workspace_bytes = 0;
     return FATTN_OK;
 }
 
-fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
+fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                           fattn_msg *msg) {
     ocl_state *s = state;
     const ocl_tiles t = *FATTN_PLAN_AREA(plan, const ocl_tiles);
     fattn_status st;
     char options[200];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBQ=%d -DBKV=%d -DTQ=%d -DTK=%d",
-             (int)p->dtype, t.dpad, t.bq, t.bkv, t.tq, t.tk);
+    snprintf(options, sizeof options,
+             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBQ=%d -DBKV=%d -DTQ=%d -DTK=%d", (int)p->dtype,
+             t.dpad, t.bq, t.bkv, t.tq, t.tk);
     cl_kernel k;
-    if ((st = ocl_get_kernel(&s->cache, s->context, s->dev.device, "flash_fwd.cl", "flash_fwd", options,
-                             &k, msg)) != FATTN_OK)
+    if ((st = ocl_get_kernel(&s->cache, s->context, s->dev.device, "flash_fwd.cl", "flash_fwd",
+                             options, &k, msg)) != FATTN_OK)
         return st;
 
     const fattn_operand *ops[5] = {&p->q, &p->k, &p->v, &p->o, &p->lse};
     cl_uint a = 0;
     for (int i = 0; i < 5; i++) {
         cl_mem m = i < 4 || p->has_lse ? ocl_mem_of(ops[i]) : NULL;
-        cl_long f[4] = {ops[i]->offset, ops[i]->stride_batch, ops[i]->stride_head, ops[i]->stride_seq};
+        cl_long f[4] = {ops[i]->offset, ops[i]->stride_batch, ops[i]->stride_head,
+                        ops[i]->stride_seq};
         OCL_TRY(msg, clSetKernelArg(k, a++, sizeof m, &m));
         for (int j = 0; j < 4; j++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof f[j], &f[j]));
     }
@@ -54,7 +59,7 @@ fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan
                             (cl_int)p->seq_q, (cl_int)p->seq_kv};
     for (int i = 0; i < 5; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof(cl_int), &ints[i]));
     const cl_int D = (cl_int)p->head_dim, causal = p->causal;
-    const cl_float scale = p->scale_log2;   /* scale * log2(e): the kernel uses exp2 */
+    const cl_float scale = p->scale_log2; /* scale * log2(e): the kernel uses exp2 */
     const cl_long causal_offset = ocl_causal_offset(p);
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof D, &D));
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof scale, &scale));
@@ -64,14 +69,16 @@ fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan
     /* The kernel's own limit can be below the device's (registers per work-item). */
     const size_t nt = (size_t)t.tq * (size_t)t.tk;
     size_t kernel_wg = 0;
-    OCL_TRY(msg, clGetKernelWorkGroupInfo(k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kernel_wg,
-                                          &kernel_wg, NULL));
+    OCL_TRY(msg, clGetKernelWorkGroupInfo(k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE,
+                                          sizeof kernel_wg, &kernel_wg, NULL));
     if (nt > kernel_wg)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "tiles %dx%d need %zu work-items per group; this kernel build allows %zu on "
-                          "this device (try smaller tiles through tile_q / tile_kv or FATTN_OPENCL_TILES)",
-                          t.bq, t.bkv, nt, kernel_wg);
-    const size_t global[2] = {(size_t)((p->seq_q + t.bq - 1) / t.bq) * nt, (size_t)(p->batch * p->heads_q)};
+        return fattn_fail(
+            msg, FATTN_ERR_UNSUPPORTED,
+            "tiles %dx%d need %zu work-items per group; this kernel build allows %zu on "
+            "this device (try smaller tiles through tile_q / tile_kv or FATTN_OPENCL_TILES)",
+            t.bq, t.bkv, nt, kernel_wg);
+    const size_t global[2] = {(size_t)((p->seq_q + t.bq - 1) / t.bq) * nt,
+                              (size_t)(p->batch * p->heads_q)};
     const size_t local[2] = {nt, 1};
     OCL_TRY(msg, clEnqueueNDRangeKernel(s->queue, k, 2, NULL, global, local, 0, NULL, NULL));
     return FATTN_OK;
@@ -79,14 +86,16 @@ fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan
 
 /* The variants, most capable first within an op (fattn_plan_from_table). */
 static const fattn_variant variants[] = {
-    {"tiled", FATTN_OP_FORWARD, ocl_tiled_accept, ocl_tiled_run},         /* flash_fwd.cl */
-    {"naive", FATTN_OP_FORWARD_NAIVE, ocl_naive_accept, ocl_naive_run},   /* CLBlast + naive.cl */
+    {"tiled", FATTN_OP_FORWARD, ocl_tiled_accept, ocl_tiled_run},       /* flash_fwd.cl */
+    {"naive", FATTN_OP_FORWARD_NAIVE, ocl_naive_accept, ocl_naive_run}, /* CLBlast + naive.cl */
 };
 
 fattn_status ocl_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
-    return fattn_plan_from_table(variants, (int)(sizeof variants / sizeof variants[0]), state, p, plan, msg);
+    return fattn_plan_from_table(variants, (int)(sizeof variants / sizeof variants[0]), state, p,
+                                 plan, msg);
 }
 
 fattn_status ocl_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg) {
-    return fattn_run_from_table(variants, (int)(sizeof variants / sizeof variants[0]), state, p, plan, msg);
+    return fattn_run_from_table(variants, (int)(sizeof variants / sizeof variants[0]), state, p,
+                                plan, msg);
 }

@@ -34,7 +34,9 @@ static fattn_status load_source(const char *kernel_dir, const char *file, int op
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, file);
         FILE *f = fopen(path, "rb");
-        if (!f) return fattn_fail(msg, FATTN_ERR_BUILD, "FATTN_KERNEL_DIR: cannot open %s: %s", path, strerror(errno));
+        if (!f)
+            return fattn_fail(msg, FATTN_ERR_BUILD, "FATTN_KERNEL_DIR: cannot open %s: %s", path,
+                              strerror(errno));
         fseek(f, 0, SEEK_END);
         long n = ftell(f);
         fseek(f, 0, SEEK_SET);
@@ -66,14 +68,15 @@ static fattn_status load_source(const char *kernel_dir, const char *file, int op
 /* What the compiler gets for `file`: storage.cl (the storage types every
  * kernel shares; a FATTN_KERNEL_DIR without it uses the embedded one), then
  * the file. */
-static fattn_status program_source(const char *kernel_dir, const char *file, char **out, size_t *len,
-                                   fattn_msg *msg) {
+static fattn_status program_source(const char *kernel_dir, const char *file, char **out,
+                                   size_t *len, fattn_msg *msg) {
     char *common = NULL, *own = NULL;
     size_t clen = 0, olen = 0;
     fattn_status st = load_source(kernel_dir, file, 0, &own, &olen, msg);
     if (st == FATTN_OK) st = load_source(kernel_dir, "storage.cl", 1, &common, &clen, msg);
     char *both = st == FATTN_OK ? malloc(clen + 1 + olen + 1) : NULL;
-    if (st == FATTN_OK && !both) st = fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot join kernel sources");
+    if (st == FATTN_OK && !both)
+        st = fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot join kernel sources");
     if (both) {
         memcpy(both, common, clen);
         both[clen] = '\n';
@@ -109,12 +112,12 @@ static uint64_t fnv_str(uint64_t h, const char *s) { return fnv1a(h, s, strlen(s
 
 static uint64_t rotl64(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
 
-#define SIPROUND                                                                           \
-    do {                                                                                   \
-        v0 += v1, v1 = rotl64(v1, 13), v1 ^= v0, v0 = rotl64(v0, 32);                      \
-        v2 += v3, v3 = rotl64(v3, 16), v3 ^= v2;                                           \
-        v0 += v3, v3 = rotl64(v3, 21), v3 ^= v0;                                           \
-        v2 += v1, v1 = rotl64(v1, 17), v1 ^= v2, v2 = rotl64(v2, 32);                      \
+#define SIPROUND                                                                                   \
+    do {                                                                                           \
+        v0 += v1, v1 = rotl64(v1, 13), v1 ^= v0, v0 = rotl64(v0, 32);                              \
+        v2 += v3, v3 = rotl64(v3, 16), v3 ^= v2;                                                   \
+        v0 += v3, v3 = rotl64(v3, 21), v3 ^= v0;                                                   \
+        v2 += v1, v1 = rotl64(v1, 17), v1 ^= v2, v2 = rotl64(v2, 32);                              \
     } while (0)
 
 /* SipHash-2-4 (Aumasson and Bernstein). Words are read in host byte order:
@@ -150,7 +153,8 @@ typedef struct cache_key {
  * its driver. Two differently seeded hashes make a 128-bit key, which names
  * the entry (it need not be secret). Returns 0 when the driver cannot
  * describe the device: then the disk cache is not used. */
-static int make_key(const char *src, size_t len, const char *options, cl_device_id dev, cache_key *out) {
+static int make_key(const char *src, size_t len, const char *options, cl_device_id dev,
+                    cache_key *out) {
     char name[256] = "", dver[256] = "", drv[256] = "", pver[256] = "";
     cl_platform_id plat = NULL;
     if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS ||
@@ -244,7 +248,7 @@ static int load_secret(int dfd, uint64_t secret[2], const char **why) {
         /* link, not rename: a key that another process made first stays,
          * and so do the entries it keys. */
         if (ok && linkat(dfd, tmp, dfd, KEY_FILE, 0) != 0 && errno != EEXIST)
-            ok = renameat(dfd, tmp, dfd, KEY_FILE) == 0;   /* file systems without hard links */
+            ok = renameat(dfd, tmp, dfd, KEY_FILE) == 0; /* file systems without hard links */
         unlinkat(dfd, tmp, 0);
         if (!ok) {
             *why = "cannot write its key file " KEY_FILE;
@@ -257,14 +261,15 @@ static int load_secret(int dfd, uint64_t secret[2], const char **why) {
 
 enum { DIR_OK, DIR_INSECURE, DIR_UNUSABLE };
 
-#define CACHE_DIR_ADVICE \
-    "set it to the absolute path of a private directory (mode 0700) that this user can write, or to off"
+#define CACHE_DIR_ADVICE                                                                           \
+    "set it to the absolute path of a private directory (mode 0700) that this user can write, or " \
+    "to off"
 
 /* Creates (mode 0700, parents too) and opens dir, and checks that it is
  * private to the user. DIR_OK with *fd set, else the kind of problem and
  * its description in why. */
 static int open_private_dir(char *dir, int *fd, char *why, size_t len) {
-    for (char *p = dir + 1; *p; p++) {   /* mkdir -p; the last mkdir reports */
+    for (char *p = dir + 1; *p; p++) { /* mkdir -p; the last mkdir reports */
         if (*p != '/') continue;
         *p = '\0';
         mkdir(dir, 0700);
@@ -289,8 +294,8 @@ static int open_private_dir(char *dir, int *fd, char *why, size_t len) {
         snprintf(why, len, "cannot read the attributes of %s: %s", dir, strerror(errno));
         kind = DIR_UNUSABLE;
     } else if (sb.st_uid != geteuid()) {
-        snprintf(why, len, "%s is owned by uid %ld, not by this user (uid %ld)", dir, (long)sb.st_uid,
-                 (long)geteuid());
+        snprintf(why, len, "%s is owned by uid %ld, not by this user (uid %ld)", dir,
+                 (long)sb.st_uid, (long)geteuid());
         kind = DIR_INSECURE;
     } else if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
         snprintf(why, len, "%s is writable by group or others (mode %04o)", dir,
@@ -307,13 +312,15 @@ static int open_private_dir(char *dir, int *fd, char *why, size_t len) {
     return kind;
 }
 
-fattn_status ocl_disk_cache_open(ocl_program_cache *cache, const fattn_settings *settings, fattn_msg *msg) {
+fattn_status ocl_disk_cache_open(ocl_program_cache *cache, const fattn_settings *settings,
+                                 fattn_msg *msg) {
     /* `env`: the explicitly named directory, from FATTN_CACHE_DIR or from
      * the API (fattn_context_params.cache_dir); `origin` names which, and a
      * named directory that cannot be used is an error of that origin. */
     const char *env = settings->cache_dir && *settings->cache_dir ? settings->cache_dir : NULL;
     const char *xdg = settings->xdg_cache, *home = settings->home;
-    const char *origin = settings->cache_dir_origin ? settings->cache_dir_origin : "FATTN_CACHE_DIR";
+    const char *origin =
+        settings->cache_dir_origin ? settings->cache_dir_origin : "FATTN_CACHE_DIR";
     const fattn_status refused =
         strcmp(origin, "FATTN_CACHE_DIR") == 0 ? FATTN_ERR_ENVIRONMENT : FATTN_ERR_INVALID_ARGUMENT;
     char dir[4096], why[4096 + 128];
@@ -323,19 +330,23 @@ fattn_status ocl_disk_cache_open(ocl_program_cache *cache, const fattn_settings 
      * itself must also stay below PATH_MAX (4096 on Linux). */
     const size_t room = sizeof dir - 64;
     if (env && env[0] != '/')
-        return fattn_fail(msg, refused, "%s='%.300s' is a relative path; %s", origin, env, CACHE_DIR_ADVICE);
+        return fattn_fail(msg, refused, "%s='%.300s' is a relative path; %s", origin, env,
+                          CACHE_DIR_ADVICE);
     if (env && strlen(env) >= room)
-        return fattn_fail(msg, refused, "%s='%.100s...' is too long (%zu characters, at most %zu); %s",
-                          origin, env, strlen(env), room - 1, CACHE_DIR_ADVICE);
+        return fattn_fail(msg, refused,
+                          "%s='%.100s...' is too long (%zu characters, at most %zu); %s", origin,
+                          env, strlen(env), room - 1, CACHE_DIR_ADVICE);
     if (env) snprintf(dir, sizeof dir, "%s", env);
     /* XDG: a relative XDG_CACHE_HOME is invalid and is ignored. */
-    else if (xdg && xdg[0] == '/' && strlen(xdg) + 6 < room) snprintf(dir, sizeof dir, "%s/fattn", xdg);
+    else if (xdg && xdg[0] == '/' && strlen(xdg) + 6 < room)
+        snprintf(dir, sizeof dir, "%s/fattn", xdg);
     else if (home && home[0] == '/' && strlen(home) + 13 < room)
         snprintf(dir, sizeof dir, "%s/.cache/fattn", home);
     else
-        return fattn_fail(msg, FATTN_OK,
-                          "disk program cache off: neither XDG_CACHE_HOME nor HOME is an absolute path; "
-                          "set FATTN_CACHE_DIR to a private directory (mode 0700), or to off");
+        return fattn_fail(
+            msg, FATTN_OK,
+            "disk program cache off: neither XDG_CACHE_HOME nor HOME is an absolute path; "
+            "set FATTN_CACHE_DIR to a private directory (mode 0700), or to off");
     int fd = -1;
     const int kind = open_private_dir(dir, &fd, why, sizeof why);
     if (kind == DIR_UNUSABLE && env)
@@ -347,9 +358,10 @@ fattn_status ocl_disk_cache_open(ocl_program_cache *cache, const fattn_settings 
         fd = -1;
     }
     if (fd < 0)
-        return fattn_fail(msg, FATTN_OK,
-                          "disk program cache off: %s; use a private directory (mode 0700), or %s=off",
-                          why, origin);
+        return fattn_fail(
+            msg, FATTN_OK,
+            "disk program cache off: %s; use a private directory (mode 0700), or %s=off", why,
+            origin);
     cache->disk_fd = fd;
     return FATTN_OK;
 }
@@ -366,8 +378,8 @@ void ocl_disk_cache_close(ocl_program_cache *cache) {
 typedef struct cache_header {
     char magic[8];
     cache_key key;
-    uint64_t size;   /* bytes of binary after the header */
-    uint64_t tag;    /* siphash of the whole entry with tag = 0, keyed with the secret */
+    uint64_t size; /* bytes of binary after the header */
+    uint64_t tag;  /* siphash of the whole entry with tag = 0, keyed with the secret */
 } cache_header;
 
 typedef char cache_header_is_unpadded[sizeof(cache_header) == 40 ? 1 : -1];
@@ -412,7 +424,8 @@ static unsigned char *cache_read(const ocl_program_cache *c, cache_key k, size_t
 /* Writes the entry for k; `entry` holds room for the header, then the
  * binary's `size` bytes. Best effort: a cache that cannot be written only
  * costs a rebuild later. */
-static void cache_write(const ocl_program_cache *c, cache_key k, unsigned char *entry, size_t size) {
+static void cache_write(const ocl_program_cache *c, cache_key k, unsigned char *entry,
+                        size_t size) {
     char name[64], tmp[128];
     cache_header h;
     memcpy(h.magic, CACHE_MAGIC, 8);
@@ -436,15 +449,17 @@ static fattn_status build_failed(cl_program prog, cl_device_id dev, const char *
                                  const char *options, cl_int err, fattn_msg *msg) {
     char log[3072] = "";
     size_t n = 0;
-    if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &n) != CL_SUCCESS)
+    if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &n) !=
+        CL_SUCCESS)
         snprintf(log, sizeof log, "(the driver gave no build log)");
     log[sizeof log - 1] = '\0';
-    return fattn_fail(msg, FATTN_ERR_BUILD, "building %s with \"%s\" failed: %s (%d); build log:\n%s",
-                      file, options, ocl_error_name(err), (int)err, log);
+    return fattn_fail(msg, FATTN_ERR_BUILD,
+                      "building %s with \"%s\" failed: %s (%d); build log:\n%s", file, options,
+                      ocl_error_name(err), (int)err, log);
 }
 
-static cl_program from_binary(cl_context ctx, cl_device_id dev, const unsigned char *bin, size_t size,
-                              const char *options) {
+static cl_program from_binary(cl_context ctx, cl_device_id dev, const unsigned char *bin,
+                              size_t size, const char *options) {
     cl_int err, status;
     cl_program p = clCreateProgramWithBinary(ctx, 1, &dev, &size, &bin, &status, &err);
     if (err != CL_SUCCESS || status != CL_SUCCESS) {
@@ -484,8 +499,8 @@ static fattn_status build_program(ocl_program_cache *cache, cl_context ctx, cl_d
     cl_program p = clCreateProgramWithSource(ctx, 1, srcs, &len, &err);
     free(src);
     if (err != CL_SUCCESS)
-        return fattn_fail(msg, FATTN_ERR_DEVICE, "clCreateProgramWithSource: %s (%d)", ocl_error_name(err),
-                          (int)err);
+        return fattn_fail(msg, FATTN_ERR_DEVICE, "clCreateProgramWithSource: %s (%d)",
+                          ocl_error_name(err), (int)err);
     cache->builds++;
     if ((err = clBuildProgram(p, 1, &dev, options, NULL, NULL)) != CL_SUCCESS) {
         st = build_failed(p, dev, file, options, err, msg);
@@ -494,11 +509,12 @@ static fattn_status build_program(ocl_program_cache *cache, cl_context ctx, cl_d
     }
     if (use_disk) {
         size_t size = 0;
-        if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) == CL_SUCCESS && size &&
-            size <= CACHE_MAX_BINARY) {
+        if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) == CL_SUCCESS &&
+            size && size <= CACHE_MAX_BINARY) {
             unsigned char *entry = malloc(sizeof(cache_header) + size);
             unsigned char *bin = entry ? entry + sizeof(cache_header) : NULL;
-            if (bin && clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
+            if (bin &&
+                clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
                 cache_write(cache, key, entry, size);
             free(entry);
         }
@@ -518,17 +534,20 @@ static fattn_status check_options(const char *extra, fattn_msg *msg) {
         if (n >= 2 && t[0] == '-' && (t[1] == 'D' || t[1] == 'U' || t[1] == 'I')) {
             const size_t name_len = strcspn(t + 2, "=") < n - 2 ? strcspn(t + 2, "=") : n - 2;
             if (name_len == 0)
-                return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
-                                  "FATTN_OPENCL_OPTIONS: '%.*s' has no name or path joined to it; write "
-                                  "-DNAME, -DNAME=VALUE, -UNAME or -IPATH as one word",
-                                  (int)n, t);
+                return fattn_fail(
+                    msg, FATTN_ERR_ENVIRONMENT,
+                    "FATTN_OPENCL_OPTIONS: '%.*s' has no name or path joined to it; write "
+                    "-DNAME, -DNAME=VALUE, -UNAME or -IPATH as one word",
+                    (int)n, t);
             for (size_t i = 0; t[1] != 'I' && i < ocl_kernel_macro_count; i++)
-                if (strlen(ocl_kernel_macros[i]) == name_len && memcmp(t + 2, ocl_kernel_macros[i], name_len) == 0)
-                    return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
-                                      "FATTN_OPENCL_OPTIONS: '%.*s' sets %s, a macro of fattn's kernels "
-                                      "that fattn sets itself; remove it (tile sizes go through "
-                                      "FATTN_OPENCL_TILES)",
-                                      (int)n, t, ocl_kernel_macros[i]);
+                if (strlen(ocl_kernel_macros[i]) == name_len &&
+                    memcmp(t + 2, ocl_kernel_macros[i], name_len) == 0)
+                    return fattn_fail(
+                        msg, FATTN_ERR_ENVIRONMENT,
+                        "FATTN_OPENCL_OPTIONS: '%.*s' sets %s, a macro of fattn's kernels "
+                        "that fattn sets itself; remove it (tile sizes go through "
+                        "FATTN_OPENCL_TILES)",
+                        (int)n, t, ocl_kernel_macros[i]);
         }
         t += n;
     }
@@ -536,16 +555,17 @@ static fattn_status check_options(const char *extra, fattn_msg *msg) {
 }
 
 fattn_status ocl_get_kernel(ocl_program_cache *cache, cl_context ctx, cl_device_id dev,
-                            const char *file, const char *name, const char *options,
-                            cl_kernel *out, fattn_msg *msg) {
+                            const char *file, const char *name, const char *options, cl_kernel *out,
+                            fattn_msg *msg) {
     /* FATTN_OPENCL_OPTIONS joins every build, and so every cache key. */
     char opts[512];
     const char *extra = cache->extra_options && *cache->extra_options ? cache->extra_options : NULL;
     fattn_status st = extra ? check_options(extra, msg) : FATTN_OK;
     if (st != FATTN_OK) return st;
-    if ((size_t)snprintf(opts, sizeof opts, "%s%s%s", options, extra ? " " : "", extra ? extra : "") >= sizeof opts)
-        return fattn_fail(msg, FATTN_ERR_ENVIRONMENT, "FATTN_OPENCL_OPTIONS is too long (%zu characters)",
-                          strlen(extra));
+    if ((size_t)snprintf(opts, sizeof opts, "%s%s%s", options, extra ? " " : "",
+                         extra ? extra : "") >= sizeof opts)
+        return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
+                          "FATTN_OPENCL_OPTIONS is too long (%zu characters)", strlen(extra));
     options = opts;
     char full[sizeof opts + 128];
     snprintf(full, sizeof full, "%s|%s|%s", file, name, options);
@@ -554,10 +574,11 @@ fattn_status ocl_get_kernel(ocl_program_cache *cache, cl_context ctx, cl_device_
             *out = cache->entries[i].kernel;
             return FATTN_OK;
         }
-    if (cache->count == OCL_MAX_PROGRAMS) {   /* full: drop the oldest */
+    if (cache->count == OCL_MAX_PROGRAMS) { /* full: drop the oldest */
         clReleaseKernel(cache->entries[0].kernel);
         clReleaseProgram(cache->entries[0].program);
-        memmove(cache->entries, cache->entries + 1, sizeof cache->entries[0] * (OCL_MAX_PROGRAMS - 1));
+        memmove(cache->entries, cache->entries + 1,
+                sizeof cache->entries[0] * (OCL_MAX_PROGRAMS - 1));
         cache->count--;
     }
     cl_program prog = NULL;

@@ -9,7 +9,7 @@
 #include "ocl_common.h"
 
 typedef struct tuning_row {
-    int vendor_class;   /* OCL_CLASS_*; OCL_CLASS_OTHER rows are the fallback */
+    int vendor_class; /* OCL_CLASS_*; OCL_CLASS_OTHER rows are the fallback */
     int dpad;
     int bq, bkv, tq, tk;
 } tuning_row;
@@ -19,10 +19,10 @@ typedef struct tuning_row {
  * keys. Measured rows name their device; the others are starting points.
  * FATTN_OPENCL_TILES overrides any of them (see ocl_choose_tiles). */
 static const tuning_row table[] = {
-    {OCL_CLASS_OTHER, 32, 64, 64, 16, 8},    /* 4 rows x 8 keys, 4 dims: 36 KiB */
-    {OCL_CLASS_OTHER, 64, 64, 32, 16, 8},    /* 4 x 4, 8 dims: 35.5 KiB */
-    {OCL_CLASS_OTHER, 128, 64, 16, 16, 8},   /* 4 x 2, 16 dims: 47.25 KiB */
-    {OCL_CLASS_OTHER, 256, 16, 16, 8, 8},    /* 2 x 2, 32 dims: 34 KiB */
+    {OCL_CLASS_OTHER, 32, 64, 64, 16, 8},  /* 4 rows x 8 keys, 4 dims: 36 KiB */
+    {OCL_CLASS_OTHER, 64, 64, 32, 16, 8},  /* 4 x 4, 8 dims: 35.5 KiB */
+    {OCL_CLASS_OTHER, 128, 64, 16, 16, 8}, /* 4 x 2, 16 dims: 47.25 KiB */
+    {OCL_CLASS_OTHER, 256, 16, 16, 8, 8},  /* 2 x 2, 32 dims: 34 KiB */
     /* H200, NVIDIA OpenCL, f32 seq 8192, two rounds of bench/tune_opencl.sh:
      * d64: 64x48 tiles beat 64x32 by 6% (36.5 vs 38.8 ms; causal 19.2 vs 20.2).
      * d128: 40 rows x 32 keys on an 8x16 grid (5 rows x 2 keys, 8 dims each;
@@ -42,7 +42,8 @@ static const tuning_row table[] = {
  * small enough that no product of two overflows, even in int. */
 #define OCL_TILE_MAX 4096
 
-fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *out, fattn_msg *msg) {
+fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *out,
+                             fattn_msg *msg) {
     cl_ulong local = 0, alloc = 0, global = 0;
     size_t wg = 0, multiple = 0;
     cl_uint cu = 0;
@@ -55,7 +56,9 @@ fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *
     OCL_TRY(msg, clGetDeviceInfo(dev, CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL));
     /* OpenCL 3.0 only (0x1067, CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE):
      * older drivers reject the query, and then nothing is preferred. */
-    if (clGetDeviceInfo(dev, 0x1067, sizeof multiple, &multiple, NULL) != CL_SUCCESS || multiple == 0) multiple = 1;
+    if (clGetDeviceInfo(dev, 0x1067, sizeof multiple, &multiple, NULL) != CL_SUCCESS ||
+        multiple == 0)
+        multiple = 1;
     out->local_mem = (size_t)local;
     out->max_wg = wg;
     out->preferred_multiple = multiple;
@@ -64,11 +67,16 @@ fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *
     out->global_mem = (uint64_t)global;
     out->softmax_wg = 1;
     while (out->softmax_wg < 256 && (size_t)out->softmax_wg * 2 <= wg) out->softmax_wg *= 2;
-    if (type & CL_DEVICE_TYPE_CPU) out->vendor_class = OCL_CLASS_CPU;
-    else if (strstr(vendor, "NVIDIA")) out->vendor_class = OCL_CLASS_NVIDIA;
-    else if (strstr(vendor, "AMD") || strstr(vendor, "Advanced Micro")) out->vendor_class = OCL_CLASS_AMD;
-    else if (strstr(vendor, "Intel")) out->vendor_class = OCL_CLASS_INTEL;
-    else out->vendor_class = OCL_CLASS_OTHER;
+    if (type & CL_DEVICE_TYPE_CPU)
+        out->vendor_class = OCL_CLASS_CPU;
+    else if (strstr(vendor, "NVIDIA"))
+        out->vendor_class = OCL_CLASS_NVIDIA;
+    else if (strstr(vendor, "AMD") || strstr(vendor, "Advanced Micro"))
+        out->vendor_class = OCL_CLASS_AMD;
+    else if (strstr(vendor, "Intel"))
+        out->vendor_class = OCL_CLASS_INTEL;
+    else
+        out->vendor_class = OCL_CLASS_OTHER;
     return FATTN_OK;
 }
 
@@ -76,10 +84,10 @@ fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *
 size_t ocl_local_bytes(const ocl_tiles *t) {
     const size_t f = sizeof(float);
     const size_t qpad = t->tk < 8 ? 4 : 0, kpad = 4, ppad = 4;
-    return f * ((size_t)t->bq * (t->dpad + qpad)       /* Q */
-                + (size_t)t->bkv * (t->dpad + kpad)    /* K, then V */
-                + (size_t)t->bq * (t->bkv + ppad)      /* P */
-                + (size_t)t->bq * t->tk);              /* row max and sum partials */
+    return f * ((size_t)t->bq * (t->dpad + qpad)    /* Q */
+                + (size_t)t->bkv * (t->dpad + kpad) /* K, then V */
+                + (size_t)t->bq * (t->bkv + ppad)   /* P */
+                + (size_t)t->bq * t->tk);           /* row max and sum partials */
 }
 
 static int pow2_divisor(int n, int cap) {
@@ -102,7 +110,8 @@ static int fits_device(const ocl_limits *lim, const ocl_tiles *t) {
 }
 
 static int fits(const ocl_limits *lim, const ocl_tiles *t) {
-    return fits_device(lim, t) && t->bq / t->tq <= OCL_MAX_PER_ITEM && t->bkv / t->tk <= OCL_MAX_PER_ITEM;
+    return fits_device(lim, t) && t->bq / t->tq <= OCL_MAX_PER_ITEM &&
+           t->bkv / t->tk <= OCL_MAX_PER_ITEM;
 }
 
 /* One number of FATTN_OPENCL_TILES: decimal digits only (strtol alone would
@@ -138,12 +147,12 @@ static const char *tile_item(const char *v, tuning_row *r) {
 static int env_row(const char *value, int dpad, tuning_row *out, const char **bad, int *bad_len) {
     const char *v = value && *value ? value : NULL;
     int found = 0;
-    while (v) {   /* an empty item (",," or a trailing comma) is malformed too */
+    while (v) { /* an empty item (",," or a trailing comma) is malformed too */
         tuning_row r = {OCL_CLASS_OTHER, 0, 0, 0, 0, 0};
         const char *end = tile_item(v, &r);
         if (!end || (*end != ',' && *end != '\0') ||
-            (r.dpad != 32 && r.dpad != 64 && r.dpad != 128 && r.dpad != 256) || r.bkv < 4 || r.bkv % 4 ||
-            r.bq % r.tq || r.bkv % r.tk || (r.dpad / 4) % r.tk) {
+            (r.dpad != 32 && r.dpad != 64 && r.dpad != 128 && r.dpad != 256) || r.bkv < 4 ||
+            r.bkv % 4 || r.bq % r.tq || r.bkv % r.tk || (r.dpad / 4) % r.tk) {
             *bad = v;
             *bad_len = (int)strcspn(v, ",");
             return -1;
@@ -160,7 +169,7 @@ static int env_row(const char *value, int dpad, tuning_row *out, const char **ba
 fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced_tiles, int D, int tile_q,
                               int tile_kv, ocl_tiles *out, fattn_msg *msg) {
     int dpad = 32;
-    while (dpad < D) dpad *= 2;   /* 32, 64, 128, 256: few programs to build */
+    while (dpad < D) dpad *= 2; /* 32, 64, 128, 256: few programs to build */
     const tuning_row *row = NULL;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (table[i].dpad == dpad && (table[i].vendor_class == lim->vendor_class ||
@@ -177,15 +186,16 @@ fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced_tiles, i
                           "or 256, each number 1..%d, BKV a multiple of 4, TQ dividing BQ, TK "
                           "dividing BKV and DPAD/4",
                           forced_tiles, bad_len, bad, OCL_TILE_MAX);
-    if (from_env) {   /* taken as given: it either fits or fails */
+    if (from_env) { /* taken as given: it either fits or fails */
         ocl_tiles t = {dpad, forced.bq, forced.bkv, forced.tq, forced.tk};
         if (!fits(lim, &t))
-            return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                              "FATTN_OPENCL_TILES: %dx%d/%dx%d at head dim %d needs %zu bytes of local "
-                              "memory (device: %zu), %zu work-items (device: %zu) and at most %d rows "
-                              "and keys per work-item",
-                              t.bq, t.bkv, t.tq, t.tk, dpad, ocl_local_bytes(&t), lim->local_mem,
-                              items(&t), lim->max_wg, OCL_MAX_PER_ITEM);
+            return fattn_fail(
+                msg, FATTN_ERR_UNSUPPORTED,
+                "FATTN_OPENCL_TILES: %dx%d/%dx%d at head dim %d needs %zu bytes of local "
+                "memory (device: %zu), %zu work-items (device: %zu) and at most %d rows "
+                "and keys per work-item",
+                t.bq, t.bkv, t.tq, t.tk, dpad, ocl_local_bytes(&t), lim->local_mem, items(&t),
+                lim->max_wg, OCL_MAX_PER_ITEM);
         *out = t;
         return FATTN_OK;
     }
@@ -201,13 +211,15 @@ fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced_tiles, i
     /* Large caller tiles: widen the grid (up to 256 work-items) before the
      * per-work-item micro-tile outgrows its registers. */
     shape(&t, tq, tk);
-    while (t.bq / t.tq > OCL_MAX_PER_ITEM && t.bq % (2 * t.tq) == 0 && 2 * items(&t) <= 256) tq = t.tq *= 2;
+    while (t.bq / t.tq > OCL_MAX_PER_ITEM && t.bq % (2 * t.tq) == 0 && 2 * items(&t) <= 256)
+        tq = t.tq *= 2;
     while (t.bkv / t.tk > OCL_MAX_PER_ITEM && t.bkv % (2 * t.tk) == 0 && 2 * items(&t) <= 256 &&
            2 * t.tk <= dpad / 4)
         tk = t.tk *= 2;
     /* Whole hardware groups (warps, wavefronts): widen the grid along rows
      * while the work-item count is not a multiple of what the device prefers. */
-    while (items(&t) % lim->preferred_multiple && t.bq % (2 * t.tq) == 0 && 2 * items(&t) <= lim->max_wg)
+    while (items(&t) % lim->preferred_multiple && t.bq % (2 * t.tq) == 0 &&
+           2 * items(&t) <= lim->max_wg)
         tq = t.tq *= 2;
     /* Shrink what the caller left to us until the tiles fit the device. */
     while (!fits_device(lim, &t) && !tile_kv && t.bkv > 4) {

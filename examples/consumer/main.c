@@ -25,8 +25,8 @@ int main(void) {
      * (minor releases of 0.x may change the API). */
     int bad = st != FATTN_OK || fattn_version_number() / 100 != FATTN_VERSION_NUMBER / 100;
     for (int i = 0; i < 12 && !bad; i++) bad = fabsf(o[i] - v[i % 4]) > 1e-6f;
-    printf("consumer: fattn %s on %s: %s\n", fattn_version_string(), fattn_context_backend_name(ctx),
-           bad ? "WRONG" : "ok");
+    printf("consumer: fattn %s on %s: %s\n", fattn_version_string(),
+           fattn_context_backend_name(ctx), bad ? "WRONG" : "ok");
     if (st != FATTN_OK) fprintf(stderr, "consumer: %s\n", fattn_error_message(ctx));
     fattn_context_free(ctx);
     return bad;

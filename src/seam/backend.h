@@ -17,17 +17,18 @@
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
 /* Limits and constants every backend uses, named once. */
-#define FATTN_INT32_MAX ((int64_t)0x7fffffff)   /* kernels index rows and keys with 32-bit ints */
-#define FATTN_LOG2E_F 1.4426950408889634f        /* kernels fold scale * log2(e) and use exp2 */
+#define FATTN_INT32_MAX ((int64_t)0x7fffffff) /* kernels index rows and keys with 32-bit ints */
+#define FATTN_LOG2E_F 1.4426950408889634f     /* kernels fold scale * log2(e) and use exp2 */
 
 /* Backend names, indexed by fattn_backend_kind; inline so that modules,
  * which link none of the core, can parse them too. */
-static const char *const fattn_backend_names[FATTN_BACKEND_COUNT] = {"auto", "cpu", "cuda", "opencl"};
+static const char *const fattn_backend_names[FATTN_BACKEND_COUNT] = {"auto", "cpu", "cuda",
+                                                                     "opencl"};
 
 static inline int fattn_parse_backend(const char *name, fattn_backend_kind *out) {
     for (int i = 0; i < FATTN_BACKEND_COUNT; i++) {
         const char *a = name, *b = fattn_backend_names[i];
-        while (*a && *b && (*a | 0x20) == *b) a++, b++;   /* names are lower-case letters */
+        while (*a && *b && (*a | 0x20) == *b) a++, b++; /* names are lower-case letters */
         if (!*a && !*b) {
             *out = (fattn_backend_kind)i;
             return 1;
@@ -83,17 +84,17 @@ typedef struct fattn_settings {
 typedef struct fattn_open_args {
     int device;
     const fattn_settings *settings;
-    void *native_device;      /* OpenCL cl_device_id */
-    void *native_context;     /* OpenCL cl_context */
-    void *native_queue;       /* OpenCL cl_command_queue, CUDA cudaStream_t */
-    int native_current;       /* CUDA: use the calling thread's current context */
+    void *native_device;  /* OpenCL cl_device_id */
+    void *native_context; /* OpenCL cl_context */
+    void *native_queue;   /* OpenCL cl_command_queue, CUDA cudaStream_t */
+    int native_current;   /* CUDA: use the calling thread's current context */
 } fattn_open_args;
 
 /* The operations a backend plans. A new op (split-forward, combine,
  * backward) is a new value here and rows in the backends' variant tables. */
 typedef enum fattn_op {
-    FATTN_OP_FORWARD = 0,        /* tiled online softmax */
-    FATTN_OP_FORWARD_NAIVE = 1,  /* materialised S and P, the baseline */
+    FATTN_OP_FORWARD = 0,       /* tiled online softmax */
+    FATTN_OP_FORWARD_NAIVE = 1, /* materialised S and P, the baseline */
     FATTN_OP_COUNT
 } fattn_op;
 
@@ -107,8 +108,8 @@ typedef struct fattn_operand {
 
 /* Tuning the caller may set on a context (fattn_context_set_param). */
 typedef struct fattn_tuning {
-    int tile_q, tile_kv;   /* 0 = backend default */
-    int cpu_threads;       /* CPU: threads for this call; 0 = as opened */
+    int tile_q, tile_kv; /* 0 = backend default */
+    int cpu_threads;     /* CPU: threads for this call; 0 = as opened */
 } fattn_tuning;
 
 /* A validated attention problem (FlashAttention-2's Flash_fwd_params idea),
@@ -119,13 +120,13 @@ typedef struct fattn_problem {
     fattn_op op;
     int64_t batch, heads_q, heads_kv, seq_q, seq_kv, head_dim;
     fattn_dtype dtype;
-    float scale;         /* resolved: never 0 unless the caller asked for it */
-    float scale_log2;    /* scale * log2(e), for kernels that use exp2 */
-    int causal;          /* 1 when a causal mask applies */
+    float scale;      /* resolved: never 0 unless the caller asked for it */
+    float scale_log2; /* scale * log2(e), for kernels that use exp2 */
+    int causal;       /* 1 when a causal mask applies */
     /* With causal, key j is visible to query row i iff j <= i + causal_offset:
      * seq_kv - seq_q for bottom-right alignment, 0 for top-left. */
     int64_t causal_offset;
-    unsigned flags;      /* FATTN_FLAG_* */
+    unsigned flags; /* FATTN_FLAG_* */
     fattn_tuning tune;
     int has_operands;
     fattn_operand q, k, v, o, lse;
@@ -152,7 +153,7 @@ typedef struct fattn_probe {
      * rank in the registry's table (0: never chosen automatically). AUTO
      * takes the highest score; see registry.c. */
     int auto_score;
-    char reason[256];   /* why device_count is 0 */
+    char reason[256]; /* why device_count is 0 */
 } fattn_probe;
 
 /* The backend's decision for one problem: which row of its variant table
@@ -164,9 +165,9 @@ typedef struct fattn_probe {
 #define FATTN_PLAN_BYTES 256
 typedef struct fattn_plan {
     fattn_op op;
-    int variant;               /* index into the backend's variant table */
-    const char *variant_name;  /* static */
-    fattn_tiling tiling;       /* tile sizes, resident groups, workspace */
+    int variant;              /* index into the backend's variant table */
+    const char *variant_name; /* static */
+    fattn_tiling tiling;      /* tile sizes, resident groups, workspace */
     union {
         unsigned char bytes[FATTN_PLAN_BYTES];
         int64_t align_i;
@@ -177,7 +178,7 @@ typedef struct fattn_plan {
 
 /* A backend's typed view of plan->area; pair each use with FATTN_PLAN_FITS. */
 #define FATTN_PLAN_AREA(plan, type) ((type *)(void *)(plan)->area.bytes)
-#define FATTN_PLAN_FITS(type) \
+#define FATTN_PLAN_FITS(type)                                                                      \
     _Static_assert(sizeof(type) <= FATTN_PLAN_BYTES, #type " does not fit in fattn_plan's area")
 
 /* A row of a backend's variant table: its name, the op it serves, and a
@@ -188,7 +189,8 @@ typedef struct fattn_variant {
     const char *name;
     fattn_op op;
     fattn_status (*accept)(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg);
-    fattn_status (*run)(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
+    fattn_status (*run)(void *state, const fattn_problem *p, const fattn_plan *plan,
+                        fattn_msg *msg);
 } fattn_variant;
 
 /* The shared planner over a variant table: the first row for p->op that
@@ -218,15 +220,18 @@ static inline fattn_status fattn_run_from_table(const fattn_variant *rows, int n
                                                 const fattn_problem *p, const fattn_plan *plan,
                                                 fattn_msg *msg) {
     if (plan->variant < 0 || plan->variant >= n || rows[plan->variant].op != plan->op)
-        return fattn_fail(msg, FATTN_ERR_INTERNAL, "plan names variant %d, not in the table", plan->variant);
+        return fattn_fail(msg, FATTN_ERR_INTERNAL, "plan names variant %d, not in the table",
+                          plan->variant);
     return rows[plan->variant].run(state, p, plan, msg);
 }
 
 /* Element size of a dtype, for modules that link none of the core. */
-static inline int64_t fattn_esize(fattn_dtype t) { return t == FATTN_F32 || t == FATTN_I32 ? 4 : 2; }
+static inline int64_t fattn_esize(fattn_dtype t) {
+    return t == FATTN_F32 || t == FATTN_I32 ? 4 : 2;
+}
 
 typedef struct fattn_backend_vtable {
-    int abi;                       /* FATTN_BACKEND_ABI */
+    int abi; /* FATTN_BACKEND_ABI */
     /* sizeof(fattn_backend_vtable) where the module was built: the core
      * refuses a module whose table is smaller than its own, or that leaves a
      * required slot NULL, instead of calling through a missing pointer. */
@@ -259,7 +264,8 @@ typedef struct fattn_backend_vtable {
      * whether it allocated a buffer or wraps the caller's memory. */
     fattn_status (*buffer_alloc)(void *state, size_t bytes, void **mem, fattn_msg *msg);
     /* Optional: NULL makes fattn_buffer_wrap return FATTN_ERR_UNSUPPORTED. */
-    fattn_status (*buffer_wrap)(void *state, void *native, size_t bytes, void **mem, fattn_msg *msg);
+    fattn_status (*buffer_wrap)(void *state, void *native, size_t bytes, void **mem,
+                                fattn_msg *msg);
     /* Frees what alloc made (owned 1), or only the wrapper of what wrap made. */
     void (*buffer_free)(void *state, void *mem, int owned);
     fattn_status (*buffer_write)(void *state, void *mem, size_t offset, const void *src,
@@ -283,7 +289,8 @@ typedef struct fattn_backend_vtable {
      * memory reports. run() receives the plan that this returned. Most
      * backends implement both with fattn_plan_from_table/fattn_run_from_table. */
     fattn_status (*plan)(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg);
-    fattn_status (*run)(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);
+    fattn_status (*run)(void *state, const fattn_problem *p, const fattn_plan *plan,
+                        fattn_msg *msg);
     /* Optional: device memory in use (by anyone) and total, measured now;
      * NULL makes fattn_context_device_memory return FATTN_ERR_UNSUPPORTED. */
     fattn_status (*device_memory)(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg);

@@ -36,18 +36,18 @@ static inline uint16_t fattn_f32_to_f16(float f) {
     const uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
     const uint32_t a = u & 0x7fffffffu;
     if (a >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (a > 0x7f800000u ? 0x200 : 0));
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);   /* rounds past 65504 */
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds past 65504 */
     if (a < 0x38800000u) {
         /* Subnormal or zero in f16: scale so the integer part is the mantissa;
          * the float add rounds to nearest even for us. */
-        float m = fattn_bits_to_f32(a) * 16777216.0f;   /* 2^24 */
+        float m = fattn_bits_to_f32(a) * 16777216.0f; /* 2^24 */
         uint32_t r = (uint32_t)m;
         float frac = m - (float)r;
         if (frac > 0.5f || (frac == 0.5f && (r & 1))) r++;
         return (uint16_t)(sign | r);
     }
-    uint32_t r = a - 0x38000000u;   /* rebias exponent 127 -> 15 */
-    r += 0xfff + ((r >> 13) & 1);   /* round to nearest even */
+    uint32_t r = a - 0x38000000u; /* rebias exponent 127 -> 15 */
+    r += 0xfff + ((r >> 13) & 1); /* round to nearest even */
     return (uint16_t)(sign | (r >> 13));
 }
 
@@ -55,7 +55,7 @@ static inline float fattn_bf16_to_f32(uint16_t h) { return fattn_bits_to_f32((ui
 
 static inline uint16_t fattn_f32_to_bf16(float f) {
     uint32_t u = fattn_f32_to_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);   /* quiet NaN */
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
     u += 0x7fffu + ((u >> 16) & 1);
     return (uint16_t)(u >> 16);
 }

@@ -43,22 +43,22 @@ enum {
     MAX_ARENA = 2 << 20,
     GUARD = 4096,
     REGIONS = 4,
-    FLOP_LIMIT = 1 << 24,         /* a forward of at most this many FLOPs: ~10 ms here */
-    NAIVE_LIMIT = 8 << 20,        /* bytes of S and P the naive path may allocate */
-    POISON = 0xff,                /* a NaN in every dtype */
+    FLOP_LIMIT = 1 << 24,  /* a forward of at most this many FLOPs: ~10 ms here */
+    NAIVE_LIMIT = 8 << 20, /* bytes of S and P the naive path may allocate */
+    POISON = 0xff,         /* a NaN in every dtype */
     GUARD_BYTE = 0xa5,
 };
 
 static fattn_context *ctx, *other_ctx;
 
-#define CHECK(cond, ...)                                       \
-    do {                                                       \
-        if (!(cond)) {                                         \
-            fprintf(stderr, "fuzz_forward: violation: ");      \
-            fprintf(stderr, __VA_ARGS__);                      \
-            fprintf(stderr, "\n");                             \
-            __builtin_trap();                                  \
-        }                                                      \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz_forward: violation: ");                                          \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            __builtin_trap();                                                                      \
+        }                                                                                          \
     } while (0)
 
 /* ---- Input decoding -------------------------------------------------------------- */
@@ -87,9 +87,9 @@ static int64_t size_val(reader *r) {
     case 0: return 0;
     case 1: return -1 - (int64_t)(x & 63);
     case 2: return 1 + (int64_t)x;
-    case 3: return 62 + (x & 7);                             /* 62..69: tile edges */
+    case 3: return 62 + (x & 7); /* 62..69: tile edges */
     case 4: return INT64_MAX - (x & 15);
-    case 5: return ((int64_t)1 << (31 + (x & 31))) - (x >> 5);   /* 2^31 .. 2^62 */
+    case 5: return ((int64_t)1 << (31 + (x & 31))) - (x >> 5); /* 2^31 .. 2^62 */
     case 6: return (int64_t)u64(r);
     case 7: return 120 + (x & 15);
     default: return 1 + (x & 7);
@@ -101,8 +101,8 @@ static int64_t dim_val(reader *r) {
     const uint8_t sel = u8(r), x = u8(r);
     switch (sel & 7) {
     case 0: return size_val(r);
-    case 1: return 256 + (x & 3) - 1;   /* 255..258 */
-    case 2: return 1 + x;               /* 1..256 */
+    case 1: return 256 + (x & 3) - 1; /* 255..258 */
+    case 2: return 1 + x;             /* 1..256 */
     default: return 1 + (x & 63);
     }
 }
@@ -122,7 +122,7 @@ static float scale_val(reader *r) {
     }
     case 6: return 1e-30f;
     case 7: return 0.05f * (float)(1 + x);
-    default: return 0.0f;   /* 1/sqrt(head_dim) */
+    default: return 0.0f; /* 1/sqrt(head_dim) */
     }
 }
 
@@ -130,7 +130,7 @@ static int tile_val(reader *r) {
     const uint8_t sel = u8(r), x = u8(r);
     switch (sel & 15) {
     case 1: return 1 + (x & 15);
-    case 2: return 1 + x * 4;   /* up to 1021 */
+    case 2: return 1 + x * 4; /* up to 1021 */
     case 3: return -1 - x;
     case 4: return 1025 + x;
     case 5: return (int)(uint32_t)u64(r);
@@ -141,7 +141,7 @@ static int tile_val(reader *r) {
 static fattn_dtype dtype_val(reader *r) {
     const uint8_t x = u8(r);
     if (x < 240) return (fattn_dtype)(x % 3);
-    return (fattn_dtype)(int)(int32_t)(uint32_t)u64(r);   /* garbage */
+    return (fattn_dtype)(int)(int32_t)(uint32_t)u64(r); /* garbage */
 }
 
 /* A tile parameter for fattn_context_set_param: mostly an int, sometimes
@@ -158,16 +158,17 @@ static int64_t tile_param_val(reader *r) {
 typedef struct field {
     size_t off, len;
 } field;
-#define FIELD(type, name) {offsetof(type, name), sizeof(((type *)0)->name)}
+#define FIELD(type, name)                                                                          \
+    { offsetof(type, name), sizeof(((type *)0)->name) }
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const field desc_fields[] = {
-    FIELD(fattn_attention_desc, batch),   FIELD(fattn_attention_desc, heads_q),
+    FIELD(fattn_attention_desc, batch),    FIELD(fattn_attention_desc, heads_q),
     FIELD(fattn_attention_desc, heads_kv), FIELD(fattn_attention_desc, seq_q),
-    FIELD(fattn_attention_desc, seq_kv),  FIELD(fattn_attention_desc, head_dim),
-    FIELD(fattn_attention_desc, dtype),   FIELD(fattn_attention_desc, scale),
-    FIELD(fattn_attention_desc, causal),  FIELD(fattn_attention_desc, flags),
-    FIELD(fattn_attention_desc, mask),    FIELD(fattn_attention_desc, varlen),
+    FIELD(fattn_attention_desc, seq_kv),   FIELD(fattn_attention_desc, head_dim),
+    FIELD(fattn_attention_desc, dtype),    FIELD(fattn_attention_desc, scale),
+    FIELD(fattn_attention_desc, causal),   FIELD(fattn_attention_desc, flags),
+    FIELD(fattn_attention_desc, mask),     FIELD(fattn_attention_desc, varlen),
     FIELD(fattn_attention_desc, paged_kv), FIELD(fattn_attention_desc, workspace),
 };
 static const field mask_fields[] = {
@@ -181,12 +182,15 @@ static const field varlen_fields[] = {
     FIELD(fattn_varlen_desc, total_kv),
 };
 static const field paged_fields[] = {
-    FIELD(fattn_paged_kv_desc, block_table), FIELD(fattn_paged_kv_desc, pages_per_seq),
-    FIELD(fattn_paged_kv_desc, page_size),   FIELD(fattn_paged_kv_desc, num_pages),
+    FIELD(fattn_paged_kv_desc, block_table),
+    FIELD(fattn_paged_kv_desc, pages_per_seq),
+    FIELD(fattn_paged_kv_desc, page_size),
+    FIELD(fattn_paged_kv_desc, num_pages),
 };
 static const field tensor_fields[] = {
-    FIELD(fattn_tensor, buffer),       FIELD(fattn_tensor, dtype),       FIELD(fattn_tensor, offset),
-    FIELD(fattn_tensor, stride_batch), FIELD(fattn_tensor, stride_head), FIELD(fattn_tensor, stride_seq),
+    FIELD(fattn_tensor, buffer),      FIELD(fattn_tensor, dtype),
+    FIELD(fattn_tensor, offset),      FIELD(fattn_tensor, stride_batch),
+    FIELD(fattn_tensor, stride_head), FIELD(fattn_tensor, stride_seq),
     FIELD(fattn_tensor, stride_dim),
 };
 
@@ -196,7 +200,7 @@ static const field tensor_fields[] = {
  * hold one non-zero byte. */
 typedef struct sized {
     size_t size;
-    size_t tail_pos;   /* the non-zero extra byte, when tail != 0 */
+    size_t tail_pos; /* the non-zero extra byte, when tail != 0 */
     uint8_t tail;
 } sized;
 
@@ -223,11 +227,12 @@ static int sized_refused(sized z) { return z.size == 0 || z.tail != 0; }
 
 /* The struct as the library reads it: the fields that size covers whole
  * from src, INIT's values (init) for the others. */
-static void covered(void *dst, const void *src, const void *init, size_t own, size_t size, const field *f,
-                    int n) {
+static void covered(void *dst, const void *src, const void *init, size_t own, size_t size,
+                    const field *f, int n) {
     memcpy(dst, init, own);
     for (int i = 0; i < n; i++)
-        if (f[i].off + f[i].len <= size) memcpy((char *)dst + f[i].off, (const char *)src + f[i].off, f[i].len);
+        if (f[i].off + f[i].len <= size)
+            memcpy((char *)dst + f[i].off, (const char *)src + f[i].off, f[i].len);
     memcpy(dst, &size, sizeof size);
 }
 
@@ -257,17 +262,17 @@ static void sized_free_all(void) {
 /* ---- Regions of the arena -------------------------------------------------------- */
 
 typedef struct region {
-    size_t start, len;     /* bytes within the arena */
-    fattn_buffer *buf;     /* wrapper of ctx (or other_ctx), NULL if none */
-    int foreign;           /* wraps through other_ctx */
+    size_t start, len; /* bytes within the arena */
+    fattn_buffer *buf; /* wrapper of ctx (or other_ctx), NULL if none */
+    int foreign;       /* wraps through other_ctx */
 } region;
 
 typedef struct world {
-    unsigned char *block;  /* GUARD + arena + GUARD */
+    unsigned char *block; /* GUARD + arena + GUARD */
     unsigned char *arena;
     size_t arena_len;
     unsigned char *snap, *out_map, *in_map;
-    region reg[REGIONS + 1];   /* the last: a foreign wrapper */
+    region reg[REGIONS + 1]; /* the last: a foreign wrapper */
 } world;
 
 static size_t es_of(fattn_dtype t) { return t == FATTN_F32 ? 4 : 2; }
@@ -325,8 +330,7 @@ static int status_known(fattn_status st) {
         FATTN_STATUS_MAP(KNOWN_)
 #undef KNOWN_
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -336,7 +340,8 @@ static void check_status(fattn_status st, const fattn_context *c, const char *ca
     const char *msg = fattn_error_message(c);
     CHECK(msg != NULL, "%s: fattn_error_message is NULL", call);
     if (st != FATTN_OK)
-        CHECK(msg[0] != '\0', "%s failed with %s and an empty message", call, fattn_status_string(st));
+        CHECK(msg[0] != '\0', "%s failed with %s and an empty message", call,
+              fattn_status_string(st));
     else
         CHECK(msg[0] == '\0', "%s succeeded but left the message \"%.200s\"", call, msg);
 }
@@ -347,7 +352,7 @@ static void check_status(fattn_status st, const fattn_context *c, const char *ca
  * strides may be anything the library let through. */
 static int mark_rows(unsigned char *map, size_t lo, size_t hi, const fattn_tensor *t, size_t es,
                      int64_t B, int64_t H, int64_t S, int64_t row, int exclusive) {
-    if (B <= 0 || H <= 0 || S <= 0 || row <= 0) return 1;   /* no elements */
+    if (B <= 0 || H <= 0 || S <= 0 || row <= 0) return 1; /* no elements */
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t s = 0; s < S; s++) {
@@ -375,15 +380,16 @@ static const region *region_of(const world *w, const fattn_buffer *buf) {
 /* Rows a tensor has, or -1 when that does not fit in 64 bits. */
 static int64_t rows_of(int64_t B, int64_t H, int64_t S) {
     int64_t n;
-    if (B < 0 || H < 0 || S < 0 || __builtin_mul_overflow(B, H, &n) || __builtin_mul_overflow(n, S, &n))
+    if (B < 0 || H < 0 || S < 0 || __builtin_mul_overflow(B, H, &n) ||
+        __builtin_mul_overflow(n, S, &n))
         return -1;
     return n;
 }
 
 /* Poisons the elements of an output tensor where they can be found within
  * its region, so an element left unwritten shows as NaN. */
-static void poison_output(world *w, const fattn_tensor *t, size_t es, int64_t B, int64_t H, int64_t S,
-                          int64_t row) {
+static void poison_output(world *w, const fattn_tensor *t, size_t es, int64_t B, int64_t H,
+                          int64_t S, int64_t row) {
     const region *r = region_of(w, t->buffer);
     const int64_t rows = rows_of(B, H, S);
     if (!r || rows <= 0 || row < 1 || (uint64_t)rows > r->len / es / (uint64_t)row) return;
@@ -406,13 +412,13 @@ typedef struct extras {
 } extras;
 
 typedef struct call {
-    fattn_attention_desc d;             /* as the library reads pass (see covered) */
-    const fattn_attention_desc *pass;   /* what the library is given, in sized memory */
-    int desc_refused;                   /* pass's size must be refused */
+    fattn_attention_desc d;           /* as the library reads pass (see covered) */
+    const fattn_attention_desc *pass; /* what the library is given, in sized memory */
+    int desc_refused;                 /* pass's size must be refused */
     extras x;
-    fattn_tensor t[5];     /* q, k, v, o, lse */
+    fattn_tensor t[5]; /* q, k, v, o, lse */
     int has_lse;
-    int finite_inputs;     /* the arena holds only finite values in [-4, 4] */
+    int finite_inputs; /* the arena holds only finite values in [-4, 4] */
 } call;
 
 enum { TQ, TK, TV, TO, TL };
@@ -421,13 +427,14 @@ enum { TQ, TK, TV, TO, TL };
 static void check_memory(const world *w, const unsigned char *allowed, const char *what) {
     for (size_t i = 0; i < GUARD; i++) {
         CHECK(w->block[i] == GUARD_BYTE, "%s wrote %zu bytes before the arena", what, GUARD - i);
-        CHECK(w->arena[w->arena_len + i] == GUARD_BYTE, "%s wrote %zu bytes past the arena", what, i + 1);
+        CHECK(w->arena[w->arena_len + i] == GUARD_BYTE, "%s wrote %zu bytes past the arena", what,
+              i + 1);
     }
     if (memcmp(w->arena, w->snap, w->arena_len) == 0) return;
     for (size_t i = 0; i < w->arena_len; i++)
         CHECK(w->arena[i] == w->snap[i] || (allowed && allowed[i]),
-              "%s changed arena byte %zu (0x%02x -> 0x%02x), outside O and LSE", what, i, w->snap[i],
-              w->arena[i]);
+              "%s changed arena byte %zu (0x%02x -> 0x%02x), outside O and LSE", what, i,
+              w->snap[i], w->arena[i]);
 }
 
 /* Number of keys query row i sees: key j iff j <= i + off, off = seq_kv -
@@ -446,24 +453,27 @@ static void check_forward_ok(world *w, const call *c, const char *what) {
     const fattn_attention_desc *d = &c->d;
     const size_t es = es_of(d->dtype);
     const int64_t B = d->batch, Hq = d->heads_q, Hk = d->heads_kv, D = d->head_dim;
-    const region *ro = region_of(w, c->t[TO].buffer), *rl = c->has_lse ? region_of(w, c->t[TL].buffer) : NULL;
+    const region *ro = region_of(w, c->t[TO].buffer),
+                 *rl = c->has_lse ? region_of(w, c->t[TL].buffer) : NULL;
     CHECK(ro && !ro->foreign, "%s accepted an O that is not a buffer of this context", what);
     for (int i = TQ; i <= TV; i++) {
         const region *r = region_of(w, c->t[i].buffer);
-        CHECK(!r || !r->foreign || (i != TQ && d->seq_kv == 0), "%s accepted a buffer of another context",
-              what);
+        CHECK(!r || !r->foreign || (i != TQ && d->seq_kv == 0),
+              "%s accepted a buffer of another context", what);
     }
     const int64_t orows = rows_of(B, Hq, d->seq_q);
     CHECK(orows >= 0 && (uint64_t)orows <= ro->len / es / (uint64_t)D,
           "%s accepted an O with more elements than its buffer has room for", what);
     memset(w->out_map, 0, w->arena_len);
     memset(w->in_map, 0, w->arena_len);
-    CHECK(mark_rows(w->out_map, ro->start, ro->start + ro->len, &c->t[TO], es, B, Hq, d->seq_q, D, 1),
-          "%s accepted an O whose elements overlap or leave its buffer", what);
+    CHECK(
+        mark_rows(w->out_map, ro->start, ro->start + ro->len, &c->t[TO], es, B, Hq, d->seq_q, D, 1),
+        "%s accepted an O whose elements overlap or leave its buffer", what);
     if (rl) {
         CHECK(!rl->foreign, "%s accepted an LSE of another context", what);
         CHECK((uint64_t)orows <= rl->len / 4, "%s accepted an LSE larger than its buffer", what);
-        CHECK(mark_rows(w->out_map, rl->start, rl->start + rl->len, &c->t[TL], 4, B, Hq, d->seq_q, 1, 1),
+        CHECK(mark_rows(w->out_map, rl->start, rl->start + rl->len, &c->t[TL], 4, B, Hq, d->seq_q,
+                        1, 1),
               "%s accepted an LSE that overlaps O or itself or leaves its buffer", what);
     }
     const int64_t seqs[3] = {d->seq_q, d->seq_kv, d->seq_kv}, heads[3] = {Hq, Hk, Hk};
@@ -471,11 +481,13 @@ static void check_forward_ok(world *w, const call *c, const char *what) {
         if (seqs[i] == 0) continue;
         const region *r = region_of(w, c->t[i].buffer);
         CHECK(r, "%s accepted %c without a buffer", what, "qkv"[i]);
-        CHECK(mark_rows(w->in_map, r->start, r->start + r->len, &c->t[i], es, B, heads[i], seqs[i], D, 0),
+        CHECK(mark_rows(w->in_map, r->start, r->start + r->len, &c->t[i], es, B, heads[i], seqs[i],
+                        D, 0),
               "%s accepted %c with elements outside its buffer", what, "qkv"[i]);
     }
     for (size_t i = 0; i < w->arena_len; i++)
-        CHECK(!(w->out_map[i] && w->in_map[i]), "%s accepted outputs that overlap inputs (byte %zu)", what, i);
+        CHECK(!(w->out_map[i] && w->in_map[i]),
+              "%s accepted outputs that overlap inputs (byte %zu)", what, i);
     check_memory(w, w->out_map, what);
 
     if (!c->finite_inputs) return;
@@ -485,24 +497,30 @@ static void check_forward_ok(world *w, const call *c, const char *what) {
             for (int64_t i = 0; i < d->seq_q; i++) {
                 const int64_t seen = keys_seen(d, i);
                 const fattn_tensor *to = &c->t[TO];
-                const int64_t e = to->offset + b * to->stride_batch + h * to->stride_head + i * to->stride_seq;
+                const int64_t e =
+                    to->offset + b * to->stride_batch + h * to->stride_head + i * to->stride_seq;
                 for (int64_t x = 0; x < D; x++) {
-                    const float o = get_value(w->arena + ro->start + (size_t)(e + x) * es, d->dtype);
+                    const float o =
+                        get_value(w->arena + ro->start + (size_t)(e + x) * es, d->dtype);
                     if (seen == 0)
-                        CHECK(o == 0.0f, "%s: row %lld sees no key but O = %g", what, (long long)i, (double)o);
+                        CHECK(o == 0.0f, "%s: row %lld sees no key but O = %g", what, (long long)i,
+                              (double)o);
                     else
-                        CHECK(fabsf(o) <= 4.01f, "%s: O = %g at row %lld is not a mean of V's values in [-4, 4]",
-                              what, (double)o, (long long)i);
+                        CHECK(fabsf(o) <= 4.01f,
+                              "%s: O = %g at row %lld is not a mean of V's values in [-4, 4]", what,
+                              (double)o, (long long)i);
                 }
                 if (!rl) continue;
                 const fattn_tensor *tl = &c->t[TL];
-                const int64_t le = tl->offset + b * tl->stride_batch + h * tl->stride_head + i * tl->stride_seq;
+                const int64_t le =
+                    tl->offset + b * tl->stride_batch + h * tl->stride_head + i * tl->stride_seq;
                 const float l = get_value(w->arena + rl->start + (size_t)le * 4, FATTN_F32);
                 if (seen == 0)
-                    CHECK(l == -INFINITY, "%s: row %lld sees no key but LSE = %g", what, (long long)i, (double)l);
+                    CHECK(l == -INFINITY, "%s: row %lld sees no key but LSE = %g", what,
+                          (long long)i, (double)l);
                 else
-                    CHECK(isfinite(l), "%s: row %lld sees %lld keys but LSE = %g", what, (long long)i,
-                          (long long)seen, (double)l);
+                    CHECK(isfinite(l), "%s: row %lld sees %lld keys but LSE = %g", what,
+                          (long long)i, (long long)seen, (double)l);
             }
 }
 
@@ -516,35 +534,36 @@ static void decode_tensor(reader *r, fattn_tensor *t, const world *w, fattn_dtyp
     const uint8_t pick = u8(r), mode = u8(r);
     /* Its size: its own, or rarely 0 (refused) or short of stride_dim (which
      * then takes its default, 1). */
-    t->size = (pick & 0xf0) != 0xf0 ? sizeof *t : (pick & 8) ? 0 : offsetof(fattn_tensor, stride_dim);
+    t->size = (pick & 0xf0) != 0xf0 ? sizeof *t
+              : (pick & 8)          ? 0
+                                    : offsetof(fattn_tensor, stride_dim);
     t->buffer = pick % 8 < REGIONS ? w->reg[pick % 8 % REGIONS].buf
-              : pick % 8 == 4      ? w->reg[REGIONS].buf   /* another context's */
-              : pick % 8 == 5      ? NULL
+                : pick % 8 == 4    ? w->reg[REGIONS].buf /* another context's */
+                : pick % 8 == 5    ? NULL
                                    : w->reg[0].buf;
     t->dtype = is_lse ? FATTN_F32 : dtype;
     if (mode >= 0xf0) t->dtype = dtype_val(r);
     const uint64_t h = (uint64_t)H, s = (uint64_t)S, dd = (uint64_t)D;
     const uint64_t pad = 1 + (mode >> 6);
     switch (mode & 7) {
-    case 0: case 1:   /* BSHD */
+    case 0:
+    case 1: /* BSHD */
         t->stride_head = (int64_t)dd;
         t->stride_seq = (int64_t)(h * dd);
         t->stride_batch = (int64_t)(h * s * dd);
         break;
-    case 2:   /* BHSD */
+    case 2: /* BHSD */
         t->stride_seq = (int64_t)dd;
         t->stride_head = (int64_t)(s * dd);
         t->stride_batch = (int64_t)(h * s * dd);
         break;
-    case 3:   /* padded rows */
+    case 3: /* padded rows */
         t->stride_seq = (int64_t)(dd + pad);
         t->stride_head = (int64_t)(s * (dd + pad));
         t->stride_batch = (int64_t)(h * s * (dd + pad));
         break;
-    case 4:   /* broadcast */
-        t->stride_seq = (mode & 8) ? (int64_t)dd : 0;
-        break;
-    case 5:   /* rows overlap */
+    case 4: /* broadcast */ t->stride_seq = (mode & 8) ? (int64_t)dd : 0; break;
+    case 5: /* rows overlap */
         t->stride_seq = (int64_t)(dd / 2);
         t->stride_head = (int64_t)(dd * s / 2 + 1);
         t->stride_batch = (int64_t)(h * s * dd);
@@ -559,7 +578,7 @@ static void decode_tensor(reader *r, fattn_tensor *t, const world *w, fattn_dtyp
         t->stride_head = (int64_t)dd;
         break;
     }
-    if (is_lse && (mode & 7) <= 2) {   /* [batch, heads, seq] of one element */
+    if (is_lse && (mode & 7) <= 2) { /* [batch, heads, seq] of one element */
         t->stride_seq = 1;
         t->stride_head = (int64_t)s;
         t->stride_batch = (int64_t)(h * s);
@@ -584,7 +603,7 @@ static void decode_regions(reader *r, world *w, const size_t want[5]) {
         } else {
             start = at < w->arena_len ? at : w->arena_len - 1;
             if ((mode & 2) && i == (mode >> 2) % REGIONS && start + 3 < w->arena_len)
-                start += 1 + (mode >> 4) % 3;   /* misaligned for the dtype */
+                start += 1 + (mode >> 4) % 3; /* misaligned for the dtype */
             /* Region 3 holds O and LSE side by side, unless LSE gets its own. */
             size_t need = i == 3 ? want[3] + want[4] + 64 : want[i];
             len = need < w->arena_len - start ? need : w->arena_len - start;
@@ -605,8 +624,10 @@ static void wrap_regions(world *w) {
         g->buf = NULL;
         fattn_status st = fattn_buffer_wrap(c, w->arena + g->start, g->len, &g->buf);
         check_status(st, c, "fattn_buffer_wrap");
-        CHECK((st == FATTN_OK) == (g->buf != NULL), "fattn_buffer_wrap: status and buffer disagree");
-        if (st == FATTN_OK) CHECK(fattn_buffer_size(g->buf) == g->len, "fattn_buffer_size is not the wrapped size");
+        CHECK((st == FATTN_OK) == (g->buf != NULL),
+              "fattn_buffer_wrap: status and buffer disagree");
+        if (st == FATTN_OK)
+            CHECK(fattn_buffer_size(g->buf) == g->len, "fattn_buffer_size is not the wrapped size");
     }
 }
 
@@ -621,8 +642,8 @@ static void free_regions(world *w) {
 
 /* A tensor a sub-description points to: NULL, or one over the regions,
  * fuzzed like an operand, in sized memory. */
-static const fattn_tensor *sub_tensor(reader *r, const world *w, fattn_dtype dtype, int64_t H, int64_t S,
-                                      int64_t D) {
+static const fattn_tensor *sub_tensor(reader *r, const world *w, fattn_dtype dtype, int64_t H,
+                                      int64_t S, int64_t D) {
     const uint8_t sel = u8(r);
     if (!(sel & 1)) return NULL;
     fattn_tensor t;
@@ -632,10 +653,9 @@ static const fattn_tensor *sub_tensor(reader *r, const world *w, fattn_dtype dty
     return sized_copy(&t, sizeof t, z);
 }
 
-
 static int64_t window_val(reader *r) {
     const uint8_t sel = u8(r);
-    return (sel & 1) ? size_val(r) : (int64_t)(sel >> 1) % 8 - 2;   /* -2..5, or anything */
+    return (sel & 1) ? size_val(r) : (int64_t)(sel >> 1) % 8 - 2; /* -2..5, or anything */
 }
 
 static void decode_mask(reader *r, const world *w, const fattn_attention_desc *d, extras *x) {
@@ -647,15 +667,16 @@ static void decode_mask(reader *r, const world *w, const fattn_attention_desc *d
     if (sel & 8) m.alibi_slopes = sub_tensor(r, w, FATTN_F32, d->heads_q, 1, 1);
     if (sel & 16) m.sinks = sub_tensor(r, w, FATTN_F32, d->heads_q, 1, 1);
     if (sel & 32) m.bias = sub_tensor(r, w, d->dtype, d->heads_q, d->seq_q, d->seq_kv);
-    const sized z = (sel & 64) ? sized_val(r, sizeof m, mask_fields, COUNT(mask_fields)) : (sized){sizeof m, 0, 0};
+    const sized z = (sel & 64) ? sized_val(r, sizeof m, mask_fields, COUNT(mask_fields))
+                               : (sized){sizeof m, 0, 0};
     x->mask = sized_copy(&m, sizeof m, z);
     const fattn_mask_desc init = FATTN_MASK_DESC_INIT;
     fattn_mask_desc e;
     covered(&e, &m, &init, sizeof m, z.size, mask_fields, COUNT(mask_fields));
     /* A mask equal to INIT asks for nothing; anything else is refused in this
      * release (UNSUPPORTED, or an argument error for a bad value). */
-    x->mask_refused = sized_refused(z) || e.window_left != -1 || e.window_right != -1 || e.softcap != 0.0f ||
-                      e.alibi_slopes || e.sinks || e.bias;
+    x->mask_refused = sized_refused(z) || e.window_left != -1 || e.window_right != -1 ||
+                      e.softcap != 0.0f || e.alibi_slopes || e.sinks || e.bias;
 }
 
 static void decode_varlen(reader *r, const world *w, const fattn_attention_desc *d, extras *x) {
@@ -667,7 +688,8 @@ static void decode_varlen(reader *r, const world *w, const fattn_attention_desc 
     if (sel & 4) v.seqused_kv = sub_tensor(r, w, FATTN_I32, 1, 1, B);
     if (sel & 8) v.total_q = size_val(r);
     if (sel & 16) v.total_kv = size_val(r);
-    const sized z = (sel & 64) ? sized_val(r, sizeof v, varlen_fields, COUNT(varlen_fields)) : (sized){sizeof v, 0, 0};
+    const sized z = (sel & 64) ? sized_val(r, sizeof v, varlen_fields, COUNT(varlen_fields))
+                               : (sized){sizeof v, 0, 0};
     x->varlen = sized_copy(&v, sizeof v, z);
     const fattn_varlen_desc init = FATTN_VARLEN_DESC_INIT;
     fattn_varlen_desc e;
@@ -685,12 +707,14 @@ static void decode_paged(reader *r, const world *w, const fattn_attention_desc *
     if (sel & 2) pg.pages_per_seq = size_val(r);
     if (sel & 4) pg.page_size = size_val(r);
     if (sel & 8) pg.num_pages = size_val(r);
-    const sized z = (sel & 64) ? sized_val(r, sizeof pg, paged_fields, COUNT(paged_fields)) : (sized){sizeof pg, 0, 0};
+    const sized z = (sel & 64) ? sized_val(r, sizeof pg, paged_fields, COUNT(paged_fields))
+                               : (sized){sizeof pg, 0, 0};
     x->paged = sized_copy(&pg, sizeof pg, z);
     const fattn_paged_kv_desc init = FATTN_PAGED_KV_DESC_INIT;
     fattn_paged_kv_desc e;
     covered(&e, &pg, &init, sizeof pg, z.size, paged_fields, COUNT(paged_fields));
-    x->paged_refused = sized_refused(z) || e.block_table || e.pages_per_seq || e.page_size || e.num_pages;
+    x->paged_refused =
+        sized_refused(z) || e.block_table || e.pages_per_seq || e.page_size || e.num_pages;
 }
 
 /* NULL, a buffer of ctx made for it (never in the arena: the checks do
@@ -721,7 +745,8 @@ static const char *forward_refusal(const call *c) {
     if (c->desc_refused) return "a description of size 0 or with non-zero extra bytes";
     if (c->d.mask && c->x.mask_refused) return "a mask that asks for something (or is badly sized)";
     if (c->d.varlen && c->x.varlen_refused) return "a varlen description with offsets or lengths";
-    if (c->d.paged_kv && c->x.paged_refused) return "a paged-KV description that asks for something";
+    if (c->d.paged_kv && c->x.paged_refused)
+        return "a paged-KV description that asks for something";
     if (c->d.workspace && c->x.workspace_foreign) return "a workspace of another context";
     for (int i = TQ; i <= TL; i++)
         if ((i != TL || c->has_lse) && c->t[i].size == 0) return "a tensor of size 0";
@@ -741,40 +766,42 @@ static void run_accounting(reader *r, const call *c) {
     if (which & 16) rep.size = (which & 32) ? 0 : offsetof(fattn_memory_report, reduction);
     fattn_status st = fattn_memory_estimate(pass, (which & 1) ? &tiling : NULL, &rep);
     check_status(st, NULL, "fattn_memory_estimate");
-    CHECK(st != FATTN_OK || !c->desc_refused, "fattn_memory_estimate accepted a description of size %zu",
-          pass->size);
+    CHECK(st != FATTN_OK || !c->desc_refused,
+          "fattn_memory_estimate accepted a description of size %zu", pass->size);
     CHECK(st != FATTN_OK || rep.size != 0, "fattn_memory_estimate accepted a report of size 0");
-    CHECK(st != FATTN_OK || !(which & 1) || tiling.size != 0, "fattn_memory_estimate accepted a tiling of size 0");
+    CHECK(st != FATTN_OK || !(which & 1) || tiling.size != 0,
+          "fattn_memory_estimate accepted a tiling of size 0");
     const double flops = fattn_flops(pass);
     if (st == FATTN_OK) {
-        const uint64_t naive = 8ull * (uint64_t)d->batch * (uint64_t)d->heads_q * (uint64_t)d->seq_q *
-                               (uint64_t)d->seq_kv;
+        const uint64_t naive = 8ull * (uint64_t)d->batch * (uint64_t)d->heads_q *
+                               (uint64_t)d->seq_q * (uint64_t)d->seq_kv;
         CHECK(rep.naive_bytes == naive, "naive_bytes %llu is not 8*B*Hq*Sq*Sk = %llu",
               (unsigned long long)rep.naive_bytes, (unsigned long long)naive);
         if (rep.size >= offsetof(fattn_memory_report, flops) + sizeof rep.flops)
-            CHECK(rep.flops == flops && flops >= 0.0, "report FLOPs %g and fattn_flops %g differ", rep.flops,
-                  flops);
+            CHECK(rep.flops == flops && flops >= 0.0, "report FLOPs %g and fattn_flops %g differ",
+                  rep.flops, flops);
         else
-            CHECK(rep.flops == 0.0, "fattn_memory_estimate wrote FLOPs past the report's size %zu", rep.size);
-        CHECK(flops <= 4.0 * (double)d->batch * (double)d->heads_q * (double)d->head_dim * (double)d->seq_q *
-                           (double)d->seq_kv * (1 + 1e-12),
+            CHECK(rep.flops == 0.0, "fattn_memory_estimate wrote FLOPs past the report's size %zu",
+                  rep.size);
+        CHECK(flops <= 4.0 * (double)d->batch * (double)d->heads_q * (double)d->head_dim *
+                           (double)d->seq_q * (double)d->seq_kv * (1 + 1e-12),
               "FLOPs exceed 4*B*Hq*D*Sq*Sk");
     }
     if (which & 2) {
         rep = (fattn_memory_report)FATTN_MEMORY_REPORT_INIT;
         st = fattn_context_memory_report(ctx, pass, &rep);
         check_status(st, ctx, "fattn_context_memory_report");
-        CHECK(st != FATTN_OK || !c->desc_refused, "fattn_context_memory_report accepted a description of size %zu",
-              pass->size);
+        CHECK(st != FATTN_OK || !c->desc_refused,
+              "fattn_context_memory_report accepted a description of size %zu", pass->size);
     }
     if (which & 64) {
         uint64_t bytes = 1;
         st = fattn_workspace_size(ctx, pass, &bytes);
         check_status(st, ctx, "fattn_workspace_size");
-        CHECK(st != FATTN_OK || !c->desc_refused, "fattn_workspace_size accepted a description of size %zu",
-              pass->size);
-        CHECK(st != FATTN_OK || bytes == 0, "fattn_workspace_size says %llu bytes; no plan needs any",
-              (unsigned long long)bytes);
+        CHECK(st != FATTN_OK || !c->desc_refused,
+              "fattn_workspace_size accepted a description of size %zu", pass->size);
+        CHECK(st != FATTN_OK || bytes == 0,
+              "fattn_workspace_size says %llu bytes; no plan needs any", (unsigned long long)bytes);
     }
 }
 
@@ -793,24 +820,30 @@ static void run_host(reader *r, world *w, const call *c) {
         at[i] = pos;
         pos = (pos + len[i] + 63) & ~(size_t)63;
     }
-    if (pos > w->arena_len) return;   /* the library would read past our arrays */
-    if (mode & 1) at[3] = at[0];      /* O on Q: must be refused */
-    const fattn_layout layout = (mode & 2) ? FATTN_LAYOUT_BHSD : (mode & 4) ? (fattn_layout)7 : FATTN_LAYOUT_BSHD;
+    if (pos > w->arena_len) return; /* the library would read past our arrays */
+    if (mode & 1) at[3] = at[0];    /* O on Q: must be refused */
+    const fattn_layout layout = (mode & 2)   ? FATTN_LAYOUT_BHSD
+                                : (mode & 4) ? (fattn_layout)7
+                                             : FATTN_LAYOUT_BSHD;
     float *lse = (mode & 8) ? NULL : (float *)(void *)(w->arena + at[4]);
     const void *q = (mode & 16) ? NULL : w->arena + at[0];
     memcpy(w->snap, w->arena, w->arena_len);
-    fattn_status st = fattn_attention_host(ctx, c->pass, layout, q, w->arena + at[1], w->arena + at[2],
-                                           w->arena + at[3], lse);
+    fattn_status st = fattn_attention_host(ctx, c->pass, layout, q, w->arena + at[1],
+                                           w->arena + at[2], w->arena + at[3], lse);
     check_status(st, ctx, "fattn_attention_host");
     if (st != FATTN_OK) {
         check_memory(w, NULL, "fattn_attention_host (failed)");
         return;
     }
     CHECK(!(mode & 1) || len[0] == 0, "fattn_attention_host accepted O on top of Q");
-    CHECK(!d->varlen && !d->paged_kv, "fattn_attention_host accepted a varlen or paged-KV description");
-    CHECK(!c->desc_refused, "fattn_attention_host accepted a description of size %zu", c->pass->size);
-    CHECK(!(d->mask && c->x.mask_refused), "fattn_attention_host accepted a mask that asks for something");
-    CHECK(!(d->workspace && c->x.workspace_foreign), "fattn_attention_host accepted a workspace of another context");
+    CHECK(!d->varlen && !d->paged_kv,
+          "fattn_attention_host accepted a varlen or paged-KV description");
+    CHECK(!c->desc_refused, "fattn_attention_host accepted a description of size %zu",
+          c->pass->size);
+    CHECK(!(d->mask && c->x.mask_refused),
+          "fattn_attention_host accepted a mask that asks for something");
+    CHECK(!(d->workspace && c->x.workspace_foreign),
+          "fattn_attention_host accepted a workspace of another context");
     memset(w->out_map, 0, w->arena_len);
     memset(w->out_map + at[3], 1, len[3]);
     if (lse) memset(w->out_map + at[4], 1, len[4]);
@@ -829,11 +862,12 @@ static void run_copies(reader *r, world *w) {
         size_t off = (sel & 1) ? (size_t)size_val(r) : (size_t)u8(r);
         size_t n = (sel & 2) ? (size_t)size_val(r) : (size_t)u8(r);
         /* In range for the buffer means in range for the arena too: size <= arena. */
-        st = i == 0 ? fattn_buffer_write(b, off, w->arena, n) : fattn_buffer_read(b, off, w->snap, n);
+        st = i == 0 ? fattn_buffer_write(b, off, w->arena, n)
+                    : fattn_buffer_read(b, off, w->snap, n);
         check_status(st, ctx, i == 0 ? "fattn_buffer_write" : "fattn_buffer_read");
         const int fits = off <= size && n <= size - off;
-        CHECK((st == FATTN_OK) == fits, "buffer copy of %zu bytes at %zu in %zu: status %s", n, off, size,
-              fattn_status_string(st));
+        CHECK((st == FATTN_OK) == fits, "buffer copy of %zu bytes at %zu in %zu: status %s", n, off,
+              size, fattn_status_string(st));
     }
     fattn_buffer_free(b);
 }
@@ -844,7 +878,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     setenv("FATTN_CPU_THREADS", "1", 1);
     if (fattn_context_create(FATTN_BACKEND_CPU, 0, &ctx) != FATTN_OK ||
         fattn_context_create(FATTN_BACKEND_CPU, 0, &other_ctx) != FATTN_OK) {
-        fprintf(stderr, "fuzz_forward: cannot create a CPU context: %s\n", fattn_error_message(NULL));
+        fprintf(stderr, "fuzz_forward: cannot create a CPU context: %s\n",
+                fattn_error_message(NULL));
         abort();
     }
     return 0;
@@ -855,16 +890,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
  * range's upper end is the library's. */
 static void set_tile(fattn_param param, int64_t value) {
     int64_t before = -1, got = -1;
-    CHECK(fattn_context_get_param(ctx, param, &before) == FATTN_OK, "fattn_context_get_param failed");
+    CHECK(fattn_context_get_param(ctx, param, &before) == FATTN_OK,
+          "fattn_context_get_param failed");
     const fattn_status st = fattn_context_set_param(ctx, param, value);
     check_status(st, ctx, "fattn_context_set_param");
-    CHECK(value >= 0 || st != FATTN_OK, "fattn_context_set_param(%d, %lld) took a negative tile", (int)param,
-          (long long)value);
-    CHECK(value < 0 || value > 1024 || st == FATTN_OK, "fattn_context_set_param(%d, %lld) returned %s",
-          (int)param, (long long)value, fattn_status_string(st));
+    CHECK(value >= 0 || st != FATTN_OK, "fattn_context_set_param(%d, %lld) took a negative tile",
+          (int)param, (long long)value);
+    CHECK(value < 0 || value > 1024 || st == FATTN_OK,
+          "fattn_context_set_param(%d, %lld) returned %s", (int)param, (long long)value,
+          fattn_status_string(st));
     CHECK(fattn_context_get_param(ctx, param, &got) == FATTN_OK, "fattn_context_get_param failed");
-    CHECK(got == (st == FATTN_OK ? value : before), "tile parameter %d is %lld after setting %lld (%s)",
-          (int)param, (long long)got, (long long)value, fattn_status_string(st));
+    CHECK(got == (st == FATTN_OK ? value : before),
+          "tile parameter %d is %lld after setting %lld (%s)", (int)param, (long long)got,
+          (long long)value, fattn_status_string(st));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -978,7 +1016,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const fattn_status est = fattn_memory_estimate(pass, NULL, &rep);
     const int desc_ok = est == FATTN_OK;
     if (fattn_flops(pass) <= (double)FLOP_LIMIT) {
-        const int naive = (ops & 12) == 12 && (desc_ok ? rep.naive_bytes <= NAIVE_LIMIT : est != FATTN_ERR_OVERFLOW);
+        const int naive = (ops & 12) == 12 &&
+                          (desc_ok ? rep.naive_bytes <= NAIVE_LIMIT : est != FATTN_ERR_OVERFLOW);
         const char *what = naive ? "fattn_forward_naive" : "fattn_forward";
         if (fattn_dtype_size(c.d.dtype)) {
             poison_output(&w, &c.t[TO], es, c.d.batch, c.d.heads_q, c.d.seq_q, c.d.head_dim);
@@ -986,8 +1025,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         memcpy(w.snap, w.arena, w.arena_len);
         const fattn_tensor *lse = c.has_lse ? &c.t[TL] : NULL;
-        const fattn_status st = naive ? fattn_forward_naive(ctx, pass, &c.t[TQ], &c.t[TK], &c.t[TV], &c.t[TO], lse)
-                                      : fattn_forward(ctx, pass, &c.t[TQ], &c.t[TK], &c.t[TV], &c.t[TO], lse);
+        const fattn_status st =
+            naive ? fattn_forward_naive(ctx, pass, &c.t[TQ], &c.t[TK], &c.t[TV], &c.t[TO], lse)
+                  : fattn_forward(ctx, pass, &c.t[TQ], &c.t[TK], &c.t[TV], &c.t[TO], lse);
         check_status(st, ctx, what);
         if (st == FATTN_OK) {
             const char *refusal = forward_refusal(&c);

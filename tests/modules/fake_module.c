@@ -10,12 +10,12 @@ static void fake_probe(const fattn_settings *settings, fattn_probe *out) {
     (void)settings;
     out->device_count = 1;
     out->gpu_count = 0;
-    out->auto_score = 0;   /* a CPU-like device: never chosen automatically */
+    out->auto_score = 0; /* a CPU-like device: never chosen automatically */
     out->reason[0] = '\0';
 }
 
-static fattn_status fake_device_name(const fattn_settings *settings, int device, char *buf, size_t len,
-                                     fattn_msg *msg) {
+static fattn_status fake_device_name(const fattn_settings *settings, int device, char *buf,
+                                     size_t len, fattn_msg *msg) {
     (void)settings;
     (void)device;
     (void)msg;
@@ -73,7 +73,8 @@ static fattn_status fake_region(void *state, void *mem, const void **root, uint6
     return FATTN_OK;
 }
 
-static fattn_status fake_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
+static fattn_status fake_plan(void *state, const fattn_problem *p, fattn_plan *plan,
+                              fattn_msg *msg) {
     (void)state;
     (void)p;
     (void)plan;
@@ -119,13 +120,13 @@ __attribute__((visibility("default"))) const fattn_backend_vtable *fattn_backend
 #if defined(FAKE_ABI)
     table.abi = FATTN_BACKEND_ABI - 1;
 #elif defined(FAKE_SHORT)
-    table.size = offsetof(fattn_backend_vtable, buffer_region);   /* built before that slot existed */
+    table.size = offsetof(fattn_backend_vtable, buffer_region); /* built before that slot existed */
 #elif defined(FAKE_SLOT)
     table.plan = NULL;
 #elif defined(FAKE_NORUN)
-    table.run = NULL;   /* plans, but nothing can run them */
+    table.run = NULL; /* plans, but nothing can run them */
 #elif defined(FAKE_MARKS)
-    table.mark = fake_mark;   /* without mark_elapsed and mark_free */
+    table.mark = fake_mark; /* without mark_elapsed and mark_free */
 #endif
     (void)fake_mark;
     return &table;

@@ -21,7 +21,8 @@
 #include "fattn.h"
 
 typedef struct module_case {
-    const char *dir;        /* FATTN_MODULE_DIR: a folder under FATTN_FAKE_ROOT, or absolute/relative as is */
+    const char
+        *dir; /* FATTN_MODULE_DIR: a folder under FATTN_FAKE_ROOT, or absolute/relative as is */
     int available;          /* what fattn_backend_get_info must say */
     const char *needles[2]; /* what its reason must contain ("" = nothing more) */
 } module_case;
@@ -38,12 +39,14 @@ static int child(const module_case *c) {
     int ok = info.available == c->available;
     for (int i = 0; i < 2; i++)
         if (c->needles[i][0] && !strstr(info.reason, c->needles[i])) ok = 0;
-    if (c->available && ok) {   /* the fake's own device, so the fake was loaded */
+    if (c->available && ok) { /* the fake's own device, so the fake was loaded */
         char name[128];
         ok = fattn_device_get_name(FATTN_BACKEND_OPENCL, 0, name, sizeof name) == FATTN_OK &&
              strcmp(name, "fake module device") == 0;
     }
-    if (!ok) fprintf(stderr, "FATTN_MODULE_DIR=%s: available %d, reason \"%s\"\n", dir, info.available, info.reason);
+    if (!ok)
+        fprintf(stderr, "FATTN_MODULE_DIR=%s: available %d, reason \"%s\"\n", dir, info.available,
+                info.reason);
     return ok ? 0 : 1;
 }
 
@@ -54,7 +57,8 @@ static void run_case(const module_case *c) {
     if (pid == 0) _exit(child(c));
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (WIFSIGNALED(status)) fail_msg("FATTN_MODULE_DIR=%s: the process died of signal %d", c->dir, WTERMSIG(status));
+    if (WIFSIGNALED(status))
+        fail_msg("FATTN_MODULE_DIR=%s: the process died of signal %d", c->dir, WTERMSIG(status));
     if (WEXITSTATUS(status) != 0) fail_msg("FATTN_MODULE_DIR=%s: wrong answer (see above)", c->dir);
 }
 
@@ -81,7 +85,8 @@ static void test_refused_modules_name_file_and_fault(void **state) {
  * must win over it, with its reason, rather than be skipped silently. */
 static void test_broken_file_in_module_dir_is_not_skipped(void **state) {
     (void)state;
-    const module_case c = {"garbage", 0, {FATTN_FAKE_ROOT "/garbage/libfattn-opencl.so", "cannot load"}};
+    const module_case c = {
+        "garbage", 0, {FATTN_FAKE_ROOT "/garbage/libfattn-opencl.so", "cannot load"}};
     run_case(&c);
 }
 
@@ -89,7 +94,9 @@ static void test_bad_module_dir_named(void **state) {
     (void)state;
     const module_case cases[] = {
         {"./relative/modules", 0, {"FATTN_MODULE_DIR='./relative/modules'", "absolute path"}},
-        {"/nonexistent-fattn-modules", 0, {"FATTN_MODULE_DIR='/nonexistent-fattn-modules'", "existing directory"}},
+        {"/nonexistent-fattn-modules",
+         0,
+         {"FATTN_MODULE_DIR='/nonexistent-fattn-modules'", "existing directory"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
 }

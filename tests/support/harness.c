@@ -40,9 +40,12 @@ static float uniform(uint64_t *s, float mag) {
 }
 
 static void put(void *base, fattn_dtype t, int64_t i, float x) {
-    if (t == FATTN_F32) ((float *)base)[i] = x;
-    else if (t == FATTN_F16) ((uint16_t *)base)[i] = fattn_f32_to_f16(x);
-    else ((uint16_t *)base)[i] = fattn_f32_to_bf16(x);
+    if (t == FATTN_F32)
+        ((float *)base)[i] = x;
+    else if (t == FATTN_F16)
+        ((uint16_t *)base)[i] = fattn_f32_to_f16(x);
+    else
+        ((uint16_t *)base)[i] = fattn_f32_to_bf16(x);
 }
 
 fattn_attention_desc harness_desc(const fattn_case *c, fattn_dtype dtype) {
@@ -66,8 +69,13 @@ typedef struct geo {
 
 static geo dense(fattn_layout layout, int64_t H, int64_t S, int64_t D, int64_t offset) {
     geo g = {offset, H * S * D, 0, 0};
-    if (layout == FATTN_LAYOUT_BSHD) { g.sh = D; g.ss = H * D; }
-    else { g.sh = S * D; g.ss = D; }
+    if (layout == FATTN_LAYOUT_BSHD) {
+        g.sh = D;
+        g.ss = H * D;
+    } else {
+        g.sh = S * D;
+        g.ss = D;
+    }
     return g;
 }
 
@@ -113,9 +121,9 @@ static double now(void) {
 }
 
 static int is_nan_elem(const void *base, fattn_dtype t, int64_t i, double *val) {
-    *val = t == FATTN_F32 ? ((const float *)base)[i]
-         : t == FATTN_F16 ? fattn_f16_to_f32(((const uint16_t *)base)[i])
-                          : fattn_bf16_to_f32(((const uint16_t *)base)[i]);
+    *val = t == FATTN_F32   ? ((const float *)base)[i]
+           : t == FATTN_F16 ? fattn_f16_to_f32(((const uint16_t *)base)[i])
+                            : fattn_bf16_to_f32(((const uint16_t *)base)[i]);
     return isnan(*val);
 }
 
@@ -123,7 +131,8 @@ fattn_status harness_run(fattn_context *ctx, const fattn_case *c, fattn_dtype dt
                          harness_path path, case_result *r) {
     const int64_t B = c->batch, Hq = c->heads_q, Hk = c->heads_kv, Sq = c->seq_q, Sk = c->seq_kv;
     const int64_t D = c->head_dim;
-    const fattn_layout other = c->layout == FATTN_LAYOUT_BSHD ? FATTN_LAYOUT_BHSD : FATTN_LAYOUT_BSHD;
+    const fattn_layout other =
+        c->layout == FATTN_LAYOUT_BSHD ? FATTN_LAYOUT_BHSD : FATTN_LAYOUT_BSHD;
     enum { BQ, BK, BV, BO, BL, NBUF };
     host_buf hb[NBUF];
     geo gq, gk, gv, go, gl;
@@ -135,18 +144,27 @@ fattn_status harness_run(fattn_context *ctx, const fattn_case *c, fattn_dtype dt
     if (c->storage == STORE_PACKED_QKV) {
         /* [B, S, 3, H, D]: Q, K, V interleaved per token. */
         gq = (geo){0, Sq * 3 * Hq * D, D, 3 * Hq * D};
-        gk = gq; gk.offset = Hq * D;
-        gv = gq; gv.offset = 2 * Hq * D;
+        gk = gq;
+        gk.offset = Hq * D;
+        gv = gq;
+        gv.offset = 2 * Hq * D;
         hb[BQ].elems = B * Sq * 3 * Hq * D;
     } else {
         gq = dense(c->layout, Hq, Sq, D, 3);
         hb[BQ].elems = extent(gq, B, Hq, Sq, D);
         if (c->storage == STORE_KV_STRIDED) {
             gk = dense(other, Hk, Sk, D, 0);
-            gv = (geo){5, 0, 0, 0};   /* V: layout's order with 7 padding elements per row */
+            gv = (geo){5, 0, 0, 0}; /* V: layout's order with 7 padding elements per row */
             const int64_t row = D + 7;
-            if (c->layout == FATTN_LAYOUT_BSHD) { gv.ss = Hk * row; gv.sh = row; gv.sb = Sk * Hk * row; }
-            else { gv.ss = row; gv.sh = Sk * row; gv.sb = Hk * Sk * row; }
+            if (c->layout == FATTN_LAYOUT_BSHD) {
+                gv.ss = Hk * row;
+                gv.sh = row;
+                gv.sb = Sk * Hk * row;
+            } else {
+                gv.ss = row;
+                gv.sh = Sk * row;
+                gv.sb = Hk * Sk * row;
+            }
         } else {
             gk = dense(c->layout, Hk, Sk, D, 0);
             gv = dense(c->layout, Hk, Sk, D, 1);
@@ -164,7 +182,8 @@ fattn_status harness_run(fattn_context *ctx, const fattn_case *c, fattn_dtype dt
     double *ref_o = malloc((size_t)(B * Hq * Sq * D) * sizeof(double));
     double *ref_l = malloc((size_t)(B * Hq * Sq) * sizeof(double));
     for (int i = 0; i < NBUF; i++) {
-        hb[i].data = malloc((size_t)(hb[i].elems ? hb[i].elems : 1) * fattn_dtype_size(hb[i].dtype));
+        hb[i].data =
+            malloc((size_t)(hb[i].elems ? hb[i].elems : 1) * fattn_dtype_size(hb[i].dtype));
         if (!hb[i].data) st = FATTN_ERR_OUT_OF_MEMORY;
     }
     if (!ref_o || !ref_l) st = FATTN_ERR_OUT_OF_MEMORY;
@@ -173,10 +192,11 @@ fattn_status harness_run(fattn_context *ctx, const fattn_case *c, fattn_dtype dt
     /* Random inputs everywhere (padding too); outputs poisoned with all-ones
      * bytes, a NaN in every dtype. */
     uint64_t rng = seed;
-    for (int64_t i = 0; i < hb[BQ].elems; i++) put(hb[BQ].data, dt, i, uniform(&rng, c->q_magnitude));
+    for (int64_t i = 0; i < hb[BQ].elems; i++)
+        put(hb[BQ].data, dt, i, uniform(&rng, c->q_magnitude));
     for (int b = BK; b <= BV; b++)
         for (int64_t i = 0; i < hb[b].elems; i++) put(hb[b].data, dt, i, uniform(&rng, 1.0f));
-    if (c->storage == STORE_PACKED_QKV)   /* K and V share Q's array: keep K's magnitude 1 */
+    if (c->storage == STORE_PACKED_QKV) /* K and V share Q's array: keep K's magnitude 1 */
         for (int64_t i = 0; i < hb[BQ].elems; i++)
             if ((i / (Hq * D)) % 3 != 0) put(hb[BQ].data, dt, i, uniform(&rng, 1.0f));
     memset(hb[BO].data, 0xff, (size_t)hb[BO].elems * fattn_dtype_size(dt));
@@ -200,7 +220,8 @@ fattn_status harness_run(fattn_context *ctx, const fattn_case *c, fattn_dtype dt
     if (st == FATTN_OK) st = fattn_context_synchronize(ctx);
     r->seconds = now() - t0;
     if (st != FATTN_OK) goto done;
-    if ((st = fattn_buffer_read(hb[BO].dev, 0, hb[BO].data, (size_t)hb[BO].elems * fattn_dtype_size(dt))) ||
+    if ((st = fattn_buffer_read(hb[BO].dev, 0, hb[BO].data,
+                                (size_t)hb[BO].elems * fattn_dtype_size(dt))) ||
         (st = fattn_buffer_read(hb[BL].dev, 0, hb[BL].data, (size_t)hb[BL].elems * sizeof(float))))
         goto done;
 
@@ -219,14 +240,19 @@ fattn_status harness_run(fattn_context *ctx, const fattn_case *c, fattn_dtype dt
                 const int64_t base = go.offset + b * go.sb + h * go.sh + i * go.ss;
                 for (int64_t x = 0; x < D; x++) {
                     double val;
-                    if (is_nan_elem(hb[BO].data, dt, base + x, &val)) { r->nan_count++; continue; }
+                    if (is_nan_elem(hb[BO].data, dt, base + x, &val)) {
+                        r->nan_count++;
+                        continue;
+                    }
                     double e = fabs(val - ref_o[row * D + x]);
                     if (e > r->max_err) r->max_err = e;
                 }
                 const float l = ((const float *)hb[BL].data)[gl.offset + b * gl.sb + h * gl.sh + i];
                 const double rl = ref_l[row];
-                if (isnan(l)) r->nan_count++;
-                else if (isinf(rl) || isinf(l)) r->lse_mismatch += !(isinf(rl) && isinf(l) && l < 0);
+                if (isnan(l))
+                    r->nan_count++;
+                else if (isinf(rl) || isinf(l))
+                    r->lse_mismatch += !(isinf(rl) && isinf(l) && l < 0);
                 else {
                     double e = fabs(l - rl) / (fabs(rl) > 1.0 ? fabs(rl) : 1.0);
                     if (e > r->lse_err) r->lse_err = e;

@@ -10,14 +10,14 @@
 
 typedef struct case_result {
     uint64_t seed;
-    double max_err;      /* max |O - ref| over all elements (V is in [-1, 1]) */
-    double tol;          /* what max_err must stay within for this case and dtype */
-    double lse_err;      /* max |LSE - ref| / max(1, |ref|) over finite rows */
+    double max_err; /* max |O - ref| over all elements (V is in [-1, 1]) */
+    double tol;     /* what max_err must stay within for this case and dtype */
+    double lse_err; /* max |LSE - ref| / max(1, |ref|) over finite rows */
     double lse_tol;
-    int64_t nan_count;   /* O or LSE elements left poisoned (NaN) or NaN from the math */
-    int64_t lse_mismatch;   /* rows where ref LSE is -inf and ours is not, or vice versa */
-    int64_t guard_broken;   /* elements outside O and LSE that changed */
-    double seconds;      /* host wall time of the forward call, synchronised */
+    int64_t nan_count;    /* O or LSE elements left poisoned (NaN) or NaN from the math */
+    int64_t lse_mismatch; /* rows where ref LSE is -inf and ours is not, or vice versa */
+    int64_t guard_broken; /* elements outside O and LSE that changed */
+    double seconds;       /* host wall time of the forward call, synchronised */
 } case_result;
 
 typedef enum harness_path { HARNESS_TILED = 0, HARNESS_NAIVE = 1 } harness_path;

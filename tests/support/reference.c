@@ -27,7 +27,7 @@ void ref_attention(const fattn_attention_desc *d, const ref_view *q, const ref_v
     const int64_t D = d->head_dim, Sq = d->seq_q, Sk = d->seq_kv;
     const double scale = d->scale != 0.0f ? (double)d->scale : 1.0 / sqrt((double)D);
     double *s = malloc((size_t)(Sk > 0 ? Sk : 1) * sizeof(double));
-    if (!s) abort();   /* test support: no way to go on */
+    if (!s) abort(); /* test support: no way to go on */
     for (int64_t b = 0; b < d->batch; b++)
         for (int64_t h = 0; h < d->heads_q; h++) {
             const int64_t hk = h / (d->heads_q / d->heads_kv);
@@ -36,7 +36,8 @@ void ref_attention(const fattn_attention_desc *d, const ref_view *q, const ref_v
                 double mx = -INFINITY, sum = 0.0;
                 for (int64_t j = 0; j < lim; j++) {
                     double dot = 0.0;
-                    for (int64_t x = 0; x < D; x++) dot += ref_get(q, b, h, i, x) * ref_get(k, b, hk, j, x);
+                    for (int64_t x = 0; x < D; x++)
+                        dot += ref_get(q, b, h, i, x) * ref_get(k, b, hk, j, x);
                     s[j] = dot * scale;
                     if (s[j] > mx) mx = s[j];
                 }

@@ -15,7 +15,8 @@
 static inline void test_skip_unless_required(const char *what, const char *reason) {
     const char *required = getenv("FATTN_TEST_REQUIRE");
     if (required && strstr(required, what))
-        fail_msg("%s is required (FATTN_TEST_REQUIRE=%s) but unavailable: %s", what, required, reason);
+        fail_msg("%s is required (FATTN_TEST_REQUIRE=%s) but unavailable: %s", what, required,
+                 reason);
     print_message("[  SKIPPED ] %s: %s\n", what, reason);
     skip();
 }
