@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sweeps OpenCL tile shapes through FATTN_OPENCL_TILES on one device, f32,
 # seq 8192 (batch 2), causal and not, and prints one CSV row per (tiles, shape).
-# The rows of backends/opencl/cl_tuning.c come from runs of this script.
+# The rows of backends/opencl/ocl_tuning.c come from runs of this script.
 # Usage: bench/tune_opencl.sh [build dir] [device index] [dims...]
 #   e.g. bench/tune_opencl.sh build 0 64 128
 set -uo pipefail
