@@ -344,73 +344,48 @@ static fattn_operand operand(const fattn_tensor *t) {
 /* The tensors of the sub-descriptions: index tables, slopes, sinks, bias.
  * They are inputs; only their shapes, dtypes and bounds can be checked here
  * (their contents live on the device). */
+/* What an input tensor of the sub-descriptions must be: float32 or int32
+ * rows [b, h, s] (stride_dim unused), or the bias. */
+static want_ rows_of(const char *name, fattn_dtype dtype, int64_t b, int64_t h, int64_t s) {
+    const want_ w = {.name = name,
+                     .dtype = dtype,
+                     .alt = dtype,
+                     .dtype_why =
+                         dtype == FATTN_I32 ? " (index tensors are int32)" : " (it is float32)",
+                     .shape = SHAPE_ROWS,
+                     .ext = {b, h, s, 1}};
+    return w;
+}
+
 static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request *r) {
     const fattn_attention_desc *d = &r->d;
     const int64_t B = d->batch, Hq = d->heads_q;
-    fattn_tensor t;
-    range_ rg;
-    fattn_status st;
+    const fattn_mask_desc *m = r->has_mask ? &r->mask : NULL;
+    const fattn_varlen_desc *v = r->has_varlen ? &r->varlen : NULL;
+    const fattn_paged_kv_desc *pg = r->has_paged ? &r->paged : NULL;
+    const want_ bias = {.name = "desc->mask->bias",
+                        .dtype = FATTN_F32,
+                        .alt = d->dtype,
+                        .dtype_why = " (float32 or desc->dtype)",
+                        .shape = SHAPE_BIAS,
+                        .ext = {B, Hq, d->seq_q, d->seq_kv}};
     const struct {
         const fattn_tensor *t;
         want_ w;
     } extra[] = {
-        {r->has_mask ? r->mask.alibi_slopes : NULL,
-         {"desc->mask->alibi_slopes",
-          FATTN_F32,
-          FATTN_F32,
-          " (slopes are float32)",
-          SHAPE_ROWS,
-          {B, Hq, 1, 1},
-          0}},
-        {r->has_mask ? r->mask.sinks : NULL,
-         {"desc->mask->sinks",
-          FATTN_F32,
-          FATTN_F32,
-          " (sink logits are float32)",
-          SHAPE_ROWS,
-          {1, Hq, 1, 1},
-          0}},
-        {r->has_mask ? r->mask.bias : NULL,
-         {"desc->mask->bias",
-          FATTN_F32,
-          d->dtype,
-          " (float32 or desc->dtype)",
-          SHAPE_BIAS,
-          {B, Hq, d->seq_q, d->seq_kv},
-          0}},
-        {r->has_varlen ? r->varlen.cu_seqlens_q : NULL,
-         {"desc->varlen->cu_seqlens_q",
-          FATTN_I32,
-          FATTN_I32,
-          " (index tensors are int32)",
-          SHAPE_ROWS,
-          {1, 1, B + 1, 1},
-          0}},
-        {r->has_varlen ? r->varlen.cu_seqlens_kv : NULL,
-         {"desc->varlen->cu_seqlens_kv",
-          FATTN_I32,
-          FATTN_I32,
-          " (index tensors are int32)",
-          SHAPE_ROWS,
-          {1, 1, B + 1, 1},
-          0}},
-        {r->has_varlen ? r->varlen.seqused_kv : NULL,
-         {"desc->varlen->seqused_kv",
-          FATTN_I32,
-          FATTN_I32,
-          " (index tensors are int32)",
-          SHAPE_ROWS,
-          {1, 1, B, 1},
-          0}},
-        {r->has_paged ? r->paged.block_table : NULL,
-         {"desc->paged_kv->block_table",
-          FATTN_I32,
-          FATTN_I32,
-          " (index tensors are int32)",
-          SHAPE_ROWS,
-          {B, 1, r->paged.pages_per_seq, 1},
-          0}},
+        {m ? m->alibi_slopes : NULL, rows_of("desc->mask->alibi_slopes", FATTN_F32, B, Hq, 1)},
+        {m ? m->sinks : NULL, rows_of("desc->mask->sinks", FATTN_F32, 1, Hq, 1)},
+        {m ? m->bias : NULL, bias},
+        {v ? v->cu_seqlens_q : NULL, rows_of("desc->varlen->cu_seqlens_q", FATTN_I32, 1, 1, B + 1)},
+        {v ? v->cu_seqlens_kv : NULL,
+         rows_of("desc->varlen->cu_seqlens_kv", FATTN_I32, 1, 1, B + 1)},
+        {v ? v->seqused_kv : NULL, rows_of("desc->varlen->seqused_kv", FATTN_I32, 1, 1, B)},
+        {pg ? pg->block_table : NULL,
+         rows_of("desc->paged_kv->block_table", FATTN_I32, B, 1, pg ? pg->pages_per_seq : 0)},
     };
+    fattn_tensor t;
+    range_ rg;
+    fattn_status st;
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
         if (extra[i].t && (st = check_tensor(ctx, &extra[i].w, extra[i].t, &t, &rg))) return st;
     return FATTN_OK;

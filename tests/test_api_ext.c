@@ -21,6 +21,7 @@
 
 #include "fattn.h"
 #include "test_backend.h"
+#include "test_env.h"
 
 /* ---- Data ------------------------------------------------------------------ */
 
@@ -458,28 +459,6 @@ static int naive_missing(fattn_status st, const fattn_context *ctx, int *said) {
                       fattn_context_backend_name(ctx), fattn_error_message(ctx));
     *said = 1;
     return 1;
-}
-
-/* ---- Environment --------------------------------------------------------------- */
-
-typedef struct env_saved {
-    const char *name;
-    char *value; /* NULL: was unset */
-} env_saved;
-
-static env_saved env_save(const char *name) {
-    const char *v = getenv(name);
-    env_saved s = {name, v ? strdup(v) : NULL};
-    return s;
-}
-
-static void env_restore(env_saved *s) {
-    if (s->value)
-        setenv(s->name, s->value, 1);
-    else
-        unsetenv(s->name);
-    free(s->value);
-    s->value = NULL;
 }
 
 /* =========================================================================== */
@@ -1601,7 +1580,7 @@ static void test_create_with_cpu(void **state) {
 /* An explicit API value wins over the environment; 0 falls back to it. */
 static void test_create_with_env_precedence(void **state) {
     (void)state;
-    env_saved saved = env_save("FATTN_CPU_THREADS");
+    test_env saved = env_save("FATTN_CPU_THREADS");
     setenv("FATTN_CPU_THREADS", "abc", 1);
     fattn_context *ctx = NULL;
     const fattn_status plain = fattn_context_create(FATTN_BACKEND_CPU, 0, &ctx);
@@ -1687,7 +1666,7 @@ static void test_create_with_opencl_settings(void **state) {
     prm.opencl_platform = NULL;
 
     /* The API's "" (no filter) wins over an environment filter. */
-    env_saved saved = env_save("FATTN_OPENCL_DEVICE");
+    test_env saved = env_save("FATTN_OPENCL_DEVICE");
     setenv("FATTN_OPENCL_DEVICE", "fattn-no-such-device-zq", 1);
     const fattn_status env_plain = fattn_context_create(FATTN_BACKEND_OPENCL, 0, &ctx);
     fattn_context_free(ctx);

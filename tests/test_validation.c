@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "test_env.h"
 #include "fattn.h"
 #include "reference.h"
 
@@ -1379,29 +1380,10 @@ static void test_backend_limits(void **state) {
 
 /* The environment is input too. Each variable is restored, so a developer's
  * FATTN_BACKEND does not leak into, or out of, this test. */
-typedef struct saved_env {
-    const char *name;
-    char *value; /* NULL when unset */
-} saved_env;
-
-static saved_env env_save(const char *name) {
-    const char *v = getenv(name);
-    saved_env s = {name, v ? strdup(v) : NULL};
-    return s;
-}
-
-static void env_restore(saved_env *s) {
-    if (s->value)
-        setenv(s->name, s->value, 1);
-    else
-        unsetenv(s->name);
-    free(s->value);
-}
-
 static void test_environment(void **state) {
     (void)state;
-    saved_env saved[] = {env_save("FATTN_BACKEND"), env_save("FATTN_DEVICE"),
-                         env_save("FATTN_CPU_THREADS")};
+    test_env saved[] = {env_save("FATTN_BACKEND"), env_save("FATTN_DEVICE"),
+                        env_save("FATTN_CPU_THREADS")};
     unsetenv("FATTN_DEVICE");
     unsetenv("FATTN_CPU_THREADS");
     fattn_context *c = NULL;
