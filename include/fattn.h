@@ -527,6 +527,41 @@ FATTN_API fattn_status fattn_attention_host(fattn_context *ctx, const fattn_atte
                                             fattn_layout layout, const void *q, const void *k,
                                             const void *v, void *o, float *lse);
 
+/* ---- Combining partial results -------------------------------------------- */
+
+/* Merges `parts` partial results of one attention, each over a disjoint set
+ * of keys (split-KV decoding, cascade or shared-prefix attention, a sequence
+ * spread over devices), into the result over all of them, with the
+ * log-sum-exp rule: per row, lse = log(sum_p exp(lse_p)) and
+ * O = sum_p exp(lse_p - lse) * O_p. A part with lse_p = -inf saw no key and
+ * is skipped (its O_p is not read); a row whose parts all have -inf gets
+ * O = 0 and lse = -inf; a NaN or +inf lse_p makes the row NaN. Arithmetic is
+ * float32, as in fattn_forward.
+ *
+ * The parts lie in one buffer each for O and lse: o_parts describes part 0
+ * as a [batch, heads, seq, head_dim] tensor in part_dtype, and part p is the
+ * same view moved by p * o_part_stride elements; lse_parts likewise
+ * (float32 [batch, heads, seq], lse_part_stride). This is FlashInfer's
+ * merge_states layout when the stride is one part's extent, and any other
+ * non-negative stride works. O (dtype) and lse (float32, may be NULL)
+ * receive the result and must not overlap the parts. */
+typedef struct fattn_combine_desc {
+    size_t size;              /* sizeof(fattn_combine_desc): FATTN_COMBINE_DESC_INIT */
+    int64_t batch, heads, seq, head_dim;   /* head_dim 1..256 */
+    int64_t parts;            /* >= 1 */
+    fattn_dtype part_dtype;   /* of the O parts: f32, f16 or bf16 */
+    fattn_dtype dtype;        /* of O: f32, f16 or bf16 */
+    int64_t o_part_stride;    /* elements from one O part to the next, >= 0 */
+    int64_t lse_part_stride;  /* elements from one lse part to the next, >= 0 */
+} fattn_combine_desc;
+#define FATTN_COMBINE_DESC_INIT \
+    {sizeof(fattn_combine_desc), 0, 0, 0, 0, 0, FATTN_F32, FATTN_F32, 0, 0}
+
+/* Asynchronous on GPU backends, like fattn_forward. */
+FATTN_API fattn_status fattn_combine(fattn_context *ctx, const fattn_combine_desc *desc,
+                                     const fattn_tensor *o_parts, const fattn_tensor *lse_parts,
+                                     const fattn_tensor *o, const fattn_tensor *lse);
+
 /* ---- Accounting (pure, backend-neutral) ------------------------------------ */
 
 /* How a backend tiles the problem; zeros mean "not known": tile sizes then

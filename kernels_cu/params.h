@@ -87,6 +87,32 @@ cudaError_t fattn_cuda_naive_softmax(const float *s, void *p, fattn_dtype p_dtyp
 /* Zeros into O (seq_kv = 0) and -inf into the lse. */
 cudaError_t fattn_cuda_zero_output(const fattn_cuda_args *a, cudaStream_t stream);
 
+/* One fattn_combine problem (FATTN_OP_COMBINE). Pointers are at the
+ * operands' element offsets: part_o at part 0 of O (part_dtype), part_lse
+ * at part 0 of the lse; part p lies po_ps (pl_ps) elements further. Strides
+ * and sizes are int64 elements, any size (the kernel loops over rows);
+ * lse is NULL when not wanted. */
+typedef struct fattn_cuda_combine_args {
+    const void *part_o;
+    const float *part_lse;
+    void *o;
+    float *lse;
+    int64_t po_sb, po_sh, po_ss, po_ps; /* O parts: batch, head, seq, part */
+    int64_t pl_sb, pl_sh, pl_ss, pl_ps; /* lse parts */
+    int64_t o_sb, o_sh, o_ss, l_sb, l_sh, l_ss;
+    int64_t batch, heads, seq, parts;
+    int head_dim;           /* 1..FATTN_CUDA_COMBINE_MAX_D */
+    fattn_dtype part_dtype; /* FATTN_F32, FATTN_F16 or FATTN_BF16 */
+    fattn_dtype dtype;      /* of o: the same three */
+} fattn_cuda_combine_args;
+
+/* The largest head dim the combine kernel takes. */
+#define FATTN_CUDA_COMBINE_MAX_D 256
+
+/* The log-sum-exp merge of the parts, one block per row (b, h, i), float32
+ * arithmetic: cudaErrorInvalidValue for a head dim or dtype it does not take. */
+cudaError_t fattn_cuda_combine(const fattn_cuda_combine_args *a, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

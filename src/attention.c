@@ -145,6 +145,20 @@ fattn_status fattn_forward_naive(fattn_context *ctx, const fattn_attention_desc 
     return run(ctx, FATTN_OP_FORWARD_NAIVE, desc, q, k, v, o, lse);
 }
 
+fattn_status fattn_combine(fattn_context *ctx, const fattn_combine_desc *desc,
+                           const fattn_tensor *o_parts, const fattn_tensor *lse_parts,
+                           const fattn_tensor *o, const fattn_tensor *lse) {
+    fattn_problem p;
+    fattn_plan plan;
+    if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "ctx is NULL");
+    fattn_ctx_clear(ctx);
+    fattn_status st = fattn_build_combine(ctx, desc, o_parts, lse_parts, o, lse, &p);
+    if (st != FATTN_OK) return st;
+    memset(&plan, 0, sizeof plan);
+    if ((st = ctx->vt->plan(ctx->state, &p, &plan, &ctx->msg)) != FATTN_OK) return st;
+    return ctx->vt->run(ctx->state, &p, &plan, &ctx->msg);
+}
+
 fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_attention_desc *desc,
                                   uint64_t *bytes) {
     fattn_request r;

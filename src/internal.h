@@ -93,6 +93,12 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
                                  const fattn_tensor *v, const fattn_tensor *o,
                                  const fattn_tensor *lse, fattn_request *r, fattn_problem *p);
 
+/* The problem of a fattn_combine call (op FATTN_OP_COMBINE), validated the
+ * same way: sizes, dtypes, every part's bounds, outputs that overlap no part. */
+fattn_status fattn_build_combine(fattn_context *ctx, const fattn_combine_desc *desc,
+                                 const fattn_tensor *o_parts, const fattn_tensor *lse_parts,
+                                 const fattn_tensor *o, const fattn_tensor *lse, fattn_problem *p);
+
 /* Number of (query, key) pairs that are not masked, for a causal diagonal
  * offset off (key j visible to row i iff j <= i + off). */
 double fattn_visible_pairs(int64_t seq_q, int64_t seq_kv, int causal, int64_t off);

@@ -480,3 +480,132 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
     p->tune = ctx->tune;
     return FATTN_OK;
 }
+
+/* ---- Combine ---------------------------------------------------------------- */
+
+#define COMBINE_OLDER FATTN_OLDER(sizeof(fattn_combine_desc))
+
+static fattn_status check_combine_desc(const fattn_combine_desc *c, fattn_msg *msg) {
+    int64_t n;
+    if (c->batch < 1 || c->heads < 1 || c->seq < 1 || c->parts < 1)
+        return fattn_fail(msg, FATTN_ERR_INVALID_SIZE,
+                          "desc->batch = %" PRId64 ", heads = %" PRId64 ", seq = %" PRId64
+                          ", parts = %" PRId64 ": each must be at least 1",
+                          c->batch, c->heads, c->seq, c->parts);
+    if (c->head_dim < 1 || c->head_dim > 256)
+        return fattn_fail(msg, FATTN_ERR_HEAD_DIM, "desc->head_dim = %" PRId64 " is outside 1..256",
+                          c->head_dim);
+    const fattn_dtype dts[2] = {c->part_dtype, c->dtype};
+    for (int i = 0; i < 2; i++)
+        if (dts[i] != FATTN_F32 && dts[i] != FATTN_F16 && dts[i] != FATTN_BF16)
+            return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                              "desc->%s = %d is not FATTN_F32, FATTN_F16 or FATTN_BF16",
+                              i ? "dtype" : "part_dtype", (int)dts[i]);
+    if (c->o_part_stride < 0 || c->lse_part_stride < 0)
+        return fattn_fail(msg, FATTN_ERR_STRIDE,
+                          "desc->o_part_stride = %" PRId64 ", lse_part_stride = %" PRId64
+                          ": part strides must be >= 0",
+                          c->o_part_stride, c->lse_part_stride);
+    if (!mul4(c->batch, c->heads, c->seq, c->head_dim, &n) ||
+        !mul4(c->batch, c->heads, c->seq, c->parts, &n))
+        return fattn_fail(msg, FATTN_ERR_OVERFLOW, "the combine's sizes overflow a 64-bit integer");
+    return FATTN_OK;
+}
+
+/* The range of every part together: part 0's tensor and the last part's
+ * (the same view moved by (parts - 1) * stride) are both checked, and with
+ * non-negative strides every part between lies in [first of 0, last of the
+ * last]. */
+static fattn_status check_parts(fattn_context *ctx, const want_ *w, const fattn_tensor *user,
+                                int64_t parts, int64_t stride, fattn_tensor *t0, range_ *all) {
+    fattn_status st = check_tensor(ctx, w, user, t0, all);
+    if (st != FATTN_OK || parts == 1 || all->empty) return st;
+    fattn_tensor last = *t0;
+    int64_t shift;
+    range_ rl;
+    if (__builtin_mul_overflow(parts - 1, stride, &shift) ||
+        __builtin_add_overflow(last.offset, shift, &last.offset))
+        return fattn_ctx_fail(ctx, FATTN_ERR_OVERFLOW,
+                              "%s: the last part's offset overflows 64 bits", w->name);
+    fattn_tensor t;
+    if ((st = check_tensor(ctx, w, &last, &t, &rl)) != FATTN_OK) return st;
+    all->last = rl.last;
+    return FATTN_OK;
+}
+
+fattn_status fattn_build_combine(fattn_context *ctx, const fattn_combine_desc *desc,
+                                 const fattn_tensor *o_parts, const fattn_tensor *lse_parts,
+                                 const fattn_tensor *o, const fattn_tensor *lse, fattn_problem *p) {
+    static const fattn_combine_desc c0 = FATTN_COMBINE_DESC_INIT;
+    fattn_combine_desc c = c0;
+    fattn_status st;
+    if (!desc) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "desc is NULL");
+    if ((st = fattn_ext_read(&c, sizeof c, desc, COMBINE_OLDER, "desc", "fattn_combine_desc",
+                             &ctx->msg)) ||
+        (st = check_combine_desc(&c, &ctx->msg)))
+        return st;
+    const int64_t B = c.batch, H = c.heads, S = c.seq, D = c.head_dim;
+    const want_ wpo = {.name = "o_parts",
+                       .dtype = c.part_dtype,
+                       .alt = c.part_dtype,
+                       .dtype_why = " (desc->part_dtype)",
+                       .shape = SHAPE_DATA,
+                       .ext = {B, H, S, D}};
+    const want_ wpl = {.name = "lse_parts",
+                       .dtype = FATTN_F32,
+                       .alt = FATTN_F32,
+                       .dtype_why = " (log-sum-exp is float32)",
+                       .shape = SHAPE_ROWS,
+                       .ext = {B, H, S, 1}};
+    const want_ wo = {.name = "o",
+                      .dtype = c.dtype,
+                      .alt = c.dtype,
+                      .dtype_why = " (desc->dtype)",
+                      .shape = SHAPE_DATA,
+                      .ext = {B, H, S, D},
+                      .output = 1};
+    const want_ wl = {.name = "lse",
+                      .dtype = FATTN_F32,
+                      .alt = FATTN_F32,
+                      .dtype_why = " (log-sum-exp is float32)",
+                      .shape = SHAPE_ROWS,
+                      .ext = {B, H, S, 1},
+                      .output = 1};
+    fattn_tensor tpo, tpl, to, tl;
+    range_ rpo, rpl, ro, rl;
+    if ((st = check_parts(ctx, &wpo, o_parts, c.parts, c.o_part_stride, &tpo, &rpo)) ||
+        (st = check_parts(ctx, &wpl, lse_parts, c.parts, c.lse_part_stride, &tpl, &rpl)) ||
+        (st = check_tensor(ctx, &wo, o, &to, &ro)) ||
+        (lse && (st = check_tensor(ctx, &wl, lse, &tl, &rl))))
+        return st;
+    const range_ *outs[2] = {&ro, lse ? &rl : NULL}, *ins[2] = {&rpo, &rpl};
+    static const char *const out_names[2] = {"o", "lse"}, *const in_names[2] = {"o_parts",
+                                                                                "lse_parts"};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            if (outs[i] && ranges_meet(outs[i], ins[j]))
+                return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                                      "%s overlaps %s in the same memory", out_names[i],
+                                      in_names[j]);
+    if (lse && ranges_meet(&ro, &rl))
+        return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "lse overlaps o in the same memory");
+    memset(p, 0, sizeof *p);
+    p->op = FATTN_OP_COMBINE;
+    p->batch = B;
+    p->heads_q = p->heads_kv = H;
+    p->seq_q = S;
+    p->head_dim = D;
+    p->dtype = c.dtype;
+    p->tune = ctx->tune;
+    p->has_operands = 1;
+    p->o = operand(&to);
+    p->has_lse = lse != NULL;
+    if (lse) p->lse = operand(&tl);
+    p->parts = c.parts;
+    p->part_dtype = c.part_dtype;
+    p->part_o = operand(&tpo);
+    p->part_lse = operand(&tpl);
+    p->part_o_stride = c.o_part_stride;
+    p->part_lse_stride = c.lse_part_stride;
+    return FATTN_OK;
+}

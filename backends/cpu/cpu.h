@@ -37,6 +37,15 @@ void cpu_store_row(void *dst, const float *src, fattn_dtype t, int64_t n);
 /* Bytes of RAM plus swap: no single allocation larger can be backed. */
 uint64_t cpu_memory_limit(void);
 
+/* Writes a finished row of O (and lse): O = acc / l and lse = m + log(l),
+ * or 0 and -inf when l == 0 (no key); a NaN l stays NaN. acc is overwritten. */
+void cpu_finish_row(const fattn_problem *p, int64_t b, int64_t h, int64_t i, float *acc, float m,
+                    float l);
+
+/* fattn_combine's run function (cpu_combine.c). */
+fattn_status cpu_combine(void *state, const fattn_problem *p, const fattn_plan *plan,
+                         fattn_msg *msg);
+
 /* The two variants' run functions (cpu_attention.c). */
 fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_plan *plan,
                                fattn_msg *msg);

@@ -51,8 +51,8 @@ static inline float shift_of(float m) { return m == -INFINITY ? 0.0f : m; }
 /* Writes a finished row: O = acc / l and LSE = m + log(l); a row with no
  * finite score (l == 0) gets 0 and -inf, and a NaN l (a NaN or +inf score)
  * stays NaN in both. acc is overwritten. */
-static void finish_row(const fattn_problem *p, int64_t b, int64_t h, int64_t i, float *acc, float m,
-                       float l) {
+void cpu_finish_row(const fattn_problem *p, int64_t b, int64_t h, int64_t i, float *acc, float m,
+                    float l) {
     const int64_t D = p->head_dim;
     const float inv = l == 0.0f ? 0.0f : 1.0f / l;
     for (int64_t d = 0; d < D; d++) acc[d] *= inv;
@@ -128,7 +128,7 @@ static void tiled_item(void *arg, int64_t item, float *scratch) {
             m[i] = m_new;
         }
     }
-    for (int64_t i = 0; i < nq; i++) finish_row(p, b, h, q0 + i, acc + i * D, m[i], l[i]);
+    for (int64_t i = 0; i < nq; i++) cpu_finish_row(p, b, h, q0 + i, acc + i * D, m[i], l[i]);
 }
 
 fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_plan *plan,
@@ -177,7 +177,7 @@ static void naive_item(void *arg, int64_t row, float *scratch) {
         cpu_load_row(kv, cpu_elem(&p->v, p->dtype, b, hk, j), p->dtype, D, 1.0f);
         for (int64_t d = 0; d < D; d++) out[d] += P[j] * kv[d];
     }
-    finish_row(p, b, h, i, out, mx, sum);
+    cpu_finish_row(p, b, h, i, out, mx, sum);
 }
 
 fattn_status cpu_forward_naive(void *state, const fattn_problem *p, const fattn_plan *plan,

@@ -152,9 +152,10 @@ static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan
     return FATTN_OK;
 }
 
-/* Row-at-a-time S and P; its memory check needs nothing from the plan. */
-static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan *plan,
-                                 fattn_msg *msg) {
+/* Row-at-a-time work (the naive S and P, the combine): nothing to plan;
+ * the naive memory check needs nothing from the plan. */
+static fattn_status accept_rows(void *state, const fattn_problem *p, fattn_plan *plan,
+                                fattn_msg *msg) {
     (void)state;
     (void)p;
     (void)plan;
@@ -166,7 +167,8 @@ static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan
  * the problem's op that accepts it. */
 static const fattn_variant cpu_variants[] = {
     {"tiled", FATTN_OP_FORWARD, accept_tiled, cpu_forward_tiled},
-    {"naive", FATTN_OP_FORWARD_NAIVE, accept_naive, cpu_forward_naive},
+    {"naive", FATTN_OP_FORWARD_NAIVE, accept_rows, cpu_forward_naive},
+    {"combine", FATTN_OP_COMBINE, accept_rows, cpu_combine},
 };
 enum { CPU_VARIANTS = sizeof cpu_variants / sizeof cpu_variants[0] };
 

@@ -5,6 +5,7 @@
  *                  buffers, and the error helpers every layer uses;
  *   cuda_launch.c  the kernels' arguments and the launch of each variant;
  *   cuda_naive.c   the cuBLAS baseline;
+ *   cuda_combine.c fattn_combine's row (kernels_cu/combine.cu);
  *   cuda_plan.c    the variant table: which kernel runs, and how;
  *   cuda_module.c  the vtable, the module's one exported symbol.
  * The kernels (kernels_cu/) are reached through kernels_cu/params.h. */
@@ -86,9 +87,10 @@ void cuda_mark_free(void *state, void *mark);
 
 /* The rows of the variant table, in the order the planner tries them. */
 typedef enum cuda_variant {
-    CUDA_VARIANT_MMA = 0,   /* tensor cores: f16/bf16 on compute 8.0+ */
-    CUDA_VARIANT_SIMT = 1,  /* CUDA cores: f32 anywhere, f16/bf16 below 8.0 */
-    CUDA_VARIANT_NAIVE = 2, /* cuBLAS, S and P materialised: the baseline */
+    CUDA_VARIANT_MMA = 0,     /* tensor cores: f16/bf16 on compute 8.0+ */
+    CUDA_VARIANT_SIMT = 1,    /* CUDA cores: f32 anywhere, f16/bf16 below 8.0 */
+    CUDA_VARIANT_NAIVE = 2,   /* cuBLAS, S and P materialised: the baseline */
+    CUDA_VARIANT_COMBINE = 3, /* fattn_combine: the log-sum-exp merge of partial results */
     CUDA_VARIANT_COUNT
 } cuda_variant;
 
@@ -128,6 +130,15 @@ fattn_status cuda_run_naive(void *state, const fattn_problem *p, const fattn_pla
                             fattn_msg *msg);
 /* Destroys the context's cuBLAS handle, if it made one. */
 void cuda_naive_release(cuda_state *s);
+
+/* ---- cuda_combine.c ------------------------------------------------------ */
+
+/* FATTN_OP_COMBINE: any of f32/f16/bf16 for the parts and the output, head
+ * dims 1..FATTN_CUDA_COMBINE_MAX_D; any sizes and strides (64-bit). */
+fattn_status cuda_combine_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                                 fattn_msg *msg);
+fattn_status cuda_combine_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                              fattn_msg *msg);
 
 /* ---- cuda_plan.c --------------------------------------------------------- */
 

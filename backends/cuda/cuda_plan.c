@@ -157,6 +157,7 @@ static const fattn_variant cuda_variants[CUDA_VARIANT_COUNT] = {
     [CUDA_VARIANT_MMA] = {"mma", FATTN_OP_FORWARD, accept_mma, cuda_run_mma},
     [CUDA_VARIANT_SIMT] = {"simt", FATTN_OP_FORWARD, accept_simt, cuda_run_simt},
     [CUDA_VARIANT_NAIVE] = {"naive", FATTN_OP_FORWARD_NAIVE, accept_naive, cuda_run_naive},
+    [CUDA_VARIANT_COMBINE] = {"combine", FATTN_OP_COMBINE, cuda_combine_accept, cuda_combine_run},
 };
 
 fattn_status cuda_plan_problem(void *state, const fattn_problem *p, fattn_plan *plan,

@@ -2,8 +2,8 @@
  * program cache, the tuning table and the kernel variants. Split by concern
  * into ocl_device.c (discovery), ocl_program.c (sources, builds, caches),
  * ocl_tuning.c (tiles), ocl_forward.c (the variant table and the tiled
- * kernel's plan and launch), ocl_naive.c (the CLBlast baseline) and
- * ocl_backend.c (the vtable: contexts, queues, buffers, timer marks).
+ * kernel's plan and launch), ocl_naive.c (the CLBlast baseline),
+ * ocl_combine.c (fattn_combine's row) and ocl_backend.c (the vtable: contexts, queues, buffers, timer marks).
  * Private names carry ocl_ / OCL_: cl_ and CL_ belong to Khronos. */
 #ifndef FATTN_OCL_COMMON_H
 #define FATTN_OCL_COMMON_H
@@ -180,7 +180,7 @@ typedef struct ocl_state {
     fattn_settings settings;
 } ocl_state;
 
-/* ---- Kernel variants (ocl_forward.c, ocl_naive.c) ----------------------------------
+/* ---- Kernel variants (ocl_forward.c, ocl_naive.c, ocl_combine.c) -------------------
  * Rows of the variant table (fattn_variant): accept decides and fills the
  * typed plan (never touching operands: it also plans memory reports), run
  * launches it. */
@@ -194,6 +194,12 @@ fattn_status ocl_naive_accept(void *state, const fattn_problem *p, fattn_plan *p
                               fattn_msg *msg);
 fattn_status ocl_naive_run(void *state, const fattn_problem *p, const fattn_plan *plan,
                            fattn_msg *msg);
+/* fattn_combine (kernels_cl/combine.cl): f32, f16 and bf16 parts and
+ * output in any pairing, head dims 1..256, any sizes and strides. */
+fattn_status ocl_combine_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                                fattn_msg *msg);
+fattn_status ocl_combine_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                             fattn_msg *msg);
 /* The vtable's plan and run: the table walk. */
 fattn_status ocl_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg);
 fattn_status ocl_run(void *state, const fattn_problem *p, const fattn_plan *plan, fattn_msg *msg);

@@ -88,6 +88,7 @@ fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan
 static const fattn_variant variants[] = {
     {"tiled", FATTN_OP_FORWARD, ocl_tiled_accept, ocl_tiled_run},       /* flash_fwd.cl */
     {"naive", FATTN_OP_FORWARD_NAIVE, ocl_naive_accept, ocl_naive_run}, /* CLBlast + naive.cl */
+    {"combine", FATTN_OP_COMBINE, ocl_combine_accept, ocl_combine_run}, /* combine.cl */
 };
 
 fattn_status ocl_plan(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {

@@ -12,7 +12,7 @@
 
 /* Bumped whenever this header changes incompatibly; the core refuses a
  * module built against another value. */
-#define FATTN_BACKEND_ABI 5
+#define FATTN_BACKEND_ABI 6
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
@@ -95,6 +95,7 @@ typedef struct fattn_open_args {
 typedef enum fattn_op {
     FATTN_OP_FORWARD = 0,       /* tiled online softmax */
     FATTN_OP_FORWARD_NAIVE = 1, /* materialised S and P, the baseline */
+    FATTN_OP_COMBINE = 2,       /* merge partial results by log-sum-exp (fattn_combine) */
     FATTN_OP_COUNT
 } fattn_op;
 
@@ -131,6 +132,15 @@ typedef struct fattn_problem {
     int has_operands;
     fattn_operand q, k, v, o, lse;
     int has_lse;
+    /* FATTN_OP_COMBINE: `parts` partial results; part p of O is part_o
+     * (dtype part_dtype, shaped like o: [batch, heads_q, seq_q, head_dim])
+     * moved by p * part_o_stride elements, part p of lse is part_lse
+     * (float32) moved by p * part_lse_stride. The result goes to o (dtype)
+     * and, with has_lse, lse. q, k, v, heads_kv and seq_kv are unused. */
+    int64_t parts;
+    fattn_dtype part_dtype;
+    fattn_operand part_o, part_lse;
+    int64_t part_o_stride, part_lse_stride;
     /* Scratch for the run, at least the plan's workspace_bytes: the
      * caller's buffer or the context's own (mem NULL when the plan needs
      * none). Filled by the core after plan(), before run(). */
@@ -211,7 +221,9 @@ static inline fattn_status fattn_plan_from_table(const fattn_variant *rows, int 
     }
     if (!seen)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "this backend has no %s kernel",
-                          p->op == FATTN_OP_FORWARD_NAIVE ? "naive baseline" : "forward");
+                          p->op == FATTN_OP_FORWARD_NAIVE ? "naive baseline"
+                          : p->op == FATTN_OP_COMBINE     ? "combine"
+                                                          : "forward");
     return st;
 }
 

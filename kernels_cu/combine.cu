@@ -1,0 +1,121 @@
+// fattn_combine's kernel: the log-sum-exp merge of `parts` partial results,
+// one block per output row (b, h, i), float32 arithmetic, the semantics of
+// backends/cpu/cpu_combine.c. Per row the block finds m, the largest part
+// lse (fmaxf drops NaN, as the CPU's `x > m` does), shifts by it (by 0 when
+// m = -inf), then walks the parts in order in chunks of WG: each thread
+// computes one part's weight exp(lse_p - shift) into shared memory (-1 marks
+// a part with lse_p = -inf: it saw no key and its O is not read), and every
+// thread adds the chunk's weighted O rows to its head-dim elements, in part
+// order, and the weights to l (so l is summed in the CPU's order). A NaN or
+// +inf lse gives a NaN weight (NaN is not < 0, so it is not skipped) and
+// makes the row NaN. O = acc * (l == 0 ? 0 : 1 / l), lse = l == 0 ? -inf :
+// m + log(l). Rows, parts, offsets and strides are 64-bit; the grid is
+// capped and strides over the rows, so any row count runs.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "params.h"
+#include "device_util.cuh"
+
+namespace {
+
+constexpr int WG = 64;                                // threads per row: a multiple of 32
+constexpr int NACC = FATTN_CUDA_COMBINE_MAX_D / WG;   // head-dim elements per thread
+constexpr int64_t kMaxBlocks = int64_t(1) << 20;      // blocks stride over rows beyond this
+static_assert(WG % 32 == 0 && FATTN_CUDA_COMBINE_MAX_D % WG == 0, "WG must tile the head dim");
+
+__device__ __forceinline__ float get(const float *p) { return *p; }
+__device__ __forceinline__ float get(const __half *p) { return __half2float(*p); }
+__device__ __forceinline__ float get(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void put(float *p, float x) { *p = x; }
+__device__ __forceinline__ void put(__half *p, float x) { *p = __float2half_rn(x); }
+__device__ __forceinline__ void put(__nv_bfloat16 *p, float x) { *p = __float2bfloat16_rn(x); }
+
+// P: the parts' storage type, T: the output's.
+template <typename P, typename T>
+__global__ void __launch_bounds__(WG)
+    combine_rows(fattn_cuda_combine_args a, Divisor by_seq, Divisor by_heads) {
+    __shared__ float red[WG / 32];
+    __shared__ float wts[WG];
+    const int tid = threadIdx.x;
+    const int64_t rows = a.batch * a.heads * a.seq;   // validated: no overflow
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const int64_t bh = divide(r, by_seq), i = r - bh * a.seq;
+        const int64_t b = divide(bh, by_heads), h = bh - b * a.heads;
+        const float *pl = a.part_lse + b * a.pl_sb + h * a.pl_sh + i * a.pl_ss;
+        const P *po = static_cast<const P *>(a.part_o) + b * a.po_sb + h * a.po_sh + i * a.po_ss;
+
+        float m = -INFINITY;
+        for (int64_t p = tid; p < a.parts; p += WG) m = fmaxf(m, pl[p * a.pl_ps]);
+        for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+        if (tid % 32 == 0) red[tid / 32] = m;
+        __syncthreads();
+        m = red[0];
+#pragma unroll
+        for (int w = 1; w < WG / 32; w++) m = fmaxf(m, red[w]);
+        const float shift = m == -INFINITY ? 0.f : m;
+
+        float l = 0.f, acc[NACC];
+#pragma unroll
+        for (int k = 0; k < NACC; k++) acc[k] = 0.f;
+        for (int64_t c = 0; c < a.parts; c += WG) {
+            __syncthreads();   // the previous chunk's weights are read
+            if (c + tid < a.parts) {
+                const float x = pl[(c + tid) * a.pl_ps];
+                wts[tid] = x == -INFINITY ? -1.f : expf(x - shift);
+            }
+            __syncthreads();
+            const int n = a.parts - c < WG ? (int)(a.parts - c) : WG;
+            for (int j = 0; j < n; j++) {
+                const float w = wts[j];
+                if (w < 0.f) continue;   // lse -inf: no key; O is not read
+                l += w;
+                const P *src = po + (c + j) * a.po_ps;
+#pragma unroll
+                for (int k = 0; k < NACC; k++) {
+                    const int d = tid + k * WG;
+                    if (d < a.head_dim) acc[k] += w * get(src + d);
+                }
+            }
+        }
+
+        const float inv = l == 0.f ? 0.f : 1.f / l;
+        T *dst = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh + i * a.o_ss;
+#pragma unroll
+        for (int k = 0; k < NACC; k++) {
+            const int d = tid + k * WG;
+            if (d < a.head_dim) put(dst + d, acc[k] * inv);
+        }
+        if (a.lse && tid == 0)
+            a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] = l == 0.f ? -INFINITY : m + logf(l);
+        __syncthreads();   // red and wts are read before the next row writes them
+    }
+}
+
+template <typename P, typename T>
+cudaError_t launch(const fattn_cuda_combine_args *a, cudaStream_t stream) {
+    const int64_t rows = a->batch * a->heads * a->seq;
+    const unsigned blocks = (unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks);
+    combine_rows<P, T><<<blocks, WG, 0, stream>>>(*a, make_divisor((uint64_t)a->seq),
+                                                  make_divisor((uint64_t)a->heads));
+    return cudaGetLastError();
+}
+
+template <typename P> cudaError_t by_out(const fattn_cuda_combine_args *a, cudaStream_t stream) {
+    if (a->dtype == FATTN_F32) return launch<P, float>(a, stream);
+    if (a->dtype == FATTN_F16) return launch<P, __half>(a, stream);
+    if (a->dtype == FATTN_BF16) return launch<P, __nv_bfloat16>(a, stream);
+    return cudaErrorInvalidValue;
+}
+
+}   // namespace
+
+extern "C" cudaError_t fattn_cuda_combine(const fattn_cuda_combine_args *a, cudaStream_t stream) {
+    if (a->batch <= 0 || a->heads <= 0 || a->seq <= 0) return cudaSuccess;
+    if (a->parts < 1 || a->head_dim < 1 || a->head_dim > FATTN_CUDA_COMBINE_MAX_D)
+        return cudaErrorInvalidValue;
+    if (a->part_dtype == FATTN_F32) return by_out<float>(a, stream);
+    if (a->part_dtype == FATTN_F16) return by_out<__half>(a, stream);
+    if (a->part_dtype == FATTN_BF16) return by_out<__nv_bfloat16>(a, stream);
+    return cudaErrorInvalidValue;
+}
