@@ -544,7 +544,8 @@ FATTN_API fattn_status fattn_attention_host(fattn_context *ctx, const fattn_atte
  * (float32 [batch, heads, seq], lse_part_stride). This is FlashInfer's
  * merge_states layout when the stride is one part's extent, and any other
  * non-negative stride works. O (dtype) and lse (float32, may be NULL)
- * receive the result and must not overlap the parts. */
+ * receive the result and must lie outside the span of the parts (from part
+ * 0's first element to the last part's last, gaps between parts included). */
 typedef struct fattn_combine_desc {
     size_t size;              /* sizeof(fattn_combine_desc): FATTN_COMBINE_DESC_INIT */
     int64_t batch, heads, seq, head_dim;   /* head_dim 1..256 */
