@@ -164,7 +164,8 @@ FATTN_API fattn_status fattn_device_get_name(fattn_backend_kind kind, int device
 /* Where GPU backend modules (libfattn-cuda.so, libfattn-opencl.so) are
  * looked for first: an absolute directory, or NULL for FATTN_MODULE_DIR
  * (else beside libfattn). Process-wide; it applies to modules not loaded
- * yet, so call it before the first context or backend query. Thread-safe.
+ * yet (a module that failed to load is looked for again), so call it before
+ * the first context or backend query. Thread-safe.
  * [thread slot] */
 FATTN_API fattn_status fattn_set_module_dir(const char *dir);
 
@@ -191,15 +192,17 @@ FATTN_API fattn_status fattn_context_create(fattn_backend_kind backend, int devi
  *     device of that context); native_queue (cl_command_queue on them) is
  *     optional, else fattn makes its own queue. fattn retains them while
  *     the context lives and releases its references at fattn_context_free;
- *     the caller keeps its own. Kernels build for that context. device and
- *     the OpenCL filters are then ignored.
+ *     the caller keeps its own. Kernels build for that context. device,
+ *     FATTN_DEVICE and the OpenCL filters are then ignored.
  *   CUDA: native_queue (cudaStream_t) is used instead of fattn's own stream
  *     (as fattn_context_set_stream would); cuda_current_context = 1 makes
  *     fattn use the context current on the calling thread (which must be on
  *     device `device`) instead of making the device's primary context
- *     current. The caller owns both and keeps them alive longer than the
- *     fattn context.
- *   The CPU backend takes none. */
+ *     current; that context must then be current on every thread that
+ *     calls fattn with this fattn context, fattn_context_free included. The
+ *     caller owns both and keeps them alive longer than the fattn context.
+ *   Native objects need backend = FATTN_BACKEND_OPENCL or _CUDA (AUTO is
+ *   FATTN_ERR_INVALID_ARGUMENT); the CPU backend takes none. */
 typedef struct fattn_context_params {
     size_t size;                  /* sizeof(fattn_context_params) */
     fattn_backend_kind backend;   /* as fattn_context_create */

@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(WG)
         put(out + base + j, j < lim ? exp2f(S[base + j] - mu) * inv : 0.f);
     if (a.lse && threadIdx.x == 0)
         a.lse[b * a.l_sb + h * a.l_sh + (int64_t)i * a.l_ss] =
-            sum == 0.f ? -INFINITY : (mx + log2f(sum)) * 0.69314718055994531f;
+            sum == 0.f ? -INFINITY : (mx + log2f(sum)) * kLn2;
 }
 
 // grid (seq_q, pairs): one row of O per block.

@@ -6,7 +6,11 @@
 
 #include "internal.h"
 
-#define REPORT_MIN (offsetof(fattn_memory_report, naive_bytes) + sizeof(uint64_t))
+#define R_(field) offsetof(fattn_memory_report, field)
+/* The report's older sizes: the first version ends after naive_bytes. */
+#define REPORT_OLDER                                                                               \
+    FATTN_OLDER(R_(flash_bytes), R_(tile_bytes), R_(groups), R_(row_stat_bytes),                   \
+                R_(workspace_bytes), R_(reduction), R_(percent_saved), R_(flops))
 #define TILING_OLDER                                                                               \
     FATTN_OLDER(offsetof(fattn_tiling, concurrent_groups), offsetof(fattn_tiling, workspace_bytes))
 
@@ -82,7 +86,7 @@ static fattn_status estimate(const fattn_request *r, const fattn_tiling *tiling,
     out.flops = 4.0 * (double)d->batch * (double)d->heads_q * (double)d->head_dim *
                 fattn_visible_pairs(d->seq_q, d->seq_kv, d->causal != FATTN_CAUSAL_NONE,
                                     fattn_causal_offset(d));
-    return fattn_ext_write(user, &out, sizeof out, REPORT_MIN, "out", "fattn_memory_report", msg);
+    return fattn_ext_write(user, &out, sizeof out, REPORT_OLDER, "out", "fattn_memory_report", msg);
 }
 
 fattn_status fattn_memory_estimate(const fattn_attention_desc *desc, const fattn_tiling *tiling,

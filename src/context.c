@@ -56,9 +56,11 @@ fattn_status fattn_backend_get_info(fattn_backend_kind kind, fattn_backend_info 
     int score;
     describe(kind, &env.s, &full, &score);
     fattn_settings_free(&env);
+#define I_(field) offsetof(fattn_backend_info, field)
     return fattn_ext_write(info, &full, sizeof full,
-                           offsetof(fattn_backend_info, available) + sizeof(int), "info",
+                           FATTN_OLDER(I_(device_count), I_(gpu_count), I_(reason)), "info",
                            "fattn_backend_info", tm);
+#undef I_
 }
 
 /* The backend's vtable and device count under settings, or a failure
@@ -152,12 +154,25 @@ static fattn_status create(const fattn_context_params *prm, fattn_context **out)
         return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT,
                               "params->native_context and params->native_device go together "
                               "(an OpenCL cl_context and one of its cl_device_id)");
+    /* Native objects belong to one API: they name the backend, which AUTO
+     * (and FATTN_BACKEND) cannot guess, and fix the device. */
+    const int any_native = native || prm->native_queue || prm->cuda_current_context;
+    if (any_native && backend == FATTN_BACKEND_AUTO)
+        return fattn_ctx_fail(
+            NULL, FATTN_ERR_INVALID_ARGUMENT,
+            "native objects need an explicit backend: FATTN_BACKEND_OPENCL for a "
+            "cl_context, cl_device_id or cl_command_queue, FATTN_BACKEND_CUDA for "
+            "a cudaStream_t or cuda_current_context");
+    if (prm->cuda_current_context && backend != FATTN_BACKEND_CUDA)
+        return fattn_ctx_fail(NULL, FATTN_ERR_INVALID_ARGUMENT,
+                              "params->cuda_current_context is for FATTN_BACKEND_CUDA, not '%s'",
+                              fattn_backend_name(backend));
     if (backend == FATTN_BACKEND_AUTO) {
         fattn_backend_kind env_kind = FATTN_BACKEND_AUTO;
         if ((st = fattn_env_backend(&env_kind, &is_set, tm)) != FATTN_OK) return st;
         backend = is_set ? env_kind : FATTN_BACKEND_AUTO;
     }
-    if (device == -1) {
+    if (device == -1 && !native) {
         int env_dev = 0;
         if ((st = fattn_env_device(&env_dev, &is_set, tm)) != FATTN_OK) return st;
         device = is_set ? env_dev : 0;
@@ -172,8 +187,16 @@ static fattn_status create(const fattn_context_params *prm, fattn_context **out)
     }
     const fattn_backend_vtable *vt = NULL;
     int count = 0;
-    if ((st = usable_backend(backend, &ctx->settings.s, &vt, &count)) == FATTN_OK && !native &&
-        device >= count)
+    char reason[256];
+    if (native) {
+        /* The caller's device is used whatever the filters say: only the
+         * module must be there. */
+        if (!(vt = fattn_registry_get(backend, reason, sizeof reason)))
+            st = fattn_ctx_fail(NULL, FATTN_ERR_BACKEND_UNAVAILABLE,
+                                "backend '%s' is not available: %s", fattn_backend_name(backend),
+                                reason);
+    } else if ((st = usable_backend(backend, &ctx->settings.s, &vt, &count)) == FATTN_OK &&
+               device >= count)
         st = fattn_ctx_fail(NULL, FATTN_ERR_NO_DEVICE,
                             "device %d of backend '%s' requested; it has %d (0..%d)", device,
                             vt->name, count, count - 1);

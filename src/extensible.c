@@ -57,11 +57,21 @@ fattn_status fattn_ext_read(void *dst, size_t own, const void *src, const size_t
     return FATTN_OK;
 }
 
-fattn_status fattn_ext_write(void *dst, const void *src, size_t own, size_t min, const char *name,
-                             const char *type, fattn_msg *msg) {
+fattn_status fattn_ext_write(void *dst, const void *src, size_t own, const size_t *older,
+                             int n_older, const char *name, const char *type, fattn_msg *msg) {
     const size_t size = size_of(dst);
-    fattn_status st = check_size(size, own, min, name, type, msg);
+    fattn_status st = check_size(size, own, older[0], name, type, msg);
     if (st != FATTN_OK) return st;
+    /* Only whole fields are written: a size inside one (half a string, half
+     * a count) is no struct a caller can have compiled. */
+    int known = size >= own;
+    for (int i = 0; i < n_older && !known; i++) known = size == older[i];
+    if (!known)
+        return fattn_fail(
+            msg, FATTN_ERR_INVALID_ARGUMENT,
+            "%s->size = %zu ends inside a field of %s (this version's is %zu bytes): set "
+            "size = sizeof(%s), e.g. with its INIT macro",
+            name, size, type, own, type);
     const size_t n = size < own ? size : own;
     memcpy((char *)dst + sizeof size, (const char *)src + sizeof size, n - sizeof size);
     return FATTN_OK;

@@ -59,9 +59,10 @@ fattn_status fattn_ext_read(void *dst, size_t own, const void *src, const size_t
 #define FATTN_OLDER(...)                                                                           \
     ((const size_t[]){__VA_ARGS__}), (int)(sizeof((const size_t[]){__VA_ARGS__}) / sizeof(size_t))
 /* Writes the library's struct src (own bytes) to the caller's dst, only the
- * bytes its size covers; dst's size field is kept. */
-fattn_status fattn_ext_write(void *dst, const void *src, size_t own, size_t min, const char *name,
-                             const char *type, fattn_msg *msg);
+ * fields its size covers (own or more, or one of the older sizes, as for
+ * fattn_ext_read); dst's size field is kept. */
+fattn_status fattn_ext_write(void *dst, const void *src, size_t own, const size_t *older,
+                             int n_older, const char *name, const char *type, fattn_msg *msg);
 
 /* ---- Requests and problems (validate.c) ----------------------------------- */
 

@@ -168,6 +168,10 @@ fattn_status fattn_registry_set_module_dir(const char *dir, fattn_msg *msg) {
                           sizeof api_module_dir - 1);
     pthread_mutex_lock(&lock);
     snprintf(api_module_dir, sizeof api_module_dir, "%s", dir ? dir : "");
+    /* A module that failed to load is looked for again in the new place;
+     * one already loaded stays (its code may be in use). */
+    for (int k = 0; k < FATTN_BACKEND_COUNT; k++)
+        if (slots[k].tried && !slots[k].vt) slots[k].tried = 0;
     pthread_mutex_unlock(&lock);
     return FATTN_OK;
 }
@@ -180,16 +184,16 @@ static const fattn_backend_vtable *open_module(const char *file, fattn_backend_k
                                                char *reason, size_t len) {
     char path[4096], dir[2048];
     const char *env_dir = api_module_dir[0] ? api_module_dir : fattn_env_module_dir();
+    const char *origin = api_module_dir[0] ? "fattn_set_module_dir" : "FATTN_MODULE_DIR";
     const fattn_backend_vtable *vt = NULL;
     int r;
     if (env_dir) {
         const char *bad = bad_dir(env_dir);
         if (bad) {
-            snprintf(
-                reason, len,
-                "FATTN_MODULE_DIR='%.300s' is not %s; set it to the absolute path of the folder "
-                "that holds %s, or unset it",
-                env_dir, bad, file);
+            snprintf(reason, len,
+                     "%s='%.300s' is not %s; set it to the absolute path of the folder "
+                     "that holds %s, or unset it",
+                     origin, env_dir, bad, file);
             return NULL;
         }
         snprintf(path, sizeof path, "%s/%s", env_dir, file);

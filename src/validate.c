@@ -103,6 +103,26 @@ static fattn_status check_layout(const fattn_request *r, fattn_msg *msg) {
                           "desc->varlen->total_q = %" PRId64 ", total_kv = %" PRId64
                           ": must be >= 0",
                           v->total_q, v->total_kv);
+    /* Packed rows come with their offsets, and hold the longest sequence. */
+    const struct {
+        const char *what, *tensor;
+        int64_t total, longest;
+        const fattn_tensor *offsets;
+    } packed[2] = {{"total_q", "cu_seqlens_q", v->total_q, r->d.seq_q, v->cu_seqlens_q},
+                   {"total_kv", "cu_seqlens_kv", v->total_kv, r->d.seq_kv, v->cu_seqlens_kv}};
+    for (int i = 0; r->has_varlen && i < 2; i++) {
+        if (!packed[i].offsets && packed[i].total != 0)
+            return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                              "desc->varlen->%s = %" PRId64 " but desc->varlen->%s is NULL: packed "
+                              "rows need their offsets",
+                              packed[i].what, packed[i].total, packed[i].tensor);
+        if (packed[i].offsets && packed[i].total < packed[i].longest)
+            return fattn_fail(msg, FATTN_ERR_INVALID_SIZE,
+                              "desc->varlen->%s = %" PRId64 " is less than the longest sequence "
+                              "(desc->%s = %" PRId64 ")",
+                              packed[i].what, packed[i].total, i ? "seq_kv" : "seq_q",
+                              packed[i].longest);
+    }
     if (!r->has_paged) return FATTN_OK;
     if (pg->page_size < 1 || pg->num_pages < 1 || pg->pages_per_seq < 1)
         return fattn_fail(msg, FATTN_ERR_INVALID_SIZE,

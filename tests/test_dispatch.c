@@ -499,6 +499,11 @@ static void test_create_with_settings(void **state) {
     params.opencl_platform = "from-api";
     params.device = 0;
     params.native_queue = &queue;
+    /* A native object names its API: AUTO cannot guess which. */
+    assert_int_equal(fattn_context_create_with(&params, &ctx), FATTN_ERR_INVALID_ARGUMENT);
+    assert_null(ctx);
+    assert_non_null(strstr(fattn_error_message(NULL), "explicit backend"));
+    params.backend = FATTN_BACKEND_CUDA;
     assert_int_equal(fattn_context_create_with(&params, &ctx), FATTN_OK);
     assert_int_equal(fattn_context_device(ctx), 0);
     assert_string_equal(m->open_platform, "from-api");

@@ -73,7 +73,7 @@ static fattn_status open_own(ocl_state *s, int device, fattn_msg *msg) {
         s->own_queue =
             clCreateCommandQueue(s->context, s->dev.device, CL_QUEUE_PROFILING_ENABLE, &err);
     if (err != CL_SUCCESS)
-        return fattn_fail(msg, FATTN_ERR_DEVICE, "creating an OpenCL context and queue: %s (%d)",
+        return fattn_fail(msg, ocl_status_of(err), "creating an OpenCL context and queue: %s (%d)",
                           ocl_error_name(err), (int)err);
     s->queue = s->own_queue;
     return FATTN_OK;
@@ -255,8 +255,9 @@ static fattn_status ocl_buffer_alloc(void *state, size_t bytes, void **mem, fatt
     cl_int err;
     cl_mem m = clCreateBuffer(s->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (err != CL_SUCCESS)
-        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "clCreateBuffer(%zu bytes): %s (%d)", bytes,
-                          ocl_error_name(err), (int)err);
+        return fattn_fail(
+            msg, err == CL_INVALID_BUFFER_SIZE ? FATTN_ERR_OUT_OF_MEMORY : ocl_status_of(err),
+            "clCreateBuffer(%zu bytes): %s (%d)", bytes, ocl_error_name(err), (int)err);
     fattn_status st = new_buf(m, m, 0, mem, msg);
     s->live_buffers += st == FATTN_OK;
     return st;

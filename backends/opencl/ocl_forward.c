@@ -9,6 +9,32 @@
 /* The tiled variant's plan: the tiles, as ocl_choose_tiles chose them. */
 FATTN_PLAN_FITS(ocl_tiles);
 
+/* The kernel build for these tiles and dtype (from the program cache, else
+ * compiled), checked against its own work-group limit, which can be below
+ * the device's (registers per work-item): accept asks, so that a plan the
+ * memory report shows is one that runs. */
+static fattn_status tiled_kernel(ocl_state *s, const fattn_problem *p, const ocl_tiles *t,
+                                 cl_kernel *k, fattn_msg *msg) {
+    char options[200];
+    snprintf(options, sizeof options,
+             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBQ=%d -DBKV=%d -DTQ=%d -DTK=%d", (int)p->dtype,
+             t->dpad, t->bq, t->bkv, t->tq, t->tk);
+    fattn_status st = ocl_get_kernel(&s->cache, s->context, s->dev.device, "flash_fwd.cl",
+                                     "flash_fwd", options, k, msg);
+    if (st != FATTN_OK) return st;
+    const size_t nt = (size_t)t->tq * (size_t)t->tk;
+    size_t kernel_wg = 0;
+    OCL_TRY(msg, clGetKernelWorkGroupInfo(*k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE,
+                                          sizeof kernel_wg, &kernel_wg, NULL));
+    if (nt > kernel_wg)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "tiles %dx%d need %zu work-items per group; this kernel build allows %zu "
+                          "on this device (try smaller tiles through FATTN_PARAM_TILE_Q / "
+                          "FATTN_PARAM_TILE_KV or FATTN_OPENCL_TILES)",
+                          t->bq, t->bkv, nt, kernel_wg);
+    return FATTN_OK;
+}
+
 fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                               fattn_msg *msg) {
     ocl_state *s = state;
@@ -21,6 +47,8 @@ fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *p
     fattn_status st = ocl_choose_tiles(&s->limits, s->settings.opencl_tiles, (int)p->head_dim,
                                        p->tune.tile_q, p->tune.tile_kv, &t, msg);
     if (st != FATTN_OK) return st;
+    cl_kernel k;
+    if ((st = tiled_kernel(s, p, &t, &k, msg)) != FATTN_OK) return st;
     *FATTN_PLAN_AREA(plan, ocl_tiles) = t;
     plan->tiling.tile_q = t.bq;
     plan->tiling.tile_kv = t.bkv;
@@ -36,15 +64,9 @@ fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan
                            fattn_msg *msg) {
     ocl_state *s = state;
     const ocl_tiles t = *FATTN_PLAN_AREA(plan, const ocl_tiles);
-    fattn_status st;
-    char options[200];
-    snprintf(options, sizeof options,
-             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBQ=%d -DBKV=%d -DTQ=%d -DTK=%d", (int)p->dtype,
-             t.dpad, t.bq, t.bkv, t.tq, t.tk);
     cl_kernel k;
-    if ((st = ocl_get_kernel(&s->cache, s->context, s->dev.device, "flash_fwd.cl", "flash_fwd",
-                             options, &k, msg)) != FATTN_OK)
-        return st;
+    fattn_status st = tiled_kernel(s, p, &t, &k, msg); /* a cache lookup: accept built it */
+    if (st != FATTN_OK) return st;
 
     const fattn_operand *ops[5] = {&p->q, &p->k, &p->v, &p->o, &p->lse};
     cl_uint a = 0;
@@ -66,17 +88,7 @@ fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof causal, &causal));
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof causal_offset, &causal_offset));
 
-    /* The kernel's own limit can be below the device's (registers per work-item). */
     const size_t nt = (size_t)t.tq * (size_t)t.tk;
-    size_t kernel_wg = 0;
-    OCL_TRY(msg, clGetKernelWorkGroupInfo(k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE,
-                                          sizeof kernel_wg, &kernel_wg, NULL));
-    if (nt > kernel_wg)
-        return fattn_fail(
-            msg, FATTN_ERR_UNSUPPORTED,
-            "tiles %dx%d need %zu work-items per group; this kernel build allows %zu on "
-            "this device (try smaller tiles through tile_q / tile_kv or FATTN_OPENCL_TILES)",
-            t.bq, t.bkv, nt, kernel_wg);
     const size_t global[2] = {(size_t)((p->seq_q + t.bq - 1) / t.bq) * nt,
                               (size_t)(p->batch * p->heads_q)};
     const size_t local[2] = {nt, 1};

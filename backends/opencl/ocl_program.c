@@ -499,7 +499,7 @@ static fattn_status build_program(ocl_program_cache *cache, cl_context ctx, cl_d
     cl_program p = clCreateProgramWithSource(ctx, 1, srcs, &len, &err);
     free(src);
     if (err != CL_SUCCESS)
-        return fattn_fail(msg, FATTN_ERR_DEVICE, "clCreateProgramWithSource: %s (%d)",
+        return fattn_fail(msg, ocl_status_of(err), "clCreateProgramWithSource: %s (%d)",
                           ocl_error_name(err), (int)err);
     cache->builds++;
     if ((err = clBuildProgram(p, 1, &dev, options, NULL, NULL)) != CL_SUCCESS) {
