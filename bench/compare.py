@@ -3,7 +3,9 @@
 into one side-by-side table (Markdown, printed and written to OUT/table.md) and,
 where matplotlib is installed, PNG charts in OUT/: throughput against sequence
 length (grouped bars per seq, one per implementation, a panel per head dim and
-causal, a figure per dtype) and the device memory each path held.
+causal, a figure per dtype; TFLOP/s, or GFLOP/s where nothing reaches 1 TFLOP/s;
+titles give the sizes that ran) and the device memory each path held (MiB or
+GiB, whichever fits). A chart with nothing measured is not made, said on stdout.
 
 Usage: bench/compare.py FATTN_JSONL [PEERS_JSONL] --out DIR
 """
@@ -67,6 +69,29 @@ def table(fattn, peers):
         "\n".join(lines) + "\n"
 
 
+def sizes(rows):
+    """The sizes the rows ran, for a chart's title: "batch·seq 2048, heads·dim 512"."""
+    def span(values):
+        values = sorted(set(values))
+        return ", ".join(str(v) for v in values) if len(values) <= 3 else f"{values[0]}–{values[-1]}"
+    return (f"batch·seq {span(r['batch'] * r['seq'] for r in rows)}, "
+            f"heads·dim {span(r['heads'] * r['dim'] for r in rows)}")
+
+
+def rate_unit(best):
+    """TFLOP/s where the chart's best is 1 TFLOP/s or more, else GFLOP/s: (name, factor from TFLOP/s)."""
+    return ("TFLOP/s", 1.0) if best >= 1 else ("GFLOP/s", 1e3)
+
+
+def byte_unit(values):
+    """MiB where every value is under 1 GiB, else GiB: (name, bytes per unit)."""
+    return ("GiB", 2**30) if max(values, default=0) >= 2**30 else ("MiB", 2**20)
+
+
+def num(y):
+    return f"{y:.0f}" if y >= 10 else f"{y:.2g}"
+
+
 def charts(fattn, peers, out):
     try:
         import matplotlib
@@ -76,35 +101,55 @@ def charts(fattn, peers, out):
         print("compare.py: no matplotlib, no charts (apt-get install python3-matplotlib)")
         return []
     cols = columns(fattn, peers)
-    # Implementations under 1 TFLOP/s everywhere (CPUs) would be invisible bars: table only.
-    best = {n: max([r.get("tflops", 0) or 0 for r in c.values()] or [0]) for n, c in cols.items()}
-    drawn = [n for n in cols if best[n] >= 1]
-    left_out = [n for n in cols if best[n] < 1]
-    colour = {n: f"C{i % 10}" for i, n in enumerate(drawn)}
     made = []
     for dt in OrderedDict.fromkeys(r["dtype"] for r in fattn):
-        dims = sorted({r["dim"] for r in fattn if r["dtype"] == dt})
-        impls = [n for n in drawn if any(k[0] == dt and cell(r) not in ("–", "refused", "skipped", "error")
-                                         for k, r in cols[n].items())]
-        fig, axes = plt.subplots(len(dims), 2, figsize=(15, 4.2 * len(dims)), squeeze=False)
+        rows = [r for r in fattn if r["dtype"] == dt]
+        # Throughput of each implementation on this dtype's measured cells.
+        best = {n: max([r.get("tflops", 0) or 0 for k, r in c.items() if k[0] == dt] or [0])
+                for n, c in cols.items()}
+        top = max(best.values(), default=0)
+        if top <= 0:
+            print(f"compare.py: no throughput chart for {dt}: no cell was measured "
+                  "(all skipped or failed, see table.md)")
+            continue
+        # Bars under 1% of the chart's best would be invisible: table only.
+        impls = [n for n in cols if best[n] >= top / 100]
+        left_out = [n for n in cols if 0 < best[n] < top / 100]
+        unit, factor = rate_unit(top)
+        colour = {n: f"C{i % 10}" for i, n in enumerate(cols)}
+        dims, masks = sorted({r["dim"] for r in rows}), sorted({r["causal"] for r in rows})
+        fig, axes = plt.subplots(len(dims), len(masks), figsize=(7.5 * len(masks), 4.2 * len(dims)),
+                                 squeeze=False)
         w = 0.8 / max(len(impls), 1)
         for i, d in enumerate(dims):
-            for c in (0, 1):
-                ax = axes[i][c]
-                seqs = sorted({r["seq"] for r in fattn if r["dtype"] == dt and r["dim"] == d})
+            for m, c in enumerate(masks):
+                ax = axes[i][m]
+                ax.set_title(f"{dt}, head dim {d}, {'causal' if c else 'not causal'}")
+                seqs = sorted({r["seq"] for r in rows if r["dim"] == d and r["causal"] == c})
+                if not any((cols[n].get((dt, s, d, c)) or {}).get("tflops") for n in impls for s in seqs):
+                    ax.axis("off")
+                    ax.text(0.5, 0.5, "nothing measured (skipped or failed, see table.md)" if seqs
+                            else "not run", ha="center", va="center", transform=ax.transAxes)
+                    continue
                 for j, n in enumerate(impls):
-                    ys = [cols[n].get((dt, s, d, c), {}).get("tflops", 0) or 0 for s in seqs]
+                    got = [cols[n].get((dt, s, d, c)) for s in seqs]
+                    ys = [((r or {}).get("tflops", 0) or 0) * factor for r in got]
                     bars = ax.bar([x + j * w for x in range(len(seqs))], ys, w, label=n, color=colour[n])
-                    ax.bar_label(bars, labels=[f"{y:.0f}" if y else "" for y in ys], fontsize=6, rotation=90, padding=2)
+                    ax.bar_label(bars, labels=[num(y) if y else cell(r) if r else "" for y, r in zip(ys, got)],
+                                 fontsize=6, rotation=90, padding=2)
                 ax.set_xticks([x + w * (len(impls) - 1) / 2 for x in range(len(seqs))], [str(s) for s in seqs])
                 ax.set_xlabel("sequence length")
-                ax.set_ylabel("TFLOP/s")
-                ax.set_title(f"{dt}, head dim {d}, {'causal' if c else 'not causal'}")
+                ax.set_ylabel(unit)
                 ax.margins(y=0.15)
-        handles, labels = axes[0][0].get_legend_handles_labels()
+        handles, labels = [], []
+        for ax in axes.flat:
+            for h, l in zip(*ax.get_legend_handles_labels()):
+                if l not in labels:
+                    handles.append(h)
+                    labels.append(l)
         fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
-        note = f" — not drawn (under 1 TFLOP/s, see table.md): {', '.join(left_out)}" if left_out else ""
-        fig.suptitle(f"Attention forward throughput, {dt} (batch·seq 16384, heads·dim 2048){note}", fontsize=10)
+        note = f" — not drawn (under 1% of the best, see table.md): {', '.join(left_out)}" if left_out else ""
+        fig.suptitle(f"Attention forward throughput, {dt} ({sizes(rows)}){note}", fontsize=10)
         fig.tight_layout(rect=(0, 0.08, 1, 0.96))
         path = os.path.join(out, f"throughput_{dt}.png")
         fig.savefig(path, dpi=110)
@@ -114,6 +159,8 @@ def charts(fattn, peers, out):
     gpu = [r for r in fattn if r["backend"] == "cuda"] or [r for r in fattn if r["backend"] == "opencl"]
     mem = [r for r in gpu if r["dim"] == max(x["dim"] for x in gpu) and r["causal"] == 0 and r["device"] == gpu[0]["device"]
            and r["dtype"] == gpu[0]["dtype"] and r.get("status") == "ok"] if gpu else []
+    if not mem:
+        print("compare.py: no memory chart: no cell measured on a CUDA or OpenCL device")
     if mem:
         fig, ax = plt.subplots(figsize=(9, 4.5))
         seqs = [r["seq"] for r in mem]
@@ -122,16 +169,17 @@ def charts(fattn, peers, out):
                   ("naive: S and P, accounting", [r["naive_bytes"] for r in mem]),
                   ("tiled, measured", [r.get("flash_measured_bytes") for r in mem]),
                   ("Q, K, V, O (both)", [4 * r["batch"] * r["heads"] * r["seq"] * r["dim"] * es for r in mem])]
+        unit, scale = byte_unit([y for _, ys in series for y in ys if y is not None])
         w = 0.2
         for j, (label, ys) in enumerate(series):
-            gib = [(y or 0) / 2**30 for y in ys]
-            bars = ax.bar([x + j * w for x in range(len(seqs))], gib, w, label=label)
-            ax.bar_label(bars, labels=["n/a" if y is None else f"{g:.2g}" for y, g in zip(ys, gib)], fontsize=6, padding=2)
+            vals = [(y or 0) / scale for y in ys]
+            bars = ax.bar([x + j * w for x in range(len(seqs))], vals, w, label=label)
+            ax.bar_label(bars, labels=["n/a" if y is None else f"{v:.2g}" for y, v in zip(ys, vals)], fontsize=6, padding=2)
         ax.set_xticks([x + 1.5 * w for x in range(len(seqs))], [str(s) for s in seqs])
         ax.set_xlabel("sequence length")
-        ax.set_ylabel("GiB")
+        ax.set_ylabel(unit)
         ax.set_title(f"Device memory beyond the inputs, {mem[0]['backend']} {short(mem[0]['device_name'])}, "
-                     f"{mem[0]['dtype']}, head dim {mem[0]['dim']}")
+                     f"{mem[0]['dtype']}, head dim {mem[0]['dim']}\n({sizes(mem)})", fontsize=10)
         ax.legend(fontsize=8)
         fig.tight_layout()
         path = os.path.join(out, "memory.png")

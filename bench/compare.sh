@@ -6,6 +6,16 @@
 # Usage: bench/compare.sh [--quick] [--long] [--out DIR] [--build DIR] [-- fattn_bench options]
 #   --quick  the short sweep (seconds on a laptop CPU); default: the papers' sweep
 #   --long   also the long-sequence demonstration (seq 131072, causal) on each GPU
+#
+# Failures. A failing fattn_bench run (the sweep; with --long, the demonstration)
+# fails the script with exit status 1, naming the step; the table is still made
+# from what was measured when there is any. Bad fattn_bench options, or a sweep
+# that measured nothing, stop it at once. compare.py failing fails it too.
+# Optional steps, whose failure is said on stderr and does not fail the script:
+#   - machine.txt's details (date, commit, nvidia-smi, uname): best effort;
+#   - the PyTorch peers: only where PyTorch sees a CUDA GPU; without them the
+#     table has fattn's columns only;
+#   - the charts: compare.py leaves them out, saying so, where matplotlib is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bench-out build=build quick="" long=0 extra=()
@@ -22,17 +32,40 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$build/fattn_bench" ] || { echo "compare.sh: build first ($build/fattn_bench is missing)" >&2; exit 1; }
 mkdir -p "$out"
+failed=()
+# Optional: machine.txt is best effort (nvidia-smi may be missing or fail).
 { date -u; echo "commit ${FATTN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}";
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   uname -srm; } > "$out/machine.txt" 2>&1 || true
-"$build/fattn_bench" $quick --json "$out/fattn.jsonl" --csv "$out/fattn.csv" "${extra[@]}" | tee "$out/fattn_table.txt" || true
+
+rc=0
+"$build/fattn_bench" $quick --json "$out/fattn.jsonl" --csv "$out/fattn.csv" ${extra[@]+"${extra[@]}"} | tee "$out/fattn_table.txt" || rc=$?
+if [ "$rc" = 2 ]; then
+  echo "compare.sh: step 'fattn_bench sweep' failed: fattn_bench refused its options (exit 2; see its message above)" >&2
+  exit 1
+elif [ "$rc" != 0 ]; then
+  if ! grep -q '^{' "$out/fattn.jsonl" 2>/dev/null; then
+    echo "compare.sh: step 'fattn_bench sweep' failed (exit $rc) and measured nothing; see its messages above" >&2
+    exit 1
+  fi
+  failed+=("fattn_bench sweep (exit $rc; the failing cells are 'error' in $out/fattn_table.txt and $out/fattn.csv)")
+fi
 if [ "$long" = 1 ]; then
-  "$build/fattn_bench" --long --json "$out/long.jsonl" --csv "$out/long.csv" 2>&1 | tee "$out/long.txt" || true
+  rc=0
+  "$build/fattn_bench" --long --json "$out/long.jsonl" --csv "$out/long.csv" 2>&1 | tee "$out/long.txt" || rc=$?
+  [ "$rc" = 0 ] || failed+=("fattn_bench --long (exit $rc; see $out/long.txt)")
 fi
 peers=""
 if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   echo "compare.sh: PyTorch peers on $(python3 -c 'import torch; print(torch.cuda.get_device_name())')" >&2
-  python3 bench/peers_torch.py $quick > "$out/peers.jsonl" && peers="$out/peers.jsonl"
+  # Optional: a failure is said here and the table goes on without the peers.
+  rc=0
+  python3 bench/peers_torch.py $quick > "$out/peers.jsonl" || rc=$?
+  if [ "$rc" = 0 ]; then
+    peers="$out/peers.jsonl"
+  else
+    echo "compare.sh: optional step 'PyTorch peers' failed (exit $rc): the table has no peers" >&2
+  fi
 else
   echo "compare.sh: no PyTorch with a CUDA GPU here: no peers" >&2
 fi
@@ -40,4 +73,10 @@ fi
 # which may not be the python3 first on PATH.
 py=python3
 python3 -c "import matplotlib" 2>/dev/null || { [ -x /usr/bin/python3 ] && py=/usr/bin/python3; }
-"$py" bench/compare.py "$out/fattn.jsonl" $peers --out "$out"
+rc=0
+"$py" bench/compare.py "$out/fattn.jsonl" ${peers:+"$peers"} --out "$out" || rc=$?
+[ "$rc" = 0 ] || failed+=("compare.py (exit $rc)")
+if [ ${#failed[@]} -gt 0 ]; then
+  for f in "${failed[@]}"; do echo "compare.sh: step failed: $f" >&2; done
+  exit 1
+fi

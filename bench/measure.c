@@ -75,17 +75,25 @@ typedef fattn_status (*forward_fn)(fattn_context *, const fattn_attention_desc *
  * clock where the backend has one (CUDA events, OpenCL profiling), else on
  * the host around a synchronised call. A device clock that fails mid-run
  * (a driver without usable profiling times) falls back to the host's, said
- * once on stderr. */
+ * once on stderr.
+ * With o->budget_s (measure.h): after the first call, (warmup + iters) x its
+ * wall time is the estimate; over the budget, the run stops there (*over =
+ * 1, *stop_s = the call's seconds, OK returned), unless that call took at
+ * most half the budget: then a second call is timed and the faster of the
+ * two decides. Calls after the second are never cut short. */
 static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_attention_desc *d,
                               const fattn_tensor *x, const bench_opts *o, double *out,
-                              const char **clock) {
+                              const char **clock, int *over, double *stop_s) {
     double *host = calloc((size_t)o->iters, sizeof *host),
            *dev = calloc((size_t)o->iters, sizeof *dev);
     fattn_timer *timer = NULL;
     if (fattn_timer_create(ctx, &timer) != FATTN_OK) timer = NULL;
     int use_dev = fattn_timer_is_device_clock(timer);
     fattn_status st = host && dev ? FATTN_OK : FATTN_ERR_OUT_OF_MEMORY;
-    for (int i = -o->warmup; i < o->iters && st == FATTN_OK; i++) {
+    const int calls = o->warmup + o->iters;
+    double fastest_s = 0.0;
+    *over = 0;
+    for (int i = -o->warmup, done = 0; i < o->iters && st == FATTN_OK; i++) {
         double t0 = now(), dev_ms = 0.0;
         if (timer) st = fattn_timer_start(timer);
         if (st == FATTN_OK) st = f(ctx, d, &x[0], &x[1], &x[2], &x[3], NULL);
@@ -100,10 +108,17 @@ static fattn_status median_ms(fattn_context *ctx, forward_fn f, const fattn_atte
             use_dev = 0;
         }
         if (i >= 0) host[i] = host_ms, dev[i] = dev_ms;
+        if (st != FATTN_OK) break;
+        if (++done == 1 || host_ms * 1e-3 < fastest_s) fastest_s = host_ms * 1e-3;
+        if (o->budget_s > 0 && done <= 2 && done < calls && fastest_s * calls > o->budget_s) {
+            if (done == 1 && fastest_s <= o->budget_s / 2) continue; /* time a second call */
+            *over = 1, *stop_s = fastest_s;
+            break;
+        }
     }
     fattn_timer_free(timer);
     *clock = use_dev ? "device" : "host";
-    if (st == FATTN_OK) {
+    if (st == FATTN_OK && !*over) {
         double *ms = use_dev ? dev : host;
         qsort(ms, (size_t)o->iters, sizeof *ms, cmp_double);
         *out = ms[o->iters / 2];
@@ -190,9 +205,34 @@ static void human_bytes(char *buf, size_t len, double bytes) {
         snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
 }
 
+/* One untimed call on a small problem of the cell's dtype, head dim and mask
+ * (batch 1, one head, seq up to 64, over the start of the cell's buffers), so
+ * that kernel builds and other first-use costs are not counted in the call
+ * the budget's estimate is taken from. Its failure is left to the real call
+ * to report. */
+static void prime(fattn_context *ctx, forward_fn f, bench_shape sh, fattn_dtype t,
+                  fattn_buffer *const buf[4]) {
+    const bench_shape small = {1, 1, sh.s < 64 ? sh.s : 64, sh.d, sh.causal};
+    const fattn_attention_desc d = desc_of(small, t);
+    fattn_tensor y[4];
+    for (int i = 0; i < 4; i++)
+        if (fattn_tensor_init(buf[i], t, FATTN_LAYOUT_BSHD, 1, 1, small.s, small.d, 0, &y[i]) !=
+            FATTN_OK)
+            return;
+    if (f(ctx, &d, &y[0], &y[1], &y[2], &y[3], NULL) == FATTN_OK) fattn_context_synchronize(ctx);
+}
+
+/* The reason for a path stopped over the budget by its own call. */
+static void over_note(char *buf, size_t len, const char *prefix, const bench_opts *o,
+                      double call_s) {
+    const int calls = o->warmup + o->iters;
+    snprintf(buf, len, "%sone call took %.3g s: %d calls estimated %.3g s, over --budget %g s",
+             prefix, call_s, calls, call_s * calls, o->budget_s);
+}
+
 /* The naive baseline, where the backend has one and S and P fit the device. */
 static void measure_naive(fattn_context *ctx, const bench_opts *o, const fattn_attention_desc *d,
-                          const fattn_tensor *x, bench_result *r) {
+                          const fattn_tensor *x, fattn_buffer *const buf[4], bench_result *r) {
     uint64_t used, total;
     if (fattn_context_device_memory(ctx, &used, &total) == FATTN_OK && r->naive_bytes > total) {
         char need[32], have[32];
@@ -203,14 +243,24 @@ static void measure_naive(fattn_context *ctx, const bench_opts *o, const fattn_a
         return;
     }
     const char *clock;
-    if (median_ms(ctx, fattn_forward_naive, d, x, o, &r->naive_ms, &clock) != FATTN_OK) {
+    int over;
+    double stop_s = 0.0;
+    if (o->budget_s > 0) prime(ctx, fattn_forward_naive, r->shape, r->dtype, buf);
+    if (median_ms(ctx, fattn_forward_naive, d, x, o, &r->naive_ms, &clock, &over, &stop_s) !=
+        FATTN_OK) {
         char need[32];
         human_bytes(need, sizeof need, (double)r->naive_bytes);
         snprintf(r->naive_note, sizeof r->naive_note, "failed (S and P need %s): %s", need,
                  fattn_error_message(ctx));
         return;
     }
+    if (over) {
+        r->naive_call_s = stop_s;
+        over_note(r->naive_note, sizeof r->naive_note, "skipped: ", o, stop_s);
+        return;
+    }
     r->naive_ok = 1;
+    r->naive_call_s = r->naive_ms * 1e-3;
     r->naive_tflops = bench_flops(r->shape) / (r->naive_ms * 1e-3) / 1e12;
     r->naive_measured = grown(ctx, fattn_forward_naive, d, x);
 }
@@ -243,11 +293,19 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
         if (st == FATTN_OK)
             st = fattn_tensor_init(buf[i], t, FATTN_LAYOUT_BSHD, sh.b, sh.h, sh.s, sh.d, 0, &x[i]);
     }
+    int over = 0;
+    double stop_s = 0.0;
+    if (st == FATTN_OK && o->budget_s > 0) prime(ctx, fattn_forward, sh, t, buf);
     if (st != FATTN_OK)
         fail(ctx, r, "inputs");
-    else if (median_ms(ctx, fattn_forward, &d, x, o, &r->ms, &r->clock) != FATTN_OK)
+    else if (median_ms(ctx, fattn_forward, &d, x, o, &r->ms, &r->clock, &over, &stop_s) != FATTN_OK)
         fail(ctx, r, "forward");
-    else {
+    else if (over) {
+        snprintf(r->status, sizeof r->status, "skipped");
+        over_note(r->note, sizeof r->note, "", o, stop_s);
+        r->call_s = stop_s;
+    } else {
+        r->call_s = r->ms * 1e-3;
         r->tflops = bench_flops(sh) / (r->ms * 1e-3) / 1e12;
         r->flash_measured = grown(ctx, fattn_forward, &d, x);
         if (o->check_rows > 0) {
@@ -259,7 +317,7 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
             }
         }
         if (o->naive)
-            measure_naive(ctx, o, &d, x, r);
+            measure_naive(ctx, o, &d, x, buf, r);
         else
             snprintf(r->naive_note, sizeof r->naive_note, "not asked (--naive)");
     }

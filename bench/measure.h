@@ -17,6 +17,15 @@ typedef struct bench_opts {
     int iters, warmup;
     int naive;      /* also time fattn_forward_naive */
     int check_rows; /* rows compared with the float64 reference; 0: no check */
+    /* Wall seconds the warmup + iters calls of one path (tiled, naive) may
+     * take; 0: no limit. With a limit, the path first runs once untimed on a
+     * small problem of the same dtype, head dim and mask (kernel builds and
+     * other one-off costs land there), then its own first call sets the
+     * estimate: (warmup + iters) x that call. Over the budget, the path stops
+     * there and is reported skipped; when the first call took at most half
+     * the budget, a second one is timed first and the faster one counts, in
+     * case the first still carried a one-off cost. */
+    double budget_s;
 } bench_opts;
 
 typedef struct bench_result {
@@ -37,6 +46,10 @@ typedef struct bench_result {
     double naive_ms, naive_tflops;
     int64_t naive_measured;
     char naive_note[512]; /* why the naive baseline did not run */
+    /* Seconds of one call, for the budget's estimates of later cells: the
+     * median where the path ran, the call that stopped it where it was
+     * skipped over the budget; 0 where none was timed. Not reported. */
+    double call_s, naive_call_s;
 } bench_result;
 
 /* Fills r (r->backend, device, shape and dtype first set by the caller). */
