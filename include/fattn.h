@@ -248,11 +248,17 @@ FATTN_API int fattn_context_device(const fattn_context *ctx);
  *     backend cannot run makes fattn_forward FATTN_ERR_UNSUPPORTED, naming
  *     its limits. FATTN_TILE_Q / FATTN_TILE_KV are not read; the OpenCL
  *     backend's FATTN_OPENCL_TILES still is.
+ *   FATTN_PARAM_KV_SPLITS: split the keys of each row into this many parts
+ *     computed in parallel and merged by fattn_combine's rule (split-KV
+ *     decoding), 1..65536; 0 = the backend's choice, 1 = never split. A
+ *     backend without a split path runs unsplit; more splits than key tiles
+ *     are capped. For tests and tuning.
  * An unknown parameter or a value out of range is FATTN_ERR_INVALID_ARGUMENT. */
 typedef enum fattn_param {
     FATTN_PARAM_CPU_THREADS = 1,
     FATTN_PARAM_TILE_Q = 100,
-    FATTN_PARAM_TILE_KV = 101
+    FATTN_PARAM_TILE_KV = 101,
+    FATTN_PARAM_KV_SPLITS = 102
 } fattn_param;
 FATTN_API fattn_status fattn_context_set_param(fattn_context *ctx, fattn_param param, int64_t value);
 FATTN_API fattn_status fattn_context_get_param(fattn_context *ctx, fattn_param param, int64_t *value);

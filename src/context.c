@@ -285,6 +285,14 @@ fattn_status fattn_context_set_param(fattn_context *ctx, fattn_param param, int6
                                   (long long)value);
         ctx->tune.cpu_threads = (int)value;
         return FATTN_OK;
+    case FATTN_PARAM_KV_SPLITS:
+        if (value < 0 || value > 65536)
+            return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                                  "FATTN_PARAM_KV_SPLITS = %lld is not 0 (the backend's choice) or "
+                                  "1..65536",
+                                  (long long)value);
+        ctx->tune.kv_splits = (int)value;
+        return FATTN_OK;
     case FATTN_PARAM_TILE_Q:
     case FATTN_PARAM_TILE_KV:
         if (value < 0 || value > 65536)
@@ -309,6 +317,7 @@ fattn_status fattn_context_get_param(fattn_context *ctx, fattn_param param, int6
     case FATTN_PARAM_CPU_THREADS: *value = ctx->tune.cpu_threads; return FATTN_OK;
     case FATTN_PARAM_TILE_Q: *value = ctx->tune.tile_q; return FATTN_OK;
     case FATTN_PARAM_TILE_KV: *value = ctx->tune.tile_kv; return FATTN_OK;
+    case FATTN_PARAM_KV_SPLITS: *value = ctx->tune.kv_splits; return FATTN_OK;
     default:
         return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT, "parameter %d is not a fattn_param",
                               (int)param);

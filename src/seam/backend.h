@@ -12,7 +12,7 @@
 
 /* Bumped whenever this header changes incompatibly; the core refuses a
  * module built against another value. */
-#define FATTN_BACKEND_ABI 6
+#define FATTN_BACKEND_ABI 7
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
@@ -111,6 +111,7 @@ typedef struct fattn_operand {
 typedef struct fattn_tuning {
     int tile_q, tile_kv; /* 0 = backend default */
     int cpu_threads;     /* CPU: threads for this call; 0 = as opened */
+    int kv_splits;       /* key splits: 0 = the backend's choice, 1 = never */
 } fattn_tuning;
 
 /* A validated attention problem (FlashAttention-2's Flash_fwd_params idea),
