@@ -66,6 +66,13 @@ const fattn_case fattn_cases[] = {
     {"causal tl large logits",   1, 2, 2,   63,  129,  256, TL, BHSD, STORE_SEPARATE,    16.f, 0},
     /* More (batch, head) pairs than one CUDA grid dimension holds (65,535). */
     {"batch x heads 70000",    350, 200, 50,  2,    3,    8, 1, BSHD, STORE_SEPARATE,     1.f, 0},
+    /* Decoding: a few query rows against a long cache, GQA groups 1, 4, 8
+     * and 32, key counts that are multiples of no tile or split. */
+    {"decode 1/4099 gqa 4 d128",  1, 8, 2,    1, 4099,  128, 0, BSHD, STORE_SEPARATE,     1.f, 0},
+    {"decode 2/1000 gqa 8 br",    1, 8, 1,    2, 1000,   64, BR, BHSD, STORE_SEPARATE,    1.f, 0},
+    {"decode 4/40000 gqa 4 d32",  1, 4, 1,    4, 40000,  32, 0, BSHD, STORE_SEPARATE,     1.f, 0},
+    {"decode 8/777 gqa 32 tl",    1, 32, 1,   8,  777,   80, TL, BSHD, STORE_KV_STRIDED,  1.f, 0},
+    {"decode 1/7 mha d256",       3, 2, 2,    1,    7,  256, 0, BHSD, STORE_SEPARATE,     1.f, 0},
 };
 /* clang-format on */
 
