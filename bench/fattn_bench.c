@@ -1,12 +1,15 @@
 /* fattn_bench: every available backend and device side by side on the
  * FlashAttention papers' sweep (head dim 64 and 128, seq 512 .. 16384,
- * batch*seq = 16384, heads*dim = 2048, causal and not) and any shape given
- * on the command line, for each dtype. Per (backend, device, shape, dtype):
- * the median time on the device's clock, TFLOP/s, the error against a
- * float64 reference on sampled rows, the naive baseline, the accounting
- * module's bytes and the device memory each path was measured to hold.
- * Progress goes to stderr, a side-by-side table to stdout, CSV / JSON lines
- * to files. --long: the long-sequence demonstration on each GPU. */
+ * batch*seq = 16384, heads*dim = 2048, causal and not) or the decode sweep
+ * (--decode: one query row against a long key/value cache, GQA 32/8 and MHA
+ * 32/32), and any shape given on the command line (query and key/value
+ * heads, seq_q and seq_kv), for each dtype. Per (backend, device, shape,
+ * dtype): the median time on the device's clock, TFLOP/s, GB/s (Q, K, V
+ * and O moved once), the error against a float64 reference on sampled rows,
+ * the naive baseline, the accounting module's bytes and the device memory
+ * each path was measured to hold. Progress goes to stderr, a side-by-side
+ * table to stdout, CSV / JSON lines to files. --long: the long-sequence
+ * demonstration on each GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <limits.h>
@@ -22,20 +25,24 @@
 #include "measure.h"
 #include "report.h"
 
-enum { MAX_SHAPES = 256 };
+enum { MAX_SHAPES = 512 };
 
 /* A path of a cell (tiled, naive) is skipped without a call when a cell no
  * larger in any dimension, earlier on the same backend, device and dtype,
  * already took a call too long for the budget; or when its FLOPs at
  * PRIOR_MARGIN times the best throughput measured so far there, in calls of
  * at least PRIOR_MIN_S (shorter ones are mostly launch overhead), would
- * still pass the budget. Every other cell is judged by its own first call
- * (measure.h). */
+ * still pass the budget; that throughput is taken only from cells of the
+ * same kind (GQA group, and square or the same seq_q: memory-bound decode
+ * cells run at a fraction of a prefill's TFLOP/s, and an MHA decode moves
+ * more bytes per FLOP than a GQA one). Every other cell is judged by its own
+ * first call (measure.h). */
 #define PRIOR_MARGIN 2.0
 #define PRIOR_MIN_S 0.01
 
 typedef struct config {
     int kinds[3], all_devices, device;
+    int decode;
     int dtypes[3];
     bench_shape shapes[MAX_SHAPES];
     int nshapes;
@@ -65,7 +72,8 @@ static void usage(void) {
         "usage: fattn_bench [--backend all|cpu|cuda|opencl] [--device all|N] [--dtype "
         "all|f32|f16|bf16]\n"
         "                   [--seqs S1,S2,..] [--dims D1,D2] [--causal both|0|1] [--shape "
-        "BxHxSxD[c]]...\n"
+        "SHAPE]...\n"
+        "                   [--decode [--batches B1,..] [--heads HQ:HKV,..]]\n"
         "                   [--no-sweep] [--quick] [--iters N] [--warmup N] [--no-naive] "
         "[--check-rows N]\n"
         "                   [--budget SECONDS] [--csv FILE|-] [--json FILE|-] [--long [--long-seq "
@@ -78,20 +86,36 @@ static void usage(void) {
         "  backend or device that is not here is an error (exit status 1).\n"
         "--budget: wall seconds the warm-ups and timed calls of one path (tiled, naive)\n"
         "  may take (default 10; 0: no limit). A cell first runs once, untimed, on a small\n"
-        "  problem of its dtype, head dim and mask (kernel builds are not counted); then\n"
-        "  (warm-ups + timed calls) x its own first call is the estimate (the faster of the\n"
-        "  first two calls when the first took at most half the budget). Over the budget,\n"
+        "  problem of its dtype, head dim, GQA group and mask (kernel builds are not counted);\n"
+        "  then (warm-ups + timed calls) x its own first call is the estimate (the faster of\n"
+        "  the first two calls when the first took at most half the budget). Over the budget,\n"
         "  the path stops there and is reported skipped with the estimate. A path is skipped\n"
         "  unrun when a cell no larger in any dimension, earlier on the same backend, device\n"
         "  and dtype, took a call too long for the budget, or when its FLOPs at 2x the best\n"
-        "  throughput measured so far there (in calls of 10 ms or more) would pass it.\n"
-        "--quick: seq 256..1024, dim 64, batch*seq = 2048, heads*dim = 512, 3 calls, budget 2 s.\n"
-        "--shape: 2x16x4096x128c is batch 2, 16 heads, seq 4096, dim 128, causal (added to the "
-        "sweep).\n"
+        "  throughput measured so far there on cells of its kind (GQA group; square, or the\n"
+        "  same seq_q) in calls of 10 ms or more would pass it. A cell whose Q, K, V and O do\n"
+        "  not fit the device's free memory (or one buffer's limit) is skipped as 'no room'.\n"
+        "--quick: seq 256..1024, dim 64, batch*seq = 2048, heads*dim = 512, 3 calls, budget 2 s\n"
+        "  (with --decode: batch 1 and 8, seq_kv 4096 and 16384).\n"
+        "--shape: BxHxSxD[c|t], where H may be HQ:HKV (query and key/value heads, GQA) and S\n"
+        "  SQ:SKV (query and key/value lengths); c: causal, bottom-right (the API's default:\n"
+        "  the last query sees every key), t: causal, top-left (PyTorch's is_causal). Or\n"
+        "  named: b=1,hq=32,hkv=8,sq=1,skv=32768,d=128[,causal=0|br|tl] (b defaults to 1, hkv\n"
+        "  to hq, skv to sq). 2x16x4096x128c is batch 2, 16 heads, seq 4096, dim 128, causal;\n"
+        "  8x32:8x4:4100x128c is speculative decoding against a cache. Added to the sweep.\n"
+        "  Paged KV caches (a page size) and variable-length batches are not measured:\n"
+        "  fattn has neither yet.\n"
+        "--decode: instead of the papers' sweep, decoding: seq_q 1, not causal, batch\n"
+        "  --batches (1,8,64) x seq_kv --seqs (4096,16384,32768,131072) x heads --heads\n"
+        "  (32:8 GQA, 32:32 MHA) x dim --dims (64,128), every dtype; the tiled path only (as\n"
+        "  --no-naive); the budget rules above skip the cells a slow backend cannot time.\n"
         "--long: batch 1, 16 heads, dim 128, causal, seq --long-seq (131072) on every GPU, bf16 "
         "and f32\n"
         "  (no GPU here: a note, exit status 0, unless --backend names one).\n"
         "--fail-above: exit status 1 if a sampled error exceeds ERR (or was not checked).\n"
+        "Output: TFLOP/s counts 4*B*HQ*D per visible (query, key) pair; GB/s counts the bytes\n"
+        "  of Q, K, V and O, each moved once, over the median time. The CSV's last column is\n"
+        "  gbps (after heads_kv and seq_kv; heads and seq are the query's).\n"
         "Exit status: 0 done; 1 a measurement failed, or a named backend or device is missing;\n"
         "  2 a bad option.\n");
 }
@@ -152,17 +176,116 @@ static int parse_list(const char *v, int64_t *out, int max, char *why, size_t le
     }
 }
 
-/* BxHxSxD with an optional trailing c, nothing else. */
-static int parse_shape(const char *v, bench_shape *s) {
-    long long b, h, q, d;
-    int used = 0;
-    if (sscanf(v, "%lldx%lldx%lldx%lld%n", &b, &h, &q, &d, &used) < 4 || b < 1 || h < 1 || q < 1 ||
-        d < 1)
-        return 0;
-    const int causal = v[used] == 'c';
-    if (v[used + causal] != '\0') return 0;
-    *s = (bench_shape){b, h, q, d, causal};
+/* A whole number >= 1 at *p, advancing *p past it. */
+static int take_num(const char **p, int64_t *out) {
+    char *end;
+    if (**p < '0' || **p > '9') return 0;
+    errno = 0;
+    const long long x = strtoll(*p, &end, 10);
+    if (errno == ERANGE || x < 1) return 0;
+    *out = x, *p = end;
     return 1;
+}
+
+/* A shape (usage): BxHxSxD[c|t] with H = HQ[:HKV] and S = SQ[:SKV], or
+ * named fields; 0 when bad, *why saying why. */
+static int parse_shape(const char *v, bench_shape *s, char *why, size_t len) {
+    bench_shape sh = {1, 0, 0, 0, 0, 0, 0};
+    if (strchr(v, '=')) {
+        for (const char *c = v; *c;) {
+            const char *eq = strchr(c, '='), *comma = strchr(c, ',');
+            const size_t klen = eq ? (size_t)(eq - c) : 0;
+            if (!eq || (comma && comma < eq)) {
+                snprintf(why, len, "'%.*s' is not name=value",
+                         comma ? (int)(comma - c) : (int)strlen(c), c);
+                return 0;
+            }
+            const char *val = eq + 1, *vend = comma ? comma : val + strlen(val);
+            char key[16];
+            snprintf(key, sizeof key, "%.*s", (int)(klen < sizeof key ? klen : sizeof key - 1), c);
+            if (!strcmp(key, "causal")) {
+                char cv[16];
+                snprintf(cv, sizeof cv, "%.*s", (int)(vend - val < 15 ? vend - val : 15), val);
+                if (!strcmp(cv, "0") || !strcmp(cv, "none"))
+                    sh.causal = 0;
+                else if (!strcmp(cv, "1") || !strcmp(cv, "br"))
+                    sh.causal = 1;
+                else if (!strcmp(cv, "2") || !strcmp(cv, "tl"))
+                    sh.causal = 2;
+                else {
+                    snprintf(why, len,
+                             "causal=%.*s is not 0, br (1, bottom-right) or tl (2, top-left)",
+                             (int)(vend - val), val);
+                    return 0;
+                }
+            } else {
+                int64_t *f =
+                    !strcmp(key, "b") || !strcmp(key, "batch")                         ? &sh.b
+                    : !strcmp(key, "h") || !strcmp(key, "hq") || !strcmp(key, "heads") ? &sh.hq
+                    : !strcmp(key, "hkv") || !strcmp(key, "heads_kv")                  ? &sh.hkv
+                    : !strcmp(key, "s") || !strcmp(key, "sq") || !strcmp(key, "seq")   ? &sh.sq
+                    : !strcmp(key, "skv") || !strcmp(key, "seq_kv")                    ? &sh.skv
+                    : !strcmp(key, "d") || !strcmp(key, "dim")                         ? &sh.d
+                                                                                       : NULL;
+                const char *p = val;
+                if (!f) {
+                    snprintf(why, len, "'%s' is not b, hq, hkv, sq, skv, d or causal", key);
+                    return 0;
+                }
+                if (!take_num(&p, f) || p != vend) {
+                    snprintf(why, len, "%s=%.*s is not a whole number >= 1", key, (int)(vend - val),
+                             val);
+                    return 0;
+                }
+            }
+            c = comma ? comma + 1 : vend;
+        }
+        if (!sh.hq || !sh.sq || !sh.d) {
+            snprintf(why, len, "hq (or h), sq (or s) and d are needed");
+            return 0;
+        }
+    } else {
+        const char *p = v;
+        int ok = take_num(&p, &sh.b) && *p++ == 'x' && take_num(&p, &sh.hq);
+        if (ok && *p == ':') p++, ok = take_num(&p, &sh.hkv);
+        ok = ok && *p++ == 'x' && take_num(&p, &sh.sq);
+        if (ok && *p == ':') p++, ok = take_num(&p, &sh.skv);
+        ok = ok && *p++ == 'x' && take_num(&p, &sh.d);
+        if (ok && (*p == 'c' || *p == 't')) sh.causal = *p++ == 'c' ? 1 : 2;
+        if (!ok || *p) {
+            snprintf(why, len,
+                     "not BxHxSxD[c|t] (H may be HQ:HKV, S may be SQ:SKV) with whole numbers >= 1, "
+                     "e.g. 2x16x4096x128c or 8x32:8x1:32768x128");
+            return 0;
+        }
+    }
+    if (!sh.hkv) sh.hkv = sh.hq;
+    if (!sh.skv) sh.skv = sh.sq;
+    if (sh.hq % sh.hkv) {
+        snprintf(why, len, "query heads %lld are not a multiple of key/value heads %lld",
+                 (long long)sh.hq, (long long)sh.hkv);
+        return 0;
+    }
+    *s = sh;
+    return 1;
+}
+
+/* The shape as --shape takes it: 2x16x4096x128c, 8x32:8x1:32768x128. */
+static const char *shape_str(bench_shape sh, char *buf, size_t len) {
+    char h[48], q[48];
+    if (sh.hq == sh.hkv)
+        snprintf(h, sizeof h, "%lld", (long long)sh.hq);
+    else
+        snprintf(h, sizeof h, "%lld:%lld", (long long)sh.hq, (long long)sh.hkv);
+    if (sh.sq == sh.skv)
+        snprintf(q, sizeof q, "%lld", (long long)sh.sq);
+    else
+        snprintf(q, sizeof q, "%lld:%lld", (long long)sh.sq, (long long)sh.skv);
+    snprintf(buf, len, "%lldx%sx%sx%lld%s", (long long)sh.b, h, q, (long long)sh.d,
+             sh.causal == 2 ? "t"
+             : sh.causal    ? "c"
+                            : "");
+    return buf;
 }
 
 static FILE *open_out(const char *path) {
@@ -180,10 +303,23 @@ static void add_sweep(config *c, const int64_t *seqs, int nseq, const int64_t *d
             if (!(causal_mask & (1 << cz))) continue;
             for (int si = 0; si < nseq && c->nshapes < MAX_SHAPES; si++) {
                 const int64_t s = seqs[si], d = dims[di];
-                c->shapes[c->nshapes++] = (bench_shape){tokens / s > 0 ? tokens / s : 1,
-                                                        width / d > 0 ? width / d : 1, s, d, cz};
+                c->shapes[c->nshapes++] = bench_square(tokens / s > 0 ? tokens / s : 1,
+                                                       width / d > 0 ? width / d : 1, s, d, cz);
             }
         }
+}
+
+/* The decode sweep: seq_q 1, not causal; ascending in every dimension
+ * within a head dim and head configuration, so that the budget's rules
+ * (prior_skip) see the smaller cells first. */
+static void add_decode(config *c, const int64_t *batches, int nb, const int64_t *seqs, int nseq,
+                       const int64_t *dims, int ndim, const int64_t (*heads)[2], int nh) {
+    for (int di = 0; di < ndim; di++)
+        for (int hi = 0; hi < nh; hi++)
+            for (int bi = 0; bi < nb; bi++)
+                for (int si = 0; si < nseq && c->nshapes < MAX_SHAPES; si++)
+                    c->shapes[c->nshapes++] = (bench_shape){
+                        batches[bi], heads[hi][0], heads[hi][1], 1, seqs[si], dims[di], 0};
 }
 
 static bench_result *push(results *rs) {
@@ -199,14 +335,26 @@ static bench_result *push(results *rs) {
 }
 
 static void progress(int k, int total, const bench_result *r, double t0) {
-    fprintf(stderr, "[%3d/%d %5.0fs] %-6s %d %-4s b%-3lld h%-3lld seq %-6lld d%-3lld %-6s ", k,
-            total, now() - t0, r->backend, r->device, bench_dtype_name(r->dtype),
-            (long long)r->shape.b, (long long)r->shape.h, (long long)r->shape.s,
-            (long long)r->shape.d, r->shape.causal ? "causal" : "");
+    const bench_shape sh = r->shape;
+    char h[48], q[48];
+    if (sh.hq == sh.hkv)
+        snprintf(h, sizeof h, "%lld", (long long)sh.hq);
+    else
+        snprintf(h, sizeof h, "%lld/%lld", (long long)sh.hq, (long long)sh.hkv);
+    if (sh.sq == sh.skv)
+        snprintf(q, sizeof q, "%lld", (long long)sh.sq);
+    else
+        snprintf(q, sizeof q, "%lld/%lld", (long long)sh.sq, (long long)sh.skv);
+    fprintf(stderr, "[%3d/%d %5.0fs] %-6s %d %-4s b%-3lld h%-3s seq %-6s d%-3lld %-6s ", k, total,
+            now() - t0, r->backend, r->device, bench_dtype_name(r->dtype), (long long)sh.b, h, q,
+            (long long)sh.d,
+            sh.causal == 2 ? "causal-tl"
+            : sh.causal    ? "causal"
+                           : "");
     if (strcmp(r->status, "ok") != 0)
         fprintf(stderr, "%s: %s\n", r->status, r->note);
     else {
-        fprintf(stderr, "%8.3f ms %7.2f TFLOP/s", r->ms, r->tflops);
+        fprintf(stderr, "%8.3f ms %7.2f TFLOP/s %8.1f GB/s", r->ms, r->tflops, r->gbps);
         if (r->max_err >= 0) fprintf(stderr, "  err %.1e", r->max_err);
         if (r->naive_ok)
             fprintf(stderr, "  naive %7.2f TFLOP/s", r->naive_tflops);
@@ -217,9 +365,18 @@ static void progress(int k, int total, const bench_result *r, double t0) {
 }
 
 /* Whether the cell `sh` is no smaller than `p` in any dimension (a causal
- * cell does less work than the same shape unmasked). */
+ * cell does less work than the same shape unmasked, and top-left no more
+ * than bottom-right where seq_q < seq_kv). */
 static int covers(bench_shape sh, bench_shape p) {
-    return sh.b >= p.b && sh.h >= p.h && sh.s >= p.s && sh.d >= p.d && (!sh.causal || p.causal);
+    return sh.b >= p.b && sh.hq >= p.hq && sh.hkv >= p.hkv && sh.sq >= p.sq && sh.skv >= p.skv &&
+           sh.d >= p.d && (!sh.causal || sh.causal == p.causal || (sh.causal == 1 && p.causal));
+}
+
+/* Whether the cells are of one kind for the throughput rule (PRIOR_MARGIN):
+ * the same GQA group, and both square (seq_q = seq_kv) or the same seq_q. */
+static int same_kind(bench_shape a, bench_shape b) {
+    return a.hq / a.hkv == b.hq / b.hkv &&
+           ((a.sq == a.skv && b.sq == b.skv) || (a.sq != a.skv && b.sq != b.skv && a.sq == b.sq));
 }
 
 /* The FLOPs that a path's time follows: the tiled path skips the masked
@@ -241,21 +398,20 @@ static int prior_skip(const bench_result *prev, int n, int path, bench_shape sh,
         const double call_s = path ? prev[i].naive_call_s : prev[i].call_s;
         const bench_shape p = prev[i].shape;
         if (call_s * calls > budget && covers(sh, p)) {
+            char ps[160];
             snprintf(why, len,
-                     "%sa cell no larger (%lldx%lldx%lldx%lld%s) took %.3g s a call: %d calls "
-                     "over --budget %g s",
-                     prefix, (long long)p.b, (long long)p.h, (long long)p.s, (long long)p.d,
-                     p.causal ? "c" : "", call_s, calls, budget);
+                     "%sa cell no larger (%s) took %.3g s a call: %d calls over --budget %g s",
+                     prefix, shape_str(p, ps, sizeof ps), call_s, calls, budget);
             return 1;
         }
-        if (call_s >= PRIOR_MIN_S && path_flops(p, path) / call_s > best)
+        if (call_s >= PRIOR_MIN_S && same_kind(sh, p) && path_flops(p, path) / call_s > best)
             best = path_flops(p, path) / call_s;
     }
     const double est = best > 0 ? calls * path_flops(sh, path) / (PRIOR_MARGIN * best) : 0;
     if (est <= budget) return 0;
     snprintf(why, len,
-             "%sestimated %.3g s even at %gx the best %.3g TFLOP/s measured so far here, over "
-             "--budget %g s",
+             "%sestimated %.3g s even at %gx the best %.3g TFLOP/s measured so far here on its "
+             "kind, over --budget %g s",
              prefix, est, PRIOR_MARGIN, best / 1e12, budget);
     return 1;
 }
@@ -264,8 +420,9 @@ static int prior_skip(const bench_result *prev, int n, int path, bench_shape sh,
  * from the cells before it on the same dtype (prior_skip) and from its own
  * first call (bench_measure). Returns 0, or -1 when no context could be made
  * (said on stderr). */
-static int run_device(const config *c, fattn_backend_kind kind, int dev, const bench_shape *shapes,
-                      int nshapes, const bench_opts *o, results *rs, int *k, int total, double t0) {
+static int run_device(const config *c, fattn_backend_kind kind, int dev, int host_memory,
+                      const bench_shape *shapes, int nshapes, const bench_opts *o, results *rs,
+                      int *k, int total, double t0) {
     fattn_context *ctx;
     if (fattn_context_create(kind, dev, &ctx) != FATTN_OK) {
         fprintf(stderr, "fattn_bench: %s device %d: %s\n", fattn_backend_name(kind), dev,
@@ -277,13 +434,13 @@ static int run_device(const config *c, fattn_backend_kind kind, int dev, const b
     if (c->long_demo && fattn_context_device_memory(ctx, &used, &mem_total) == FATTN_OK)
         for (int t = 0; t < 3; t++)
             if (c->dtypes[t]) { /* Q, K, V and O resident; 10% left to the runtime */
-                const double per_token = 4.0 * (double)shapes[0].h * (double)shapes[0].d *
+                const double per_token = 4.0 * (double)shapes[0].hq * (double)shapes[0].d *
                                          (double)fattn_dtype_size(all[t]);
                 fprintf(stderr,
                         "fattn_bench: %s device %d holds Q, K, V and O of up to %.0f tokens in %s "
                         "(%d heads, dim %lld)\n",
                         fattn_backend_name(kind), dev, 0.9 * (double)mem_total / per_token,
-                        bench_dtype_name(all[t]), (int)shapes[0].h, (long long)shapes[0].d);
+                        bench_dtype_name(all[t]), (int)shapes[0].hq, (long long)shapes[0].d);
             }
     const double budget = c->budget_s;
     const int calls = o->warmup + o->iters;
@@ -302,6 +459,7 @@ static int run_device(const config *c, fattn_backend_kind kind, int dev, const b
             const int nprev = rs->n - 1 - first;
             bench_opts oo = *o;
             oo.budget_s = budget;
+            oo.host_memory = host_memory;
             if (prior_skip(prev, nprev, 0, shapes[i], calls, budget, r->note, sizeof r->note)) {
                 snprintf(r->status, sizeof r->status, "skipped");
             } else {
@@ -331,7 +489,9 @@ int main(int argc, char **argv) {
                 .long_seq = 131072,
                 .table = 1};
     int64_t seqs[16] = {512, 1024, 2048, 4096, 8192, 16384}, dims[4] = {64, 128};
-    int nseq = 6, ndim = 2, causal_mask = 3, sweep = 1, quick = 0;
+    int nseq = 6, ndim = 2, causal_mask = 3, sweep = 1, quick = 0, seqs_given = 0;
+    int64_t batches[16] = {1, 8, 64}, heads[16][2] = {{32, 8}, {32, 32}};
+    int nbatch = 3, nheads = 2;
     int named_backend = 0; /* --backend named one: its absence is an error */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -355,14 +515,18 @@ int main(int argc, char **argv) {
             c.long_demo = 1;
             continue;
         }
+        if (!strcmp(a, "--decode")) {
+            c.decode = 1;
+            continue;
+        }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage();
             return 0;
         }
         static const char *const with_value[] = {
-            "--backend", "--device",     "--dtype",    "--seqs",   "--dims",
-            "--causal",  "--shape",      "--iters",    "--warmup", "--check-rows",
-            "--budget",  "--fail-above", "--long-seq", "--csv",    "--json"};
+            "--backend",  "--device", "--dtype",  "--seqs",       "--dims",   "--causal",
+            "--shape",    "--iters",  "--warmup", "--check-rows", "--budget", "--fail-above",
+            "--long-seq", "--csv",    "--json",   "--batches",    "--heads"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known |= !strcmp(a, with_value[k]);
@@ -373,7 +537,7 @@ int main(int argc, char **argv) {
         i++;
         long long n;
         double x;
-        char why[64];
+        char why[192];
         if (!strcmp(a, "--backend")) {
             fattn_backend_kind kind;
             if (strcmp(v, "all") == 0) {
@@ -400,6 +564,31 @@ int main(int argc, char **argv) {
             if (!any) return bad_option(a, "'%s' is not all, f32, f16 or bf16", v);
         } else if (!strcmp(a, "--seqs")) {
             if (!(nseq = parse_list(v, seqs, 16, why, sizeof why))) return bad_option(a, "%s", why);
+            seqs_given = 1;
+        } else if (!strcmp(a, "--batches")) {
+            if (!(nbatch = parse_list(v, batches, 16, why, sizeof why)))
+                return bad_option(a, "%s", why);
+        } else if (!strcmp(a, "--heads")) {
+            nheads = 0;
+            for (const char *p = v;; nheads++) {
+                bench_shape hs;
+                char item[64];
+                const char *comma = strchr(p, ',');
+                const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+                if (nheads == 16) return bad_option(a, "at most 16 head configurations");
+                snprintf(item, sizeof item, "1x%.*sx1x1", (int)(len < 40 ? len : 40), p);
+                if (len >= 40 || !parse_shape(item, &hs, why, sizeof why))
+                    return bad_option(a,
+                                      "'%.*s' is not HQ:HKV (query and key/value heads, HQ a "
+                                      "multiple of HKV) or H",
+                                      (int)len, p);
+                heads[nheads][0] = hs.hq, heads[nheads][1] = hs.hkv;
+                if (!comma) {
+                    nheads++;
+                    break;
+                }
+                p = comma + 1;
+            }
         } else if (!strcmp(a, "--dims")) {
             if (!(ndim = parse_list(v, dims, 4, why, sizeof why))) return bad_option(a, "%s", why);
         } else if (!strcmp(a, "--causal")) {
@@ -408,9 +597,8 @@ int main(int argc, char **argv) {
             causal_mask = !strcmp(v, "0") ? 1 : !strcmp(v, "1") ? 2 : 3;
         } else if (!strcmp(a, "--shape")) {
             if (c.nshapes == MAX_SHAPES) return bad_option(a, "more than %d shapes", MAX_SHAPES);
-            if (!parse_shape(v, &c.shapes[c.nshapes]))
-                return bad_option(
-                    a, "'%s' is not BxHxSxD[c] with whole numbers >= 1 (2x16x4096x128c)", v);
+            if (!parse_shape(v, &c.shapes[c.nshapes], why, sizeof why))
+                return bad_option(a, "'%s': %s", v, why);
             c.nshapes++;
         } else if (!strcmp(a, "--iters")) {
             if (!parse_int(v, 1, INT_MAX / 2, &n))
@@ -444,7 +632,29 @@ int main(int argc, char **argv) {
             if (c.json == stdout) c.table = 0;
         }
     }
-    if (quick) {
+    if (c.decode && c.long_demo) return bad_option("--decode", "not with --long");
+    if (c.decode) {
+        /* The decode sweep's own seq_kv list unless --seqs names one; --quick
+         * keeps the two smallest batches and lengths. */
+        static const int64_t decode_seqs[4] = {4096, 16384, 32768, 131072};
+        if (!seqs_given) {
+            memcpy(seqs, decode_seqs, sizeof decode_seqs);
+            nseq = 4;
+        }
+        if (quick) {
+            nbatch = nbatch < 2 ? nbatch : 2;
+            nseq = nseq < 2 ? nseq : 2;
+            c.opts.iters = 3, c.opts.warmup = 1, c.budget_s = 2.0;
+        }
+        c.opts.naive = 0; /* tiled only */
+        if (sweep) {
+            const int room = MAX_SHAPES - c.nshapes;
+            if (nbatch * nseq * ndim * nheads > room)
+                return bad_option("--decode", "more than %d cells", MAX_SHAPES);
+            add_decode(&c, batches, nbatch, seqs, nseq, dims, ndim, (const int64_t(*)[2])heads,
+                       nheads);
+        }
+    } else if (quick) {
         const int64_t qs[3] = {256, 512, 1024}, qd[1] = {64};
         add_sweep(&c, qs, 3, qd, 1, causal_mask, 2048, 512);
         c.opts.iters = 3, c.opts.warmup = 1, c.budget_s = 2.0;
@@ -461,7 +671,7 @@ int main(int argc, char **argv) {
      * note. */
     struct {
         fattn_backend_kind kind;
-        int dev;
+        int dev, host_memory; /* the device's memory is the host's */
     } devs[64];
     int ndev = 0, missing = 0, gpus = 0, has_device = 0;
     for (int k = 0; k < 3; k++) {
@@ -508,7 +718,10 @@ int main(int argc, char **argv) {
         }
         has_device = 1;
         for (int d = 0; d < n && ndev < 64; d++)
-            if (c.all_devices || d == c.device) devs[ndev].kind = kind, devs[ndev++].dev = d;
+            if (c.all_devices || d == c.device) {
+                devs[ndev].kind = kind, devs[ndev].dev = d;
+                devs[ndev++].host_memory = kind == FATTN_BACKEND_CPU || d >= info.gpu_count;
+            }
     }
     if (missing) {
         fprintf(stderr, "fattn_bench: nothing measured: what the command line named is missing\n");
@@ -528,7 +741,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fattn_bench: no backend is available here (see the notes above)\n");
         return 1;
     }
-    bench_shape long_shape = {1, 16, c.long_seq, 128, 1};
+    bench_shape long_shape = bench_square(1, 16, c.long_seq, 128, 1);
     const bench_shape *shapes = c.long_demo ? &long_shape : c.shapes;
     const int nshapes = c.long_demo ? 1 : c.nshapes;
     bench_opts o = c.opts;
@@ -544,17 +757,17 @@ int main(int argc, char **argv) {
     const double t0 = now();
     int errors = 0;
     for (int i = 0; i < ndev; i++)
-        errors -=
-            run_device(&c, devs[i].kind, devs[i].dev, shapes, nshapes, &o, &rs, &k, total, t0);
+        errors -= run_device(&c, devs[i].kind, devs[i].dev, devs[i].host_memory, shapes, nshapes,
+                             &o, &rs, &k, total, t0);
     if (c.table) report_table(stdout, rs.r, rs.n);
     for (int i = 0; i < rs.n; i++) {
         const bench_result *r = &rs.r[i];
         errors += strcmp(r->status, "error") == 0;
         if (c.fail_above > 0 && strcmp(r->status, "ok") == 0 && !(r->max_err <= c.fail_above)) {
-            fprintf(stderr,
-                    "fattn_bench: %s %d %s seq %lld dim %lld: error %.3g above --fail-above %.3g\n",
-                    r->backend, r->device, bench_dtype_name(r->dtype), (long long)r->shape.s,
-                    (long long)r->shape.d, r->max_err, c.fail_above);
+            char ss[160];
+            fprintf(stderr, "fattn_bench: %s %d %s %s: error %.3g above --fail-above %.3g\n",
+                    r->backend, r->device, bench_dtype_name(r->dtype),
+                    shape_str(r->shape, ss, sizeof ss), r->max_err, c.fail_above);
             errors++;
         }
     }

@@ -1,6 +1,6 @@
 /* One benchmark measurement (measure.h). Inputs are random in [-1, 1] (never
- * zeros) and laid out BSHD; the float64 reference reads the same rounded
- * values the device does. */
+ * zeros) and laid out BSHD; the float64 reference reads back the values the
+ * device holds. */
 #define _POSIX_C_SOURCE 200809L
 #include "measure.h"
 
@@ -9,8 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "half.h"
+
+/* Inputs repeat every FILL_PERIOD elements (2^25: the papers' sweep's
+ * largest tensor, 16384 tokens x 2048, is filled as before, with one random
+ * stream per tensor), so that a decode cell of tens of GiB is filled at the
+ * speed of a copy. The reference reads the device's values, so the check is
+ * exact whatever they are. */
+#define FILL_PERIOD ((size_t)1 << 25)
+/* Keys per chunk the reference streams K and V in: at most this many, and
+ * at most REF_CHUNK_BYTES of K (and of V) in one chunk. */
+#define REF_CHUNK_KEYS 4096
+#define REF_CHUNK_BYTES ((size_t)64 << 20)
 
 static double now(void) {
     struct timespec ts;
@@ -30,17 +42,27 @@ const char *bench_dtype_name(fattn_dtype t) {
 static fattn_attention_desc desc_of(bench_shape sh, fattn_dtype t) {
     fattn_attention_desc d = FATTN_ATTENTION_DESC_INIT;
     d.batch = sh.b;
-    d.heads_q = d.heads_kv = sh.h;
-    d.seq_q = d.seq_kv = sh.s;
+    d.heads_q = sh.hq;
+    d.heads_kv = sh.hkv;
+    d.seq_q = sh.sq;
+    d.seq_kv = sh.skv;
     d.head_dim = sh.d;
     d.dtype = t;
-    d.causal = sh.causal ? FATTN_CAUSAL_BOTTOM_RIGHT : FATTN_CAUSAL_NONE;
+    d.causal = sh.causal == 2   ? FATTN_CAUSAL_TOP_LEFT
+               : sh.causal != 0 ? FATTN_CAUSAL_BOTTOM_RIGHT
+                                : FATTN_CAUSAL_NONE;
     return d;
 }
 
 double bench_flops(bench_shape sh) {
     const fattn_attention_desc d = desc_of(sh, FATTN_F32);
     return fattn_flops(&d);
+}
+
+double bench_bytes(bench_shape sh, fattn_dtype t) {
+    const double q = (double)sh.b * (double)sh.hq * (double)sh.sq * (double)sh.d,
+                 kv = (double)sh.b * (double)sh.hkv * (double)sh.skv * (double)sh.d;
+    return (2.0 * q + 2.0 * kv) * (double)fattn_dtype_size(t);
 }
 
 static float elem(const unsigned char *h, fattn_dtype t, size_t i) {
@@ -65,6 +87,22 @@ static void random_fill(unsigned char *h, fattn_dtype t, size_t n, uint64_t seed
             memcpy(h + i * 2, &b, 2);
         }
     }
+}
+
+/* Fills the n elements of buf with random values repeating every
+ * FILL_PERIOD elements. */
+static fattn_status fill_buffer(fattn_buffer *buf, fattn_dtype t, size_t n, uint64_t seed) {
+    const size_t es = fattn_dtype_size(t), period = n < FILL_PERIOD ? n : FILL_PERIOD;
+    unsigned char *h = malloc(period * es);
+    if (!h) return FATTN_ERR_OUT_OF_MEMORY;
+    random_fill(h, t, period, seed);
+    fattn_status st = FATTN_OK;
+    for (size_t at = 0; at < n && st == FATTN_OK; at += period) {
+        const size_t k = n - at < period ? n - at : period;
+        st = fattn_buffer_write(buf, at * es, h, k * es);
+    }
+    free(h);
+    return st;
 }
 
 typedef fattn_status (*forward_fn)(fattn_context *, const fattn_attention_desc *,
@@ -143,51 +181,134 @@ static int64_t grown(fattn_context *ctx, forward_fn f, const fattn_attention_des
     return st != FATTN_OK ? -1 : used1 > used0 ? (int64_t)(used1 - used0) : 0;
 }
 
-/* Max |O - reference| over `rows` rows spread over four (batch, head) pairs
- * and each pair's sequence (first and last rows included); the reference
- * accumulates in float64. */
-static double sampled_error(bench_shape sh, fattn_dtype t, const unsigned char *const in[3],
-                            const unsigned char *out, int rows, int *checked) {
-    const int64_t H = sh.h, S = sh.s, D = sh.d;
+/* One sampled query row of the reference: its place, the keys it sees, its
+ * query, and the running float64 online softmax over the keys read so far. */
+typedef struct ref_row {
+    int64_t b, h, i, lim;
+    double *q, *acc, *s; /* head_dim, head_dim, REF_CHUNK_KEYS */
+    double m, l;
+} ref_row;
+
+/* The keys row i sees: all of them, or up to the causal diagonal
+ * (bottom-right: i + skv - sq; top-left: i). */
+static int64_t visible(bench_shape sh, int64_t i) {
+    if (!sh.causal) return sh.skv;
+    const int64_t lim = i + 1 + (sh.causal == 2 ? 0 : sh.skv - sh.sq);
+    return lim < 0 ? 0 : lim > sh.skv ? sh.skv : lim;
+}
+
+/* Max |O - reference| over about `rows` distinct rows: up to four (batch,
+ * query head) pairs (first, last, middle, first batch's last head), and rows
+ * spread over each pair's query sequence (first and last included). Q, K, V
+ * and O are read back from the device: Q and O by row, K and V in chunks of
+ * up to REF_CHUNK_KEYS keys of one batch, shared by the sampled rows of that
+ * batch; the reference accumulates in float64 with the online softmax. A row
+ * that sees no key must be 0. -1 when nothing was checked; *st a failed
+ * read. */
+static double sampled_error(bench_shape sh, fattn_dtype t, fattn_buffer *const buf[4], int rows,
+                            int *checked, fattn_status *st) {
+    const int64_t Hq = sh.hq, Hkv = sh.hkv, Sq = sh.sq, Skv = sh.skv, D = sh.d;
+    const int64_t group = Hq / Hkv;
+    const size_t es = fattn_dtype_size(t);
     const double scale = 1.0 / sqrt((double)D);
-    const int64_t pairs[4][2] = {{0, 0}, {sh.b - 1, H - 1}, {sh.b / 2, H / 2}, {0, H - 1}};
-    const int per = rows / 4 > 1 ? rows / 4 : 2;
-    double *p = malloc((size_t)S * sizeof *p), *acc = malloc((size_t)D * sizeof *acc), worst = 0.0;
+    const int64_t pairs[4][2] = {{0, 0}, {sh.b - 1, Hq - 1}, {sh.b / 2, Hq / 2}, {0, Hq - 1}};
+    int per = rows / 4 > 1 ? rows / 4 : 2;
+    if ((int64_t)per > Sq) per = (int)Sq;
+    ref_row *rr = calloc((size_t)(4 * per), sizeof *rr);
+    const size_t key_bytes = (size_t)(Hkv * D) * es;
+    int64_t chunk = (int64_t)(REF_CHUNK_BYTES / key_bytes);
+    chunk = chunk < 1 ? 1 : chunk > REF_CHUNK_KEYS ? REF_CHUNK_KEYS : chunk;
+    const size_t chunk_elems = (size_t)chunk * (size_t)(Hkv * D);
+    unsigned char *row = malloc((size_t)D * es), *kc = malloc(chunk_elems * es),
+                  *vc = malloc(chunk_elems * es);
+    double worst = 0.0;
+    int n = 0;
     *checked = 0;
-    for (int pi = 0; p && acc && pi < 4; pi++) {
-        const int64_t b = pairs[pi][0], h = pairs[pi][1];
-        for (int k = 0; k < per; k++) {
-            const int64_t i = S > 1 ? k * (S - 1) / (per - 1) : 0;
-            const int64_t lim =
-                sh.causal ? i + 1 : S; /* seq_q = seq_kv: bottom-right is the diagonal */
-            const size_t qrow = (size_t)(((b * S + i) * H + h) * D);
-            double m = -INFINITY, l = 0.0;
-            for (int64_t j = 0; j < lim; j++) {
-                const size_t krow = (size_t)(((b * S + j) * H + h) * D);
-                double s = 0.0;
-                for (int64_t c = 0; c < D; c++)
-                    s += (double)elem(in[0], t, qrow + (size_t)c) *
-                         (double)elem(in[1], t, krow + (size_t)c);
-                p[j] = s * scale;
-                if (p[j] > m) m = p[j];
+    *st = rr && row && kc && vc ? FATTN_OK : FATTN_ERR_OUT_OF_MEMORY;
+    for (int pi = 0; *st == FATTN_OK && pi < 4; pi++) {
+        int seen = 0;
+        for (int pj = 0; pj < pi; pj++)
+            seen |= pairs[pj][0] == pairs[pi][0] && pairs[pj][1] == pairs[pi][1];
+        for (int k = 0; !seen && k < per && *st == FATTN_OK; k++) {
+            ref_row *r = &rr[n++];
+            r->b = pairs[pi][0], r->h = pairs[pi][1];
+            r->i = per > 1 ? k * (Sq - 1) / (per - 1) : 0;
+            r->lim = visible(sh, r->i);
+            r->m = -INFINITY;
+            r->q = calloc((size_t)D, sizeof *r->q);
+            r->acc = calloc((size_t)D, sizeof *r->acc);
+            r->s = calloc(REF_CHUNK_KEYS, sizeof *r->s);
+            if (!r->q || !r->acc || !r->s) {
+                *st = FATTN_ERR_OUT_OF_MEMORY;
+                break;
             }
-            for (int64_t c = 0; c < D; c++) acc[c] = 0.0;
-            for (int64_t j = 0; j < lim; j++) {
-                const double w = exp(p[j] - m);
-                const size_t vrow = (size_t)(((b * S + j) * H + h) * D);
-                l += w;
-                for (int64_t c = 0; c < D; c++)
-                    acc[c] += w * (double)elem(in[2], t, vrow + (size_t)c);
-            }
-            for (int64_t c = 0; c < D; c++) {
-                const double e = fabs((double)elem(out, t, qrow + (size_t)c) - acc[c] / l);
-                if (!(e <= worst)) worst = e; /* NaN wins */
-            }
-            (*checked)++;
+            const size_t qrow = (size_t)(((r->b * Sq + r->i) * Hq + r->h) * D);
+            *st = fattn_buffer_read(buf[0], qrow * es, row, (size_t)D * es);
+            for (int64_t c = 0; c < D; c++) r->q[c] = (double)elem(row, t, (size_t)c);
         }
     }
-    free(p);
-    free(acc);
+    /* Each batch's K and V once, in chunks, for all of its sampled rows. */
+    for (int a = 0; a < n && *st == FATTN_OK; a++) {
+        int first = 1;
+        for (int z = 0; z < a; z++) first &= rr[z].b != rr[a].b;
+        if (!first) continue;
+        const int64_t b = rr[a].b;
+        int64_t keys = 0;
+        for (int z = a; z < n; z++)
+            if (rr[z].b == b && rr[z].lim > keys) keys = rr[z].lim;
+        for (int64_t j0 = 0; j0 < keys && *st == FATTN_OK; j0 += chunk) {
+            const int64_t nk = keys - j0 < chunk ? keys - j0 : chunk;
+            const size_t at = (size_t)((b * Skv + j0) * Hkv * D) * es,
+                         len = (size_t)(nk * Hkv * D) * es;
+            *st = fattn_buffer_read(buf[1], at, kc, len);
+            if (*st == FATTN_OK) *st = fattn_buffer_read(buf[2], at, vc, len);
+            for (int z = a; z < n && *st == FATTN_OK; z++) {
+                ref_row *r = &rr[z];
+                if (r->b != b || r->lim <= j0) continue;
+                const int64_t kh = r->h / group, m = r->lim - j0 < nk ? r->lim - j0 : nk;
+                double mc = r->m;
+                for (int64_t j = 0; j < m; j++) {
+                    const size_t krow = (size_t)((j * Hkv + kh) * D);
+                    double s = 0.0;
+                    for (int64_t c = 0; c < D; c++)
+                        s += r->q[c] * (double)elem(kc, t, krow + (size_t)c);
+                    r->s[j] = s * scale;
+                    if (r->s[j] > mc) mc = r->s[j];
+                }
+                const double rescale = r->m == -INFINITY ? 0.0 : exp(r->m - mc);
+                r->l *= rescale;
+                for (int64_t c = 0; c < D; c++) r->acc[c] *= rescale;
+                r->m = mc;
+                for (int64_t j = 0; j < m; j++) {
+                    const double w = exp(r->s[j] - mc);
+                    const size_t vrow = (size_t)((j * Hkv + kh) * D);
+                    r->l += w;
+                    for (int64_t c = 0; c < D; c++)
+                        r->acc[c] += w * (double)elem(vc, t, vrow + (size_t)c);
+                }
+            }
+        }
+    }
+    for (int z = 0; z < n && *st == FATTN_OK; z++) {
+        const ref_row *r = &rr[z];
+        const size_t orow = (size_t)(((r->b * Sq + r->i) * Hq + r->h) * D);
+        *st = fattn_buffer_read(buf[3], orow * es, row, (size_t)D * es);
+        for (int64_t c = 0; *st == FATTN_OK && c < D; c++) {
+            const double ref = r->l > 0 ? r->acc[c] / r->l : 0.0;
+            const double e = fabs((double)elem(row, t, (size_t)c) - ref);
+            if (!(e <= worst)) worst = e; /* NaN wins */
+        }
+        *checked += *st == FATTN_OK;
+    }
+    for (int z = 0; rr && z < n; z++) {
+        free(rr[z].q);
+        free(rr[z].acc);
+        free(rr[z].s);
+    }
+    free(rr);
+    free(row);
+    free(kc);
+    free(vc);
     return *checked ? worst : -1.0;
 }
 
@@ -205,20 +326,23 @@ static void human_bytes(char *buf, size_t len, double bytes) {
         snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
 }
 
-/* One untimed call on a small problem of the cell's dtype, head dim and mask
- * (batch 1, one head, seq up to 64, over the start of the cell's buffers), so
- * that kernel builds and other first-use costs are not counted in the call
- * the budget's estimate is taken from. Its failure is left to the real call
- * to report. */
+/* One untimed call on a small problem of the cell's dtype, head dim, GQA
+ * group and mask (batch 1, one key/value head and its query heads, seq_q and
+ * seq_kv up to 64, over the start of the cell's buffers), so that kernel
+ * builds and other first-use costs are not counted in the call the budget's
+ * estimate is taken from. Its failure is left to the real call to report. */
 static void prime(fattn_context *ctx, forward_fn f, bench_shape sh, fattn_dtype t,
                   fattn_buffer *const buf[4]) {
-    const bench_shape small = {1, 1, sh.s < 64 ? sh.s : 64, sh.d, sh.causal};
+    const bench_shape small = {
+        1, sh.hq / sh.hkv, 1, sh.sq < 64 ? sh.sq : 64, sh.skv < 64 ? sh.skv : 64, sh.d, sh.causal};
     const fattn_attention_desc d = desc_of(small, t);
     fattn_tensor y[4];
-    for (int i = 0; i < 4; i++)
-        if (fattn_tensor_init(buf[i], t, FATTN_LAYOUT_BSHD, 1, 1, small.s, small.d, 0, &y[i]) !=
-            FATTN_OK)
+    for (int i = 0; i < 4; i++) {
+        const int kv = i == 1 || i == 2;
+        if (fattn_tensor_init(buf[i], t, FATTN_LAYOUT_BSHD, 1, kv ? small.hkv : small.hq,
+                              kv ? small.skv : small.sq, small.d, 0, &y[i]) != FATTN_OK)
             return;
+    }
     if (f(ctx, &d, &y[0], &y[1], &y[2], &y[3], NULL) == FATTN_OK) fattn_context_synchronize(ctx);
 }
 
@@ -265,11 +389,36 @@ static void measure_naive(fattn_context *ctx, const bench_opts *o, const fattn_a
     r->naive_measured = grown(ctx, fattn_forward_naive, d, x);
 }
 
+/* Whether Q, K, V and O (`need` bytes) fit the device's free memory with a
+ * tenth to spare: measured where the backend can (CUDA, the CPU, AMD
+ * OpenCL), else the host's free RAM where the device's memory is the host's;
+ * else unknown (1: the allocation decides). *why says so when not. */
+static int inputs_fit(fattn_context *ctx, const bench_opts *o, double need, char *why, size_t len) {
+    uint64_t used, total;
+    double free_b = -1.0;
+    const char *whose = "the device has";
+    if (fattn_context_device_memory(ctx, &used, &total) == FATTN_OK)
+        free_b = total > used ? (double)(total - used) : 0.0;
+    else if (o->host_memory) {
+        const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) free_b = (double)pages * (double)page;
+        whose = "the host (the device's memory) has";
+    }
+    if (free_b < 0 || need <= 0.9 * free_b) return 1;
+    char n[32], f[32];
+    human_bytes(n, sizeof n, need);
+    human_bytes(f, sizeof f, free_b);
+    snprintf(why, len, "no room: Q, K, V and O need %s, %s %s free", n, whose, f);
+    return 0;
+}
+
 void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
     const bench_shape sh = r->shape;
     const fattn_dtype t = r->dtype;
     const fattn_attention_desc d = desc_of(sh, t);
-    const size_t n = (size_t)(sh.b * sh.h * sh.s * sh.d), bytes = n * fattn_dtype_size(t);
+    const size_t nq = (size_t)(sh.b * sh.hq * sh.sq * sh.d),
+                 nkv = (size_t)(sh.b * sh.hkv * sh.skv * sh.d), es = fattn_dtype_size(t);
+    const size_t n[4] = {nq, nkv, nkv, nq};
     snprintf(r->status, sizeof r->status, "ok");
     r->clock = "host";
     r->max_err = -1.0;
@@ -279,24 +428,31 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
         r->flash_bytes = mem.flash_bytes;
         r->naive_bytes = mem.naive_bytes;
     }
+    if (!inputs_fit(ctx, o, bench_bytes(sh, t), r->note, sizeof r->note)) {
+        snprintf(r->status, sizeof r->status, "skipped");
+        return;
+    }
 
-    unsigned char *host[4] = {0};
     fattn_buffer *buf[4] = {0};
     fattn_tensor x[4];
     fattn_status st = FATTN_OK;
+    int no_room = 0;
     for (int i = 0; i < 4 && st == FATTN_OK; i++) {
-        host[i] = malloc(bytes);
-        if (!host[i]) st = FATTN_ERR_OUT_OF_MEMORY;
-        if (st == FATTN_OK && i < 3) random_fill(host[i], t, n, 1234 + (uint64_t)i);
-        if (st == FATTN_OK) st = fattn_buffer_alloc(ctx, bytes, &buf[i]);
-        if (st == FATTN_OK && i < 3) st = fattn_buffer_write(buf[i], 0, host[i], bytes);
+        const int kv = i == 1 || i == 2;
+        st = fattn_buffer_alloc(ctx, n[i] * es, &buf[i]);
+        no_room = st == FATTN_ERR_OUT_OF_MEMORY;
+        if (st == FATTN_OK && i < 3) st = fill_buffer(buf[i], t, n[i], 1234 + (uint64_t)i);
         if (st == FATTN_OK)
-            st = fattn_tensor_init(buf[i], t, FATTN_LAYOUT_BSHD, sh.b, sh.h, sh.s, sh.d, 0, &x[i]);
+            st = fattn_tensor_init(buf[i], t, FATTN_LAYOUT_BSHD, sh.b, kv ? sh.hkv : sh.hq,
+                                   kv ? sh.skv : sh.sq, sh.d, 0, &x[i]);
     }
     int over = 0;
     double stop_s = 0.0;
     if (st == FATTN_OK && o->budget_s > 0) prime(ctx, fattn_forward, sh, t, buf);
-    if (st != FATTN_OK)
+    if (no_room) {
+        snprintf(r->status, sizeof r->status, "skipped");
+        snprintf(r->note, sizeof r->note, "no room: %s", fattn_error_message(ctx));
+    } else if (st != FATTN_OK)
         fail(ctx, r, "inputs");
     else if (median_ms(ctx, fattn_forward, &d, x, o, &r->ms, &r->clock, &over, &stop_s) != FATTN_OK)
         fail(ctx, r, "forward");
@@ -307,22 +463,21 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
     } else {
         r->call_s = r->ms * 1e-3;
         r->tflops = bench_flops(sh) / (r->ms * 1e-3) / 1e12;
+        r->gbps = bench_bytes(sh, t) / (r->ms * 1e-3) / 1e9;
         r->flash_measured = grown(ctx, fattn_forward, &d, x);
         if (o->check_rows > 0) {
-            if (fattn_buffer_read(buf[3], 0, host[3], bytes) != FATTN_OK)
-                fail(ctx, r, "reading O");
-            else {
-                const unsigned char *in[3] = {host[0], host[1], host[2]};
-                r->max_err = sampled_error(sh, t, in, host[3], o->check_rows, &r->err_rows);
-            }
+            fattn_status rst;
+            r->max_err = sampled_error(sh, t, buf, o->check_rows, &r->err_rows, &rst);
+            if (rst == FATTN_ERR_OUT_OF_MEMORY && !*fattn_error_message(ctx)) {
+                snprintf(r->status, sizeof r->status, "error");
+                snprintf(r->note, sizeof r->note, "check: out of host memory");
+            } else if (rst != FATTN_OK)
+                fail(ctx, r, "reading back for the check");
         }
         if (o->naive)
             measure_naive(ctx, o, &d, x, buf, r);
         else
-            snprintf(r->naive_note, sizeof r->naive_note, "not asked (--naive)");
+            snprintf(r->naive_note, sizeof r->naive_note, "not asked (--no-naive, or --decode)");
     }
-    for (int i = 0; i < 4; i++) {
-        fattn_buffer_free(buf[i]);
-        free(host[i]);
-    }
+    for (int i = 0; i < 4; i++) fattn_buffer_free(buf[i]);
 }
