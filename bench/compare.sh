@@ -60,7 +60,10 @@ if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   echo "compare.sh: PyTorch peers on $(python3 -c 'import torch; print(torch.cuda.get_device_name())')" >&2
   # Optional: a failure is said here and the table goes on without the peers.
   rc=0
-  python3 bench/peers_torch.py $quick > "$out/peers.jsonl" || rc=$?
+  # The peers time the same sweep: --decode passes through.
+  decode=""
+  for a in ${extra[@]+"${extra[@]}"}; do [ "$a" = --decode ] && decode=--decode; done
+  python3 bench/peers_torch.py $quick $decode > "$out/peers.jsonl" || rc=$?
   if [ "$rc" = 0 ]; then
     peers="$out/peers.jsonl"
   else
