@@ -13,6 +13,8 @@
 #          long-sequence demonstration and the PyTorch peers, one table and the charts
 #   sanitize  compute-sanitizer memcheck, racecheck, synccheck and initcheck over a few CUDA
 #          conformance cases and test_special
+#   decode  fattn_bench --decode on CUDA and NVIDIA OpenCL, and the PyTorch peers on the same
+#          shapes (bf16 and f16), in one call
 #   robust  on CUDA: test_special (NaN/inf semantics), test_determinism (1000 bitwise repeats
 #          per kernel), test_concurrency (CUDA and OpenCL), the conformance case with
 #          batch * heads above 65,535 (grid folding)
@@ -95,6 +97,16 @@ if has robust; then
   run_logged concurrency test_concurrency FATTN_TEST_BACKENDS=cuda,opencl FATTN_TEST_REQUIRE=cuda,opencl
   run_logged conformance_cuda_pairs test_conformance FATTN_TEST_BACKENDS=cuda FATTN_TEST_REQUIRE=cuda,cuda-naive \
     "FATTN_TEST_CASES=batch x heads"
+fi
+if has decode; then
+  for be in cuda opencl; do
+    timeout 240 ./build/fattn_bench --backend $be --device 0 --decode --iters 20 --budget 20 \
+      --csv "$out/decode_$be.csv" --json "$out/decode_$be.jsonl" > "$out/decode_$be.txt" 2>&1
+    echo "fattn_bench --decode ($be) exit status: $?"
+  done
+  for dt in bf16 f16; do
+    python3 bench/peers_torch.py --decode --dtype $dt 2>/dev/null
+  done | tee "$out/peers_decode.jsonl" | wc -l
 fi
 if has peers; then
   for dt in f32 f16 bf16; do
