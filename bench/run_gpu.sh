@@ -105,7 +105,7 @@ if has decode; then
     echo "fattn_bench --decode ($be) exit status: $?"
   done
   for dt in bf16 f16; do
-    python3 bench/peers_torch.py --decode --dtype $dt 2>/dev/null
+    python3 bench/peers_torch.py --decode --dtypes $dt 2>/dev/null
   done | tee "$out/peers_decode.jsonl" | wc -l
 fi
 if has peers; then
