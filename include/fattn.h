@@ -276,7 +276,8 @@ FATTN_API fattn_status fattn_context_synchronize(fattn_context *ctx);
  * /proc/meminfo; OpenCL: AMD devices only, through cl_amd_device_attribute_query).
  * The difference of two readings around an asynchronous call, the second
  * taken before synchronising, shows what that call allocated (the naive
- * baselines' S and P; the tiled kernels allocate nothing), as long as the
+ * baselines' S and P; the tiled kernels allocate nothing, and a split-KV plan
+ * only the context's workspace, once, when no desc->workspace is given), as long as the
  * allocator returns freed memory at synchronisation (CUDA's default pool
  * does, unless the process raised its release threshold) and allocates when
  * asked (some OpenCL drivers allocate lazily). The reading is device-wide:
@@ -491,8 +492,9 @@ typedef struct fattn_attention_desc {
 #define FATTN_FLAG_ALLOW_TF32 (1u << 0)
 #define FATTN_FLAGS_ALL_ FATTN_FLAG_ALLOW_TF32
 
-/* Bytes of workspace fattn_forward needs for desc on this context (0 for
- * every plan of this release). */
+/* Bytes of workspace fattn_forward needs for desc on this context: 0 for
+ * most plans; the split-KV decode plans (OpenCL so far) need room for the
+ * partial results, splits * batch * heads_q * seq_q * (head_dim + 1) floats. */
 FATTN_API fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_attention_desc *desc,
                                             uint64_t *bytes);
 

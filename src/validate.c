@@ -413,7 +413,8 @@ static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request 
 
 /* The workspace the caller passed: this context's, writable. Its size is
  * checked against the plan in attention.c. */
-static fattn_status check_workspace(fattn_context *ctx, const fattn_buffer *ws) {
+static fattn_status check_workspace(fattn_context *ctx, const fattn_buffer *ws,
+                                    const range_ *const *tensors, const char *const *names, int n) {
     if (!ws) return FATTN_OK;
     if (ws->ctx != ctx)
         return fattn_ctx_fail(ctx, FATTN_ERR_WRONG_CONTEXT,
@@ -421,6 +422,16 @@ static fattn_status check_workspace(fattn_context *ctx, const fattn_buffer *ws) 
     if (ws->read_only)
         return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
                               "desc->workspace wraps read-only memory (fattn_buffer_wrap_const)");
+    /* The whole buffer is scratch: it may share memory with no tensor. */
+    range_ w = {NULL, 0, 0, 0};
+    fattn_status st = ctx->vt->buffer_region(ctx->state, ws->mem, &w.root, &w.first, &ctx->msg);
+    if (st != FATTN_OK) return st;
+    if (__builtin_add_overflow(w.first, (uint64_t)ws->bytes - 1, &w.last))
+        return fattn_ctx_fail(ctx, FATTN_ERR_OVERFLOW, "desc->workspace: its byte range overflows");
+    for (int i = 0; i < n; i++)
+        if (tensors[i] && ranges_meet(&w, tensors[i]))
+            return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                                  "desc->workspace overlaps %s in the same memory", names[i]);
     return FATTN_OK;
 }
 
@@ -473,7 +484,10 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
         if (lse && ranges_meet(&rl, &ro))
             return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
                                   "lse overlaps o in the same memory");
-        if ((st = check_extra_tensors(ctx, r)) || (st = check_workspace(ctx, d->workspace)))
+        const range_ *all[5] = {&rq, &rk, &rv, &ro, lse ? &rl : NULL};
+        static const char *const all_names[5] = {"q", "k", "v", "o", "lse"};
+        if ((st = check_extra_tensors(ctx, r)) ||
+            (st = check_workspace(ctx, d->workspace, all, all_names, 5)))
             return st;
         p->q = operand(&tq);
         p->k = operand(&tk);

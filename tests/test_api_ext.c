@@ -1500,7 +1500,7 @@ static void test_param_errors(void **state) {
     int64_t v = 0;
     EXPECT(ctx, fattn_context_set_param(ctx, (fattn_param)7, 1), FATTN_ERR_INVALID_ARGUMENT,
            "param");
-    EXPECT(ctx, fattn_context_get_param(ctx, (fattn_param)102, &v), FATTN_ERR_INVALID_ARGUMENT,
+    EXPECT(ctx, fattn_context_get_param(ctx, (fattn_param)199, &v), FATTN_ERR_INVALID_ARGUMENT,
            "param");
     EXPECT(ctx, fattn_context_get_param(ctx, FATTN_PARAM_TILE_Q, NULL), FATTN_ERR_NULL_POINTER,
            "value|NULL");
@@ -2209,6 +2209,47 @@ static void test_workspace(void **state) {
     fattn_context_free(ctx);
 }
 
+/* A split-KV decode plan needs a workspace: its size is reported, a caller's
+ * buffer of exactly that size runs (forced splits, every backend that has
+ * the path), one byte less is BUFFER_TOO_SMALL, a workspace over an
+ * operand's memory is refused, and with 1 split nothing is needed. */
+static void decode_workspace(fattn_backend_kind kind) {
+    fattn_context *ctx = open_backend(kind);
+    problem p;
+    const fattn_attention_desc full = make_desc(1, 8, 2, 1, 1000, 64);
+    prob_init(&p, ctx, &full, 29);
+    EXPECT_OK(ctx, fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, 5));
+    uint64_t bytes = 0;
+    EXPECT_OK(ctx, fattn_workspace_size(ctx, &full, &bytes));
+    if (bytes == 0) { /* no split path on this backend: it runs unsplit */
+        RUN_OK(&p, 0, &p.d, "forced splits without a split path");
+    } else {
+        fattn_buffer *ws = NULL, *small = NULL;
+        assert_int_equal(fattn_buffer_alloc(ctx, (size_t)bytes, &ws), FATTN_OK);
+        assert_int_equal(fattn_buffer_alloc(ctx, (size_t)bytes - 1, &small), FATTN_OK);
+        fattn_attention_desc d = p.d;
+        d.workspace = ws;
+        RUN_OK(&p, 0, &d, "split-KV with the caller's workspace");
+        /* The tiled path only: the naive baseline needs no workspace. */
+        d.workspace = small;
+        expect_rejected_(&p, PATH_TILED, &d, NULL, FATTN_ERR_BUFFER_TOO_SMALL, "workspace",
+                         __FILE__, __LINE__);
+        d.workspace = p.buf[TO]; /* scratch over the output */
+        expect_rejected_(&p, PATH_TILED, &d, NULL, FATTN_ERR_INVALID_ARGUMENT, "workspace",
+                         __FILE__, __LINE__);
+        RUN_OK(&p, 0, &p.d, "split-KV with the context's own workspace");
+        fattn_buffer_free(ws);
+        fattn_buffer_free(small);
+    }
+    EXPECT_OK(ctx, fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, 1));
+    EXPECT_OK(ctx, fattn_workspace_size(ctx, &full, &bytes));
+    assert_int_equal(bytes, 0);
+    RUN_OK(&p, 0, &p.d, "never split");
+    prob_free(&p);
+    fattn_context_free(ctx);
+}
+PER_BACKEND(decode_workspace)
+
 /* An API value is an argument, not the environment: a relative directory is
  * INVALID_ARGUMENT (not ENVIRONMENT); NULL restores the default. */
 static void test_module_dir(void **state) {
@@ -2276,6 +2317,7 @@ int main(void) {
         cmocka_unit_test(test_create_with_opencl_settings),
         cmocka_unit_test(test_create_with_opencl_native),
         cmocka_unit_test(test_create_with_cuda_native),
+        PER_BACKEND_TESTS(decode_workspace),
         /* 6. const buffers */
         cmocka_unit_test(test_wrap_const),
         /* 7. tensor initialisers */

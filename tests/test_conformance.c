@@ -43,6 +43,12 @@ static void run_table(void **state) {
         fattn_status st = fattn_context_create(cs->kind, dev, &ctx);
         if (st != FATTN_OK)
             fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
+        /* FATTN_TEST_KV_SPLITS=n forces n key splits where a backend has a
+         * split-KV path (decode shapes), so every split count can be checked. */
+        const char *splits = getenv("FATTN_TEST_KV_SPLITS");
+        if (splits && *splits &&
+            fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, atoll(splits)) != FATTN_OK)
+            fail_msg("FATTN_TEST_KV_SPLITS=%s: %s", splits, fattn_error_message(ctx));
         print_message("%s device %d (%s), %s%s\n", info.name, dev, fattn_context_device_name(ctx),
                       harness_dtype_name(cs->dtype), cs->path == HARNESS_NAIVE ? ", naive" : "");
         for (size_t i = 0; i < fattn_case_count; i++) {

@@ -683,7 +683,7 @@ static void test_invalid_argument(void **state) {
         assert_int_equal(fattn_context_get_param(fx->ctx, bad_tiles[i].param, &v), FATTN_OK);
         assert_true(v == 0);
     }
-    const int bad_params[] = {0, 2, 99, 102, -1};
+    const int bad_params[] = {0, 2, 99, 103, -1};
     for (size_t i = 0; i < sizeof bad_params / sizeof bad_params[0]; i++) {
         int64_t v = 0;
         char name[48];

@@ -2,8 +2,9 @@
  * program cache, the tuning table and the kernel variants. Split by concern
  * into ocl_device.c (discovery), ocl_program.c (sources, builds, caches),
  * ocl_tuning.c (tiles), ocl_forward.c (the variant table and the tiled
- * kernel's plan and launch), ocl_naive.c (the CLBlast baseline),
- * ocl_combine.c (fattn_combine's row) and ocl_backend.c (the vtable: contexts, queues, buffers, timer marks).
+ * kernel's plan and launch), ocl_decode.c (split-KV decoding), ocl_naive.c
+ * (the CLBlast baseline), ocl_combine.c (fattn_combine's row) and
+ * ocl_backend.c (the vtable: contexts, queues, buffers, timer marks).
  * Private names carry ocl_ / OCL_: cl_ and CL_ belong to Khronos. */
 #ifndef FATTN_OCL_COMMON_H
 #define FATTN_OCL_COMMON_H
@@ -180,7 +181,7 @@ typedef struct ocl_state {
     fattn_settings settings;
 } ocl_state;
 
-/* ---- Kernel variants (ocl_forward.c, ocl_naive.c, ocl_combine.c) -------------------
+/* ---- Kernel variants (ocl_forward.c, ocl_decode.c, ocl_naive.c, ocl_combine.c) ----
  * Rows of the variant table (fattn_variant): accept decides and fills the
  * typed plan (never touching operands: it also plans memory reports), run
  * launches it. */
@@ -189,6 +190,12 @@ fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *p
                               fattn_msg *msg);
 fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan *plan,
                            fattn_msg *msg);
+/* Split-KV decoding with GQA packing (ocl_decode.c: kernels_cl/decode.cl, then
+ * combine.cl over the plan's workspace); tried before the tiled row. */
+fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                               fattn_msg *msg);
+fattn_status ocl_decode_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                            fattn_msg *msg);
 /* The naive baseline: CLBlast GEMMs around a softmax kernel. */
 fattn_status ocl_naive_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                               fattn_msg *msg);

@@ -98,6 +98,7 @@ fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan
 
 /* The variants, most capable first within an op (fattn_plan_from_table). */
 static const fattn_variant variants[] = {
+    {"decode", FATTN_OP_FORWARD, ocl_decode_accept, ocl_decode_run},    /* decode.cl + combine.cl */
     {"tiled", FATTN_OP_FORWARD, ocl_tiled_accept, ocl_tiled_run},       /* flash_fwd.cl */
     {"naive", FATTN_OP_FORWARD_NAIVE, ocl_naive_accept, ocl_naive_run}, /* CLBlast + naive.cl */
     {"combine", FATTN_OP_COMBINE, ocl_combine_accept, ocl_combine_run}, /* combine.cl */

@@ -218,7 +218,10 @@ static inline fattn_status fattn_plan_from_table(const fattn_variant *rows, int 
         plan->op = p->op;
         plan->variant = i;
         plan->variant_name = rows[i].name;
-        if ((st = rows[i].accept(state, p, plan, msg)) != FATTN_ERR_UNSUPPORTED) return st;
+        if ((st = rows[i].accept(state, p, plan, msg)) == FATTN_OK && msg) msg->text[0] = '\0';
+        /* A row that declined may have left its reason; a later row's
+         * acceptance clears it, so a successful call reports nothing. */
+        if (st != FATTN_ERR_UNSUPPORTED) return st;
     }
     if (!seen)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "this backend has no %s kernel",

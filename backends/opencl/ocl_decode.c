@@ -1,0 +1,259 @@
+/* The OpenCL "decode" variant (FATTN_OP_FORWARD, tried before "tiled"):
+ * split-KV decoding with GQA packing. kernels_cl/decode.cl gives each
+ * (batch, KV head, row tile, key split) one work-group, which streams its
+ * keys once for every query row of the KV head's group in the tile and writes
+ * a normalised partial O and its lse (float32) to the workspace; then
+ * kernels_cl/combine.cl (ocl_combine_run, the fattn_combine row) merges the
+ * splits of each row into O (dtype) and lse. Both launches go on s->queue,
+ * one after the other: no host wait, no allocation (the core binds the
+ * workspace: the caller's desc->workspace or the context's own).
+ *
+ * Which problems (ocl_decode_accept):
+ * - decode-shaped ones: seq_q <= OCL_DEC_MAX_SEQ_Q. The R = (heads_q /
+ *   heads_kv) * seq_q rows of one KV head are packed into row tiles of BR
+ *   <= 32 rows (16 at head dims above 128); R <= BR is one tile, so each K/V
+ *   element is read once per group; a larger R (MQA with seq_q > 1) takes
+ *   ceil(R / BR) tiles, still BR rows per K/V read instead of the tiled
+ *   kernel's one query head;
+ * - FATTN_PARAM_KV_SPLITS (p->tune.kv_splits): 1 never takes this row (the
+ *   tiled kernel runs); N >= 2 forces min(N, key tiles) splits on any such
+ *   shape with seq_kv >= 1, so tests reach every split count; 0 chooses
+ *   (below) and takes the row only from seq_kv >= OCL_DEC_MIN_SEQ_KV;
+ * - not: tile overrides (FATTN_PARAM_TILE_Q / _KV, FATTN_OPENCL_TILES: they
+ *   name the tiled kernel's tiles, which then runs), seq_kv = 0, sizes past
+ *   32-bit key and row indices, a workspace larger than one device buffer
+ *   even at one split, a device or kernel build that cannot hold the tiles.
+ * Causal masks of both alignments are handled (the kernel's key_limit).
+ *
+ * The split count when the caller leaves it to us (kv_splits = 0): enough
+ * splits that the B * Hkv * row_tiles work-groups, times splits, fill the
+ * device OCL_DEC_WAVES times over (compute_units * OCL_DEC_WAVES groups),
+ * but no split shorter than OCL_DEC_MIN_KEYS keys (the per-split costs:
+ * loading Q, writing the partial rows, the combine reading them) and at most
+ * OCL_DEC_MAX_SPLITS. One split is a valid outcome (large batches): the
+ * GQA packing still pays. These constants are starting points, not yet
+ * measured: the H200 session tunes them and records the numbers here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ocl_common.h"
+
+#define OCL_DEC_MAX_SEQ_Q 16    /* query rows per sequence this variant takes */
+#define OCL_DEC_MIN_SEQ_KV 512  /* kv_splits = 0: shorter caches go to "tiled" */
+#define OCL_DEC_WAVES 4         /* kv_splits = 0: work-groups per compute unit aimed at */
+#define OCL_DEC_MIN_KEYS 256    /* kv_splits = 0: keys per split, at least */
+#define OCL_DEC_MAX_SPLITS 128  /* kv_splits = 0: splits, at most */
+#define OCL_DEC_NT 128          /* work-items per group, at most */
+#define OCL_DEC_LOCAL_CAP 49152 /* local bytes per group, at most (NVIDIA's limit) */
+#define OCL_DEC_KV_TILE 16384   /* bytes of one K (or V) tile in local memory, aimed at */
+
+/* The plan (decode.cl's build options, plus the launch's counts). */
+typedef struct ocl_decode_plan {
+    int dpad, br, bkv, nt;
+    int sr, sk, vr, vc, vk; /* work-item maps: scores SR x SK, P V VK x VR x VC */
+    int splits, row_tiles, tiles;
+} ocl_decode_plan;
+FATTN_PLAN_FITS(ocl_decode_plan);
+
+/* Mirrors decode.cl's local arrays, pads included. */
+static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt) {
+    const size_t d4 = (size_t)d->dpad / 4, br = (size_t)d->br, bkv = (size_t)d->bkv;
+    const size_t kv = dt == FATTN_F32 ? 16 : 8; /* one 4-element entry of K/V */
+    return br * (d4 + 1) * 16                   /* Qs */
+           + bkv * (d4 + 1) * kv                /* KVs */
+           + br * (bkv + 1) * 4                 /* Ps */
+           + br * 4 * 4;                        /* rowm, rowa, rowl, rowlim */
+}
+
+/* The work-item maps for NT work-items (all powers of two; decode.cl checks
+ * them again): scores, SK key lanes (up to the tile) by SR row lanes; P V,
+ * VC float4 chunks of the head dim (up to all), then VR row lanes, then VK
+ * key lanes with the rest. */
+static void decode_maps(ocl_decode_plan *d) {
+    const int d4 = d->dpad / 4;
+    d->sk = d->bkv < d->nt ? d->bkv : d->nt;
+    d->sr = d->nt / d->sk < d->br ? d->nt / d->sk : d->br;
+    d->vc = d4 < d->nt ? d4 : d->nt;
+    d->vr = d->nt / d->vc < d->br ? d->nt / d->vc : d->br;
+    d->vk = d->nt / (d->vc * d->vr);
+}
+
+static fattn_status decode_kernel(ocl_state *s, const fattn_problem *p, const ocl_decode_plan *d,
+                                  cl_kernel *k, fattn_msg *msg) {
+    char options[200];
+    snprintf(options, sizeof options,
+             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBR=%d -DBKV=%d -DNT=%d -DSR=%d -DSK=%d -DVR=%d "
+             "-DVC=%d -DVK=%d",
+             (int)p->dtype, d->dpad, d->br, d->bkv, d->nt, d->sr, d->sk, d->vr, d->vc, d->vk);
+    return ocl_get_kernel(&s->cache, s->context, s->dev.device, "decode.cl", "decode", options, k,
+                          msg);
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                               fattn_msg *msg) {
+    ocl_state *s = state;
+    const int forced = p->tune.kv_splits;
+    if (forced == 1)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "kv_splits = 1: the keys are not split");
+    if (p->tune.tile_q || p->tune.tile_kv ||
+        (s->settings.opencl_tiles && *s->settings.opencl_tiles))
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "tile overrides name the tiled kernel's tiles");
+    if (p->seq_q > OCL_DEC_MAX_SEQ_Q || p->seq_kv < 1)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the decode kernel takes seq_q 1..%d and seq_kv >= 1", OCL_DEC_MAX_SEQ_Q);
+    if (!forced && p->seq_kv < OCL_DEC_MIN_SEQ_KV)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "seq_kv %lld: below %d keys splitting does not pay", (long long)p->seq_kv,
+                          OCL_DEC_MIN_SEQ_KV);
+    const int64_t int_max = FATTN_INT32_MAX;
+    const int64_t group = p->heads_q / p->heads_kv, R = group * p->seq_q;
+    if (p->seq_kv > int_max - 4096 || R > int_max || p->batch * p->heads_q > int_max)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the decode kernel indexes keys and rows with 32-bit integers");
+
+    ocl_decode_plan d;
+    memset(&d, 0, sizeof d);
+    d.dpad = 32;
+    while (d.dpad < p->head_dim) d.dpad *= 2;
+    const int max_br = d.dpad <= 128 ? 32 : 16;
+    d.br = 1;
+    while (d.br < R && d.br < max_br) d.br *= 2;
+    d.nt = s->limits.softmax_wg < OCL_DEC_NT ? s->limits.softmax_wg : OCL_DEC_NT;
+    if (d.nt < d.br) /* one work-item per row keeps the row's running max */
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the decode kernel needs %d work-items per group; the device takes %d",
+                          d.br, s->limits.softmax_wg);
+    /* Keys per tile: a tile of OCL_DEC_KV_TILE bytes, halved until the
+     * group's local memory fits, at least 16 (the P V key lanes need
+     * NT / (VC * VR) <= 16 keys). */
+    const size_t esize = p->dtype == FATTN_F32 ? 4 : 2;
+    const size_t cap =
+        s->limits.local_mem < OCL_DEC_LOCAL_CAP ? s->limits.local_mem : OCL_DEC_LOCAL_CAP;
+    d.bkv = 256;
+    while (d.bkv > 16 && (size_t)d.bkv * (size_t)d.dpad * esize > OCL_DEC_KV_TILE) d.bkv /= 2;
+    decode_maps(&d);
+    while (d.bkv > 16 && decode_local_bytes(&d, p->dtype) > cap) {
+        d.bkv /= 2;
+        decode_maps(&d);
+    }
+    if (decode_local_bytes(&d, p->dtype) > s->limits.local_mem || d.vk > d.bkv)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the decode kernel's tiles need %zu bytes of local memory; the device "
+                          "has %zu",
+                          decode_local_bytes(&d, p->dtype), s->limits.local_mem);
+    d.row_tiles = (int)ceil_div(R, d.br);
+    d.tiles = (int)ceil_div(p->seq_kv, d.bkv);
+
+    const int64_t base = p->batch * p->heads_kv * d.row_tiles; /* work-groups per split */
+    int64_t splits;
+    if (forced) {
+        splits = forced;
+    } else {
+        const int64_t want = ceil_div((int64_t)s->limits.compute_units * OCL_DEC_WAVES, base);
+        const int64_t by_keys = p->seq_kv / OCL_DEC_MIN_KEYS;
+        splits = want < by_keys ? want : by_keys;
+        if (splits > OCL_DEC_MAX_SPLITS) splits = OCL_DEC_MAX_SPLITS;
+    }
+    if (splits > d.tiles) splits = d.tiles;
+    if (splits < 1) splits = 1;
+    /* The workspace must be one device buffer, and the groups a 32-bit count
+     * of work-items: fewer splits when not (a forced count too). */
+    const int64_t rows = p->batch * p->heads_q * p->seq_q; /* validated: no overflow */
+    const uint64_t per_split = (uint64_t)rows * (uint64_t)(p->head_dim + 1) * sizeof(float);
+    while (splits > 1 &&
+           ((uint64_t)splits * per_split > s->limits.max_alloc || base * splits > int_max / d.nt))
+        splits = (splits + 1) / 2;
+    if (per_split > s->limits.max_alloc || base > int_max / d.nt)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the decode kernel's workspace or grid would be too large");
+    d.splits = (int)splits;
+
+    /* The build, and its own work-group limit (registers can lower it). */
+    cl_kernel k;
+    fattn_status st = decode_kernel(s, p, &d, &k, msg);
+    if (st != FATTN_OK) return st;
+    size_t kernel_wg = 0;
+    OCL_TRY(msg, clGetKernelWorkGroupInfo(k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE,
+                                          sizeof kernel_wg, &kernel_wg, NULL));
+    if ((size_t)d.nt > kernel_wg)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the decode kernel needs %d work-items per group; this build allows %zu",
+                          d.nt, kernel_wg);
+
+    *FATTN_PLAN_AREA(plan, ocl_decode_plan) = d;
+    plan->tiling.tile_q = d.br;
+    plan->tiling.tile_kv = d.bkv;
+    const size_t per_cu = s->limits.local_mem / decode_local_bytes(&d, p->dtype);
+    plan->tiling.concurrent_groups =
+        (int64_t)s->limits.compute_units * (int64_t)(per_cu ? per_cu : 1);
+    plan->tiling.workspace_bytes = (uint64_t)splits * per_split;
+    return FATTN_OK;
+}
+
+fattn_status ocl_decode_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                            fattn_msg *msg) {
+    ocl_state *s = state;
+    const ocl_decode_plan d = *FATTN_PLAN_AREA(plan, const ocl_decode_plan);
+    cl_mem ws = ocl_mem_of(&p->workspace);
+    if (!ws || p->workspace.offset != 0) /* the core binds whole buffers */
+        return fattn_fail(msg, FATTN_ERR_INTERNAL,
+                          "the decode plan needs a workspace buffer of its own (offset 0)");
+    const int64_t rows = p->batch * p->heads_q * p->seq_q, D = p->head_dim;
+    const cl_long wl_off = (cl_long)(rows * d.splits * D); /* the lse parts follow the O parts */
+
+    cl_kernel k;
+    fattn_status st = decode_kernel(s, p, &d, &k, msg); /* a cache lookup: accept built it */
+    if (st != FATTN_OK) return st;
+    const fattn_operand *ops[3] = {&p->q, &p->k, &p->v};
+    cl_uint a = 0;
+    for (int i = 0; i < 3; i++) {
+        const cl_mem m = ocl_mem_of(ops[i]);
+        const cl_long f[4] = {ops[i]->offset, ops[i]->stride_batch, ops[i]->stride_head,
+                              ops[i]->stride_seq};
+        OCL_TRY(msg, clSetKernelArg(k, a++, sizeof m, &m));
+        for (int j = 0; j < 4; j++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof f[j], &f[j]));
+    }
+    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof ws, &ws));
+    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof wl_off, &wl_off));
+    const cl_int ints[6] = {
+        (cl_int)p->heads_q, (cl_int)p->heads_kv, (cl_int)(p->heads_q / p->heads_kv),
+        (cl_int)p->seq_q,   (cl_int)p->seq_kv,   (cl_int)D};
+    for (int i = 0; i < 6; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof ints[i], &ints[i]));
+    const cl_float scale = p->scale_log2; /* scale * log2(e): the kernel uses exp2 */
+    const cl_int causal = p->causal;
+    const cl_long causal_offset = ocl_causal_offset(p);
+    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof scale, &scale));
+    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof causal, &causal));
+    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof causal_offset, &causal_offset));
+    const cl_int counts[3] = {d.splits, d.row_tiles, d.tiles};
+    for (int i = 0; i < 3; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof counts[i], &counts[i]));
+    const size_t groups = (size_t)(p->batch * p->heads_kv * d.row_tiles * d.splits);
+    const size_t global = groups * (size_t)d.nt, local = (size_t)d.nt;
+    OCL_TRY(msg, clEnqueueNDRangeKernel(s->queue, k, 1, NULL, &global, &local, 0, NULL, NULL));
+    /* The combine reads what the split kernel wrote: in order on an in-order
+     * queue; a caller's out-of-order queue gets a barrier between them. */
+    cl_command_queue_properties props = 0;
+    OCL_TRY(msg, clGetCommandQueueInfo(s->queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL));
+    if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+        OCL_TRY(msg, clEnqueueBarrierWithWaitList(s->queue, 0, NULL, NULL));
+
+    /* The combine over the workspace: part p of row (b, h, i) at
+     * ((b * Hq + h) * Sq + i) * splits + p, D floats of O (lse: one). */
+    fattn_problem c = *p;
+    c.op = FATTN_OP_COMBINE;
+    c.parts = d.splits;
+    c.part_dtype = FATTN_F32;
+    const int64_t S = d.splits, Sq = p->seq_q, Hq = p->heads_q;
+    c.part_o = (fattn_operand){p->workspace.mem, 0, Hq * Sq * S * D, Sq * S * D, S * D};
+    c.part_lse = (fattn_operand){p->workspace.mem, wl_off, Hq * Sq * S, Sq * S, S};
+    c.part_o_stride = D;
+    c.part_lse_stride = 1;
+    fattn_plan cp;
+    memset(&cp, 0, sizeof cp);
+    cp.op = FATTN_OP_COMBINE;
+    if ((st = ocl_combine_accept(s, &c, &cp, msg)) != FATTN_OK) return st;
+    return ocl_combine_run(s, &c, &cp, msg);
+}
