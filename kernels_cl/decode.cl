@@ -95,15 +95,6 @@ typedef ushort4 kv_t;
 #endif
 #endif
 
-/* Elements d .. d+3 of a row, as floats, zero past the run-time head dim D. */
-inline float4 load_row4(__global const elem_t *p, long base, int d, int D) {
-    if (d + 4 <= D) return LOAD4(p + base + d);
-    float4 x = (float4)(0.0f);
-    if (d < D) x.x = LOAD(p, base + d);
-    if (d + 1 < D) x.y = LOAD(p, base + d + 1);
-    if (d + 2 < D) x.z = LOAD(p, base + d + 2);
-    return x;
-}
 
 /* The same elements in the local tiles' form: 16-bit types are copied as
  * bits (zero bits are 0.0 in f16 and bf16). */

@@ -51,15 +51,6 @@
 #endif
 
 
-/* Elements d .. d+3 of a row, zero past the run-time head dim D. */
-inline float4 load_row4(__global const elem_t *p, long base, int d, int D) {
-    if (d + 4 <= D) return LOAD4(p + base + d);
-    float4 x = (float4)(0.0f);
-    if (d < D) x.x = LOAD(p, base + d);
-    if (d + 1 < D) x.y = LOAD(p, base + d + 1);
-    if (d + 2 < D) x.z = LOAD(p, base + d + 2);
-    return x;
-}
 
 /* Keys j < key_limit(i) are visible to query row i: with causal, key j is
  * visible iff j <= i + coff (coff = Sk - Sq bottom-right, 0 top-left). The

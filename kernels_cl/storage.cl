@@ -1,5 +1,5 @@
 /* Storage types, prepended by the host to every kernel file it builds:
- * elem_t and LOAD / LOAD4 / STORE for DTYPE 0 = f32, 1 = f16, 2 = bf16, all
+ * elem_t, LOAD / LOAD4 / STORE and load_row4 for DTYPE 0 = f32, 1 = f16, 2 = bf16, all
  * with float32 arithmetic. f16 goes through vload_half / vstore_half and
  * bf16 through shifts, so no cl_khr_fp16 is needed. */
 
@@ -30,3 +30,14 @@ inline ushort bf16_round(float x) {
     return (ushort)(u >> 16);
 }
 #endif
+
+/* Elements d .. d+3 of a row, as floats, zero past the run-time head dim D
+ * (every kernel reads rows of Q, K or V this way). */
+inline float4 load_row4(__global const elem_t *p, long base, int d, int D) {
+    if (d + 4 <= D) return LOAD4(p + base + d);
+    float4 x = (float4)(0.0f);
+    if (d < D) x.x = LOAD(p, base + d);
+    if (d + 1 < D) x.y = LOAD(p, base + d + 1);
+    if (d + 2 < D) x.z = LOAD(p, base + d + 2);
+    return x;
+}

@@ -12,36 +12,36 @@ static size_t size_of(const void *s) {
     return n;
 }
 
-static fattn_status check_size(size_t size, size_t own, size_t min, const char *name,
-                               const char *type, fattn_msg *msg) {
+/* The caller's size: at least the first version's, and either this
+ * version's or more, or one an older version had. An older struct ends
+ * where a field of the newer one starts; any other size would cut a field
+ * (half a pointer, half a string) and is no struct a caller compiled. */
+static fattn_status check_size(size_t size, size_t own, const size_t *older, int n_older,
+                               const char *name, const char *type, fattn_msg *msg) {
     if (size == 0)
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
                           "%s->size is 0: start from %s's INIT macro (it sets size = sizeof(%s))",
                           name, type, type);
-    if (size < min)
-        return fattn_fail(
-            msg, FATTN_ERR_INVALID_ARGUMENT,
-            "%s->size = %zu is smaller than any %s (at least %zu bytes; this version's "
-            "is %zu): set size = sizeof(%s), e.g. with its INIT macro",
-            name, size, type, min, own, type);
+    if (size < older[0])
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                          "%s->size = %zu is smaller than any %s (at least %zu bytes; this "
+                          "version's is %zu): set size = sizeof(%s), e.g. with its INIT macro",
+                          name, size, type, older[0], own, type);
+    int known = size >= own;
+    for (int i = 0; i < n_older && !known; i++) known = size == older[i];
+    if (!known)
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                          "%s->size = %zu ends inside a field of %s (this version's is %zu "
+                          "bytes): set size = sizeof(%s), e.g. with its INIT macro",
+                          name, size, type, own, type);
     return FATTN_OK;
 }
 
 fattn_status fattn_ext_read(void *dst, size_t own, const void *src, const size_t *older,
                             int n_older, const char *name, const char *type, fattn_msg *msg) {
     const size_t size = size_of(src);
-    fattn_status st = check_size(size, own, older[0], name, type, msg);
+    fattn_status st = check_size(size, own, older, n_older, name, type, msg);
     if (st != FATTN_OK) return st;
-    /* An older struct ends where a field of the newer one starts; any other
-     * size would cut a field (half a pointer) and is no struct at all. */
-    int known = size >= own;
-    for (int i = 0; i < n_older && !known; i++) known = size == older[i];
-    if (!known)
-        return fattn_fail(
-            msg, FATTN_ERR_INVALID_ARGUMENT,
-            "%s->size = %zu ends inside a field of %s (this version's is %zu bytes): set "
-            "size = sizeof(%s), e.g. with its INIT macro",
-            name, size, type, own, type);
     /* A newer caller's extra fields are fine while they hold their zero
      * defaults; a set one asks for something this library cannot do. */
     for (size_t i = own; i < size; i++)
@@ -60,18 +60,8 @@ fattn_status fattn_ext_read(void *dst, size_t own, const void *src, const size_t
 fattn_status fattn_ext_write(void *dst, const void *src, size_t own, const size_t *older,
                              int n_older, const char *name, const char *type, fattn_msg *msg) {
     const size_t size = size_of(dst);
-    fattn_status st = check_size(size, own, older[0], name, type, msg);
+    fattn_status st = check_size(size, own, older, n_older, name, type, msg);
     if (st != FATTN_OK) return st;
-    /* Only whole fields are written: a size inside one (half a string, half
-     * a count) is no struct a caller can have compiled. */
-    int known = size >= own;
-    for (int i = 0; i < n_older && !known; i++) known = size == older[i];
-    if (!known)
-        return fattn_fail(
-            msg, FATTN_ERR_INVALID_ARGUMENT,
-            "%s->size = %zu ends inside a field of %s (this version's is %zu bytes): set "
-            "size = sizeof(%s), e.g. with its INIT macro",
-            name, size, type, own, type);
     const size_t n = size < own ? size : own;
     memcpy((char *)dst + sizeof size, (const char *)src + sizeof size, n - sizeof size);
     return FATTN_OK;
