@@ -174,6 +174,10 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     /* The build, and its own work-group limit (registers can lower it). */
     cl_kernel k;
     fattn_status st = decode_kernel(s, p, &d, &k, msg);
+    /* Chosen by itself, the path gives way to the tiled kernel when a driver
+     * cannot build it (the tiled one is the proven path); forced splits
+     * (tests, tuning) report the build failure with its log. */
+    if (st == FATTN_ERR_BUILD && p->tune.kv_splits == 0) return FATTN_ERR_UNSUPPORTED;
     if (st != FATTN_OK) return st;
     size_t kernel_wg = 0;
     OCL_TRY(msg, clGetKernelWorkGroupInfo(k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE,
