@@ -52,6 +52,7 @@ typedef struct ocl_decode_plan {
     int dpad, br, bkv, nt;
     int sr, sk, vr, vc, vk; /* work-item maps: scores SR x SK, P V VK x VR x VC */
     int splits, row_tiles, tiles;
+    cl_kernel k; /* built by accept; the context's program cache owns it */
 } ocl_decode_plan;
 FATTN_PLAN_FITS(ocl_decode_plan);
 
@@ -187,6 +188,7 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
                           "the decode kernel needs %d work-items per group; this build allows %zu",
                           d.nt, kernel_wg);
 
+    d.k = k;
     *FATTN_PLAN_AREA(plan, ocl_decode_plan) = d;
     plan->tiling.tile_q = d.br;
     plan->tiling.tile_kv = d.bkv;
@@ -208,9 +210,8 @@ fattn_status ocl_decode_run(void *state, const fattn_problem *p, const fattn_pla
     const int64_t rows = p->batch * p->heads_q * p->seq_q, D = p->head_dim;
     const cl_long wl_off = (cl_long)(rows * d.splits * D); /* the lse parts follow the O parts */
 
-    cl_kernel k;
-    fattn_status st = decode_kernel(s, p, &d, &k, msg); /* a cache lookup: accept built it */
-    if (st != FATTN_OK) return st;
+    cl_kernel k = d.k;
+    fattn_status st;
     const fattn_operand *ops[3] = {&p->q, &p->k, &p->v};
     cl_uint a = 0;
     for (int i = 0; i < 3; i++) {

@@ -6,8 +6,14 @@
 
 #include "ocl_common.h"
 
-/* The tiled variant's plan: the tiles, as ocl_choose_tiles chose them. */
-FATTN_PLAN_FITS(ocl_tiles);
+/* The tiled variant's plan: the tiles, as ocl_choose_tiles chose them, and
+ * the kernel accept built for them (owned by the context's program cache,
+ * which outlives the call), so the run neither looks it up nor queries it. */
+typedef struct ocl_tiled_plan {
+    ocl_tiles t;
+    cl_kernel k;
+} ocl_tiled_plan;
+FATTN_PLAN_FITS(ocl_tiled_plan);
 
 /* The kernel build for these tiles and dtype (from the program cache, else
  * compiled), checked against its own work-group limit, which can be below
@@ -49,7 +55,9 @@ fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *p
     if (st != FATTN_OK) return st;
     cl_kernel k;
     if ((st = tiled_kernel(s, p, &t, &k, msg)) != FATTN_OK) return st;
-    *FATTN_PLAN_AREA(plan, ocl_tiles) = t;
+    ocl_tiled_plan *tp = FATTN_PLAN_AREA(plan, ocl_tiled_plan);
+    tp->t = t;
+    tp->k = k;
     plan->tiling.tile_q = t.bq;
     plan->tiling.tile_kv = t.bkv;
     /* Resident groups: as many as local memory allows on each compute unit. */
@@ -63,10 +71,9 @@ fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *p
 fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan *plan,
                            fattn_msg *msg) {
     ocl_state *s = state;
-    const ocl_tiles t = *FATTN_PLAN_AREA(plan, const ocl_tiles);
-    cl_kernel k;
-    fattn_status st = tiled_kernel(s, p, &t, &k, msg); /* a cache lookup: accept built it */
-    if (st != FATTN_OK) return st;
+    const ocl_tiled_plan *tp = FATTN_PLAN_AREA(plan, const ocl_tiled_plan);
+    const ocl_tiles t = tp->t;
+    cl_kernel k = tp->k;
 
     const fattn_operand *ops[5] = {&p->q, &p->k, &p->v, &p->o, &p->lse};
     cl_uint a = 0;
