@@ -68,13 +68,14 @@ FATTN_API const char *fattn_version_string(void);
     X(ERR_ENVIRONMENT,   -18, "an environment variable has an invalid value")        \
     X(ERR_OUT_OF_BOUNDS, -19, "an access reaches outside a buffer")                  \
     X(ERR_INTERNAL,      -20, "internal error in fattn")                           \
-    X(ERR_MISALIGNED,    -21, "a tensor's address is not a multiple of its element size")
+    X(ERR_MISALIGNED,    -21, "a tensor's address is not a multiple of its element size") \
+    X(ERR_INDEX_TABLE,   -22, "a sequence offset, length or page table entry is out of range")
 
 typedef enum fattn_status {
 #define FATTN_STATUS_ENUM_(name, value, text) FATTN_##name = value,
     FATTN_STATUS_MAP(FATTN_STATUS_ENUM_)
 #undef FATTN_STATUS_ENUM_
-    FATTN_STATUS_MIN_ = -21
+    FATTN_STATUS_MIN_ = -22
 } fattn_status;
 
 /* A static, never-NULL sentence for a status ("unknown status" for values

@@ -17,6 +17,21 @@
 extern "C" {
 #endif
 
+/* Variable-length sequences and paged K/V (the host's fattn_ragged; the
+ * rules are in src/seam/backend.h, the device side in kernels_cu/ragged.cuh).
+ * on = 0: a dense batch, and nothing else here is read. Table pointers are
+ * at the table's first element, NULL when the table is absent. */
+typedef struct fattn_cuda_ragged {
+    const int32_t *cu_q, *cu_kv, *used, *table;
+    int64_t cu_q_s, cu_kv_s, used_s; /* element strides of the three vectors */
+    int64_t table_sb, table_ss;      /* block table: per sequence, per page */
+    int64_t total_q, total_kv, num_pages;
+    int page_size;     /* keys per page, clamped to 2^31-1 (keys are ints); 0: not paged */
+    int pages_per_seq; /* clamped likewise: no key reaches past it */
+    int on, top_left;
+    unsigned *fault; /* the context's fault word: FATTN_FAULT_* bits */
+} fattn_cuda_ragged;
+
 /* One forward problem. Pointers are at the operand's element offset; strides
  * are in elements (the head dim is contiguous). lse is NULL when not wanted. */
 typedef struct fattn_cuda_args {
@@ -41,6 +56,10 @@ typedef struct fattn_cuda_args {
      * dtype, it made ptxas spill 64 bytes in the dpad-128 tensor-core
      * kernel on sm_90, which spills nothing this way. */
     int causal_offset;
+    /* Variable-length sequences and paged K/V; rag.on 0 for a dense batch.
+     * With rag.on, batch counts sequences, seq_q/seq_kv are the longest
+     * (they size the grid), and each block resolves its own sequence. */
+    fattn_cuda_ragged rag;
 } fattn_cuda_args;
 
 /* Head-dim buckets compiled into this build: the build sets each

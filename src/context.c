@@ -361,10 +361,17 @@ fattn_status fattn_context_set_stream(fattn_context *ctx, void *native_stream) {
     return ctx->vt->set_stream(ctx->state, native_stream, &ctx->msg);
 }
 
+/* A fault a kernel recorded in a table it read (src/seam/backend.h,
+ * fattn_ragged), reported by the first synchronising call after it. */
+static fattn_status take_fault(fattn_context *ctx) {
+    return ctx->vt->take_fault ? ctx->vt->take_fault(ctx->state, &ctx->msg) : FATTN_OK;
+}
+
 fattn_status fattn_context_synchronize(fattn_context *ctx) {
     if (!ctx) return fattn_ctx_fail(NULL, FATTN_ERR_NULL_POINTER, "ctx is NULL");
     fattn_ctx_clear(ctx);
-    return ctx->vt->synchronize ? ctx->vt->synchronize(ctx->state, &ctx->msg) : FATTN_OK;
+    fattn_status st = ctx->vt->synchronize ? ctx->vt->synchronize(ctx->state, &ctx->msg) : FATTN_OK;
+    return st == FATTN_OK ? take_fault(ctx) : st;
 }
 
 fattn_status fattn_context_device_memory(fattn_context *ctx, uint64_t *used, uint64_t *total) {
@@ -476,7 +483,8 @@ fattn_status fattn_buffer_read(fattn_buffer *buf, size_t offset, void *dst, size
     fattn_ctx_clear(buf->ctx);
     fattn_status st = check_range(buf, offset, dst, bytes, "read");
     if (st != FATTN_OK || bytes == 0) return st;
-    return buf->ctx->vt->buffer_read(buf->ctx->state, buf->mem, offset, dst, bytes, &buf->ctx->msg);
+    st = buf->ctx->vt->buffer_read(buf->ctx->state, buf->mem, offset, dst, bytes, &buf->ctx->msg);
+    return st == FATTN_OK ? take_fault(buf->ctx) : st;
 }
 
 size_t fattn_buffer_size(const fattn_buffer *buf) { return buf ? buf->bytes : 0; }

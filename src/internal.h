@@ -94,6 +94,12 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
                                  const fattn_tensor *v, const fattn_tensor *o,
                                  const fattn_tensor *lse, fattn_request *r, fattn_problem *p);
 
+/* The index tables of a ragged problem (p->rag), read to the host and
+ * checked by the rules of src/seam/backend.h: FATTN_ERR_INDEX_TABLE naming
+ * the first bad entry. For backends that keep no fault word (take_fault
+ * NULL), before every run (tables.c). */
+fattn_status fattn_check_tables(fattn_context *ctx, const fattn_problem *p);
+
 /* The problem of a fattn_combine call (op FATTN_OP_COMBINE), validated the
  * same way: sizes, dtypes, every part's bounds, outputs that overlap no part. */
 fattn_status fattn_build_combine(fattn_context *ctx, const fattn_combine_desc *desc,

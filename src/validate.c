@@ -181,7 +181,6 @@ fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request 
 fattn_status fattn_request_supported(const fattn_request *r, fattn_msg *msg) {
     const char *what = NULL;
     const fattn_mask_desc *m = &r->mask;
-    const fattn_varlen_desc *v = &r->varlen;
     if (r->has_mask && (m->window_left >= 0 || m->window_right >= 0))
         what = "a sliding window (desc->mask->window_left/right)";
     else if (r->has_mask && m->softcap > 0.0f)
@@ -192,10 +191,6 @@ fattn_status fattn_request_supported(const fattn_request *r, fattn_msg *msg) {
         what = "attention sinks (desc->mask->sinks)";
     else if (r->has_mask && m->bias)
         what = "an additive bias (desc->mask->bias)";
-    else if (r->has_paged)
-        what = "a paged K/V cache (desc->paged_kv)";
-    else if (r->has_varlen && (v->cu_seqlens_q || v->cu_seqlens_kv || v->seqused_kv))
-        what = "variable-length sequences (desc->varlen)";
     if (!what) return FATTN_OK;
     return fattn_fail(
         msg, FATTN_ERR_UNSUPPORTED,
@@ -377,7 +372,12 @@ static want_ rows_of(const char *name, fattn_dtype dtype, int64_t b, int64_t h, 
     return w;
 }
 
-static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request *r) {
+/* The index tables' operands: cu_seqlens_q, cu_seqlens_kv, seqused_kv,
+ * block_table (mem NULL when absent). */
+enum { T_CU_Q, T_CU_KV, T_USED, T_TABLE, T_COUNT };
+
+static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request *r,
+                                        fattn_operand tables[T_COUNT]) {
     const fattn_attention_desc *d = &r->d;
     const int64_t B = d->batch, Hq = d->heads_q;
     const fattn_mask_desc *m = r->has_mask ? &r->mask : NULL;
@@ -406,9 +406,37 @@ static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request 
     fattn_tensor t;
     range_ rg;
     fattn_status st;
-    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+    const size_t n = sizeof extra / sizeof extra[0];
+    for (size_t i = 0; i < n; i++) {
         if (extra[i].t && (st = check_tensor(ctx, &extra[i].w, extra[i].t, &t, &rg))) return st;
+        /* The last T_COUNT rows are the index tables, in enum order. */
+        if (i >= n - T_COUNT)
+            tables[i - (n - T_COUNT)] = extra[i].t ? operand(&t) : (fattn_operand){0};
+    }
     return FATTN_OK;
+}
+
+/* Fills p->rag from the request and the tables' operands. */
+static void ragged_problem(const fattn_request *r, const fattn_operand tables[T_COUNT],
+                           fattn_problem *p) {
+    fattn_ragged *g = &p->rag;
+    memset(g, 0, sizeof *g);
+    const fattn_varlen_desc *v = &r->varlen;
+    g->on =
+        r->has_paged || (r->has_varlen && (v->cu_seqlens_q || v->cu_seqlens_kv || v->seqused_kv));
+    if (!g->on) return;
+    g->cu_seqlens_q = tables[T_CU_Q];
+    g->cu_seqlens_kv = tables[T_CU_KV];
+    g->seqused_kv = tables[T_USED];
+    g->block_table = tables[T_TABLE];
+    g->total_q = r->has_varlen && v->cu_seqlens_q ? v->total_q : 0;
+    g->total_kv = r->has_varlen && v->cu_seqlens_kv ? v->total_kv : 0;
+    if (r->has_paged) {
+        g->page_size = r->paged.page_size;
+        g->num_pages = r->paged.num_pages;
+        g->pages_per_seq = r->paged.pages_per_seq;
+    }
+    g->top_left = r->d.causal == FATTN_CAUSAL_TOP_LEFT;
 }
 
 /* The workspace the caller passed: this context's, writable. Its size is
@@ -443,6 +471,7 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
     if (st != FATTN_OK) return st;
     const fattn_attention_desc *d = &r->d;
     memset(p, 0, sizeof *p);
+    fattn_operand tables[T_COUNT] = {{0}};
     p->has_operands = q != NULL || k != NULL || v != NULL || o != NULL;
     if (p->has_operands) {
         const int64_t B = d->batch, Hq = d->heads_q, Hk = d->heads_kv, D = d->head_dim;
@@ -486,7 +515,7 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
                                   "lse overlaps o in the same memory");
         const range_ *all[5] = {&rq, &rk, &rv, &ro, lse ? &rl : NULL};
         static const char *const all_names[5] = {"q", "k", "v", "o", "lse"};
-        if ((st = check_extra_tensors(ctx, r)) ||
+        if ((st = check_extra_tensors(ctx, r, tables)) ||
             (st = check_workspace(ctx, d->workspace, all, all_names, 5)))
             return st;
         p->q = operand(&tq);
@@ -512,6 +541,10 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
     p->causal_offset = fattn_causal_offset(d);
     p->flags = d->flags;
     p->tune = ctx->tune;
+    ragged_problem(r, tables, p);
+    /* Tables a backend without a fault word reads on the host are checked
+     * here, before anything runs. */
+    if (p->rag.on && p->has_operands && !ctx->vt->take_fault) return fattn_check_tables(ctx, p);
     return FATTN_OK;
 }
 

@@ -343,7 +343,7 @@ static void test_status_strings(void **state) {
 #undef ROW_
     };
     const size_t n = sizeof table / sizeof table[0];
-    assert_int_equal(n, 22);
+    assert_int_equal(n, 23);
     for (size_t i = 0; i < n; i++) {
         const char *s = fattn_status_string(table[i].status);
         assert_non_null(s);
@@ -370,7 +370,7 @@ static void test_status_strings(void **state) {
     snprintf(version, sizeof version, "%d.%d.%d", FATTN_VERSION_MAJOR, FATTN_VERSION_MINOR,
              FATTN_VERSION_PATCH);
     assert_string_equal(fattn_version_string(), version);
-    const int outside[] = {-999, -22, 1, 12345, INT32_MIN};
+    const int outside[] = {-999, -23, 1, 12345, INT32_MIN};
     for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++)
         assert_string_equal(fattn_status_string((fattn_status)outside[i]), "unknown status");
 }

@@ -141,6 +141,7 @@ static fattn_status cpu_buffer_region(void *state, void *mem, const void **root,
 static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan *plan,
                                  fattn_msg *msg) {
     const cpu_state *s = state;
+    if (p->rag.on) return fattn_dense_only(p, "the CPU backend (so far)", msg);
     if (p->tune.tile_q > CPU_TILE_MAX || p->tune.tile_kv > CPU_TILE_MAX)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "tile_q = %d, tile_kv = %d: the CPU backend takes tiles up to %d",
@@ -157,10 +158,8 @@ static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan
 static fattn_status accept_rows(void *state, const fattn_problem *p, fattn_plan *plan,
                                 fattn_msg *msg) {
     (void)state;
-    (void)p;
     (void)plan;
-    (void)msg;
-    return FATTN_OK;
+    return fattn_dense_only(p, "the naive baseline", msg);
 }
 
 /* The CPU backend's kernel variants: the planner takes the first row of

@@ -19,6 +19,8 @@ static int dpad_for(int64_t D) {
  * rows and keys with ints; batch and heads are any size, folded into the
  * grid), no tile override, and a built head-dim bucket. */
 static fattn_status tiled_common(const fattn_problem *p, int *dpad, fattn_msg *msg) {
+    fattn_status st = fattn_dense_only(p, "the CUDA backend (so far)", msg);
+    if (st != FATTN_OK) return st;
     if (p->seq_q > FATTN_INT32_MAX || p->seq_kv > FATTN_INT32_MAX)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "seq_q = %lld, seq_kv = %lld: the CUDA kernels take sequences below 2^31",
@@ -137,6 +139,7 @@ static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan
                                  fattn_msg *msg) {
     (void)state;
     fattn_status st = cuda_naive_check(p, msg);
+    if (st == FATTN_OK) st = fattn_dense_only(p, "the naive baseline", msg);
     if (st == FATTN_OK && p->seq_kv > 0) st = cuda_naive_load(msg);
     if (st != FATTN_OK) return st;
     memset(FATTN_PLAN_AREA(plan, cuda_plan), 0, sizeof(cuda_plan));

@@ -96,6 +96,7 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
                                fattn_msg *msg) {
     ocl_state *s = state;
     const int forced = p->tune.kv_splits;
+    if (p->rag.on) return fattn_dense_only(p, "the OpenCL backend (so far)", msg);
     if (forced == 1)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "kv_splits = 1: the keys are not split");
     if (p->tune.tile_q || p->tune.tile_kv ||

@@ -45,6 +45,7 @@ fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *p
                               fattn_msg *msg) {
     ocl_state *s = state;
     const int64_t int_max = FATTN_INT32_MAX;
+    if (p->rag.on) return fattn_dense_only(p, "the OpenCL backend (so far)", msg);
     if (p->seq_q > int_max - 1024 || p->seq_kv > int_max || p->batch * p->heads_q > int_max)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the OpenCL kernel indexes rows and heads with 32-bit integers: seq_q, "

@@ -373,6 +373,7 @@ fattn_status ocl_naive_accept(void *state, const fattn_problem *p, fattn_plan *p
                               fattn_msg *msg) {
     const ocl_state *s = state;
     pthread_once(&clblast_once, open_clblast);
+    if (p->rag.on) return fattn_dense_only(p, "the naive baseline", msg);
     if (!sgemm_batched)
         return fattn_fail(
             msg, FATTN_ERR_UNSUPPORTED,

@@ -12,7 +12,7 @@
 
 /* Bumped whenever this header changes incompatibly; the core refuses a
  * module built against another value. */
-#define FATTN_BACKEND_ABI 7
+#define FATTN_BACKEND_ABI 8
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
@@ -114,6 +114,60 @@ typedef struct fattn_tuning {
     int kv_splits;       /* key splits: 0 = the backend's choice, 1 = never */
 } fattn_tuning;
 
+/* Variable-length batches and paged K/V caches (desc->varlen, desc->paged_kv)
+ * after validation. The index tables are int32 operands (mem NULL when not
+ * given): cu_seqlens element i at offset + i * stride_seq, block_table
+ * element (b, p) at offset + b * stride_batch + p * stride_seq. One
+ * definition of sequence b, for every backend (fattn_seq_resolve below is
+ * the host's; the kernels carry the same rules):
+ * - query rows: with cu_seqlens_q, rows cu_q[b] .. cu_q[b+1]-1 of Q, O and
+ *   lse at batch index 0; without, rows 0 .. seq_q-1 at batch index b;
+ * - keys: with cu_seqlens_kv, rows cu_kv[b] .. of K and V at batch index 0,
+ *   cu_kv[b+1] - cu_kv[b] of them; paged, key j in slot j % page_size of
+ *   page block_table[b][j / page_size] (the page is K's and V's batch
+ *   index); otherwise rows 0 .. at batch index b, seq_kv of them;
+ *   seqused_kv[b], when given, replaces the count (a padded cache);
+ * - causal alignment per sequence: bottom-right offset len_kv - len_q,
+ *   top-left 0.
+ * A table is bad when an offset is negative, decreases or passes its total,
+ * a sequence is longer than seq_q / seq_kv (the longest, which size the
+ * launch), seqused_kv[b] is negative or more keys than the sequence holds
+ * (its cu_seqlens_kv span, pages_per_seq * page_size, or seq_kv), or a page
+ * a used key lies in is outside 0 .. num_pages-1. Host-visible tables are
+ * checked before the call (fattn_check_tables, FATTN_ERR_INDEX_TABLE);
+ * kernels that read device-resident ones never follow a bad entry: they set
+ * the FATTN_FAULT_* bit of the table in the context's fault word and treat
+ * what the entry names as absent (a bad query span writes no row, a bad
+ * key count gives the sequence's rows no keys, a key on a bad page is
+ * skipped), and the backend's take_fault() reports it at the next
+ * synchronising call. */
+typedef struct fattn_ragged {
+    int on; /* 1 when any table below is given, or the cache is paged */
+    fattn_operand cu_seqlens_q, cu_seqlens_kv, seqused_kv, block_table;
+    int64_t total_q, total_kv;                   /* packed rows, with cu_seqlens */
+    int64_t page_size, num_pages, pages_per_seq; /* page_size 0: K and V are not paged */
+    int top_left;                                /* causal alignment (p->causal says if any) */
+} fattn_ragged;
+
+/* Bits of a backend's fault word, one per table. */
+#define FATTN_FAULT_CU_SEQLENS_Q 1u
+#define FATTN_FAULT_CU_SEQLENS_KV 2u
+#define FATTN_FAULT_SEQUSED_KV 4u
+#define FATTN_FAULT_BLOCK_TABLE 8u
+
+/* The status and message for a fault word's bits (nonzero). */
+static inline fattn_status fattn_fault_fail(unsigned bits, fattn_msg *msg) {
+    return fattn_fail(msg, FATTN_ERR_INDEX_TABLE,
+                      "a kernel found a bad entry in%s%s%s%s (an offset that decreases or passes "
+                      "its total, a length over seq_q/seq_kv or over the cache, or a page outside "
+                      "0..num_pages-1); what it named was left out of the result, which is not "
+                      "valid for those sequences",
+                      bits & FATTN_FAULT_CU_SEQLENS_Q ? " desc->varlen->cu_seqlens_q" : "",
+                      bits & FATTN_FAULT_CU_SEQLENS_KV ? " desc->varlen->cu_seqlens_kv" : "",
+                      bits & FATTN_FAULT_SEQUSED_KV ? " desc->varlen->seqused_kv" : "",
+                      bits & FATTN_FAULT_BLOCK_TABLE ? " desc->paged_kv->block_table" : "");
+}
+
 /* A validated attention problem (FlashAttention-2's Flash_fwd_params idea),
  * built by one function (fattn_build_problem) for validation, accounting and
  * execution alike: sizes, the resolved scale, the causal diagonal, and the
@@ -142,11 +196,61 @@ typedef struct fattn_problem {
     fattn_dtype part_dtype;
     fattn_operand part_o, part_lse;
     int64_t part_o_stride, part_lse_stride;
+    /* Variable-length sequences and paged caches; rag.on 0 for a dense batch. */
+    fattn_ragged rag;
     /* Scratch for the run, at least the plan's workspace_bytes: the
      * caller's buffer or the context's own (mem NULL when the plan needs
      * none). Filled by the core after plan(), before run(). */
     fattn_operand workspace;
 } fattn_problem;
+
+/* What a variant that takes only dense batches says to a ragged problem
+ * (FATTN_ERR_UNSUPPORTED, or FATTN_OK for a dense one). */
+static inline fattn_status fattn_dense_only(const fattn_problem *p, const char *variant,
+                                            fattn_msg *msg) {
+    if (!p->rag.on) return FATTN_OK;
+    return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                      "%s takes dense batches only, not variable-length sequences "
+                      "(desc->varlen) or a paged K/V cache (desc->paged_kv)",
+                      variant);
+}
+
+/* Sequence b of a problem, resolved from host-readable tables (the CPU
+ * backend's; fattn_check_tables has vetted them): where its rows and keys
+ * lie and its causal offset. Keys of a paged cache are found through
+ * fattn_page_of. */
+typedef struct fattn_seq {
+    int64_t q_batch, q_row0, len_q;    /* Q, O, lse: batch index and first row */
+    int64_t kv_batch, kv_row0, len_kv; /* K, V (not paged): batch index and first row */
+    int64_t causal_offset;
+} fattn_seq;
+
+static inline int32_t fattn_table_at(const fattn_operand *t, const void *base, int64_t row,
+                                     int64_t i) {
+    return ((const int32_t *)base)[t->offset + row * t->stride_batch + i * t->stride_seq];
+}
+
+/* base_*: the tables' host pointers (at element 0 of their buffers), NULL
+ * when absent. */
+static inline void fattn_seq_resolve(const fattn_problem *p, const void *base_cu_q,
+                                     const void *base_cu_kv, const void *base_used, int64_t b,
+                                     fattn_seq *s) {
+    const fattn_ragged *r = &p->rag;
+    s->q_batch = b, s->q_row0 = 0, s->len_q = p->seq_q;
+    s->kv_batch = b, s->kv_row0 = 0, s->len_kv = p->seq_kv;
+    if (r->on && base_cu_q) {
+        s->q_batch = 0;
+        s->q_row0 = fattn_table_at(&r->cu_seqlens_q, base_cu_q, 0, b);
+        s->len_q = fattn_table_at(&r->cu_seqlens_q, base_cu_q, 0, b + 1) - s->q_row0;
+    }
+    if (r->on && base_cu_kv) {
+        s->kv_batch = 0;
+        s->kv_row0 = fattn_table_at(&r->cu_seqlens_kv, base_cu_kv, 0, b);
+        s->len_kv = fattn_table_at(&r->cu_seqlens_kv, base_cu_kv, 0, b + 1) - s->kv_row0;
+    }
+    if (r->on && base_used) s->len_kv = fattn_table_at(&r->seqused_kv, base_used, 0, b);
+    s->causal_offset = !r->on ? p->causal_offset : r->top_left ? 0 : s->len_kv - s->len_q;
+}
 
 /* Keys j < fattn_key_limit(p, i) are visible to query row i, clamped to
  * 0..seq_kv: one definition of the mask for every backend's host code. */
@@ -321,6 +425,12 @@ typedef struct fattn_backend_vtable {
      * caller's native objects (which have no device index); NULL gives a
      * generic description. */
     void (*describe)(void *state, char *buf, size_t len);
+    /* Optional: the faults kernels recorded in the context's fault word
+     * (fattn_ragged) since the last call, cleared as they are reported
+     * (fattn_fault_fail); FATTN_OK when none. The core calls it after each
+     * successful synchronize and buffer_read. NULL: the backend checks
+     * every table on the host before it runs. */
+    fattn_status (*take_fault)(void *state, fattn_msg *msg);
 } fattn_backend_vtable;
 
 typedef const fattn_backend_vtable *(*fattn_backend_module_fn)(void);
