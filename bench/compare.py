@@ -13,11 +13,20 @@ seq_q != seq_kv: fattn_bench --decode, peers_torch.py --decode) go to a second
 table keyed by batch, seq_kv, heads, dim and dtype, each implementation's time
 and GB/s (Q, K, V and O moved once) side by side, with the best peer's time
 over fattn's; and, for seq_q = 1, to decode charts: GB/s against seq_kv, one
-line per implementation, a panel per batch, heads and head dim (--hbm GBPS
-draws the device's memory bandwidth). Rows without heads_kv / seq_kv (older
-files) are square.
+line per implementation (a paged cache's rows a line of their own, "page N"),
+a panel per batch, heads and head dim, a figure per dtype, and the memory
+bandwidth as a dashed line: --hbm GBPS, else the rows' own (fattn_bench
+--hbm-gbps writes bw_ref_gbps); the host's STREAM copy where a CPU device is
+drawn. The decode table adds, per row, each fattn time's share of that
+bandwidth, the paged rows' time over the contiguous row's (the same
+implementation), fattn OpenCL's speed over fattn CUDA's on the same GPU, and
+the best peer's time over fattn's (peers have no paged cache: a paged row is
+set against the peers' contiguous time). Varied-length batches (kv_lens) are
+in the table only. Rows without heads_kv / seq_kv (older files) are square;
+without kv_layout, dense.
 
-Usage: bench/compare.py FATTN_JSONL [PEERS_JSONL] --out DIR [--hbm GBPS]
+Usage: bench/compare.py FATTN_JSONL... [PEERS_JSONL] --out DIR [--hbm GBPS]
+(every file may hold fattn rows or peer rows: a row with "peer" is a peer's).
 """
 import argparse
 import json
@@ -30,15 +39,17 @@ def load(path):
     if path and os.path.exists(path):
         with open(path) as f:
             rows = [json.loads(line) for line in f if line.startswith("{")]
-    for r in rows:  # files from before heads_kv / seq_kv: square shapes
+    for r in rows:  # files from before heads_kv / seq_kv: square shapes; before kv_layout: dense
         r.setdefault("heads_kv", r["heads"])
         r.setdefault("seq_kv", r["seq"])
+        r.setdefault("kv_layout", "dense")
+        r.setdefault("page_size", 0)
     return rows
 
 
 def square(r):
-    """A square multi-head row: the papers' sweep's kind."""
-    return r["heads"] == r["heads_kv"] and r["seq"] == r["seq_kv"]
+    """A square multi-head dense row: the papers' sweep's kind."""
+    return r["heads"] == r["heads_kv"] and r["seq"] == r["seq_kv"] and r["kv_layout"] == "dense"
 
 
 def fattn_name(r):
@@ -212,7 +223,26 @@ def charts(fattn, peers, out):
 
 
 def full_key(r):
-    return (r["dtype"], r["batch"], r["heads"], r["heads_kv"], r["seq"], r["seq_kv"], r["dim"], r["causal"])
+    """(dtype, batch, heads, heads_kv, seq, seq_kv, dim, causal, (kv_layout, page_size, kv_lens))."""
+    return (r["dtype"], r["batch"], r["heads"], r["heads_kv"], r["seq"], r["seq_kv"], r["dim"], r["causal"],
+            (r["kv_layout"], r["page_size"], tuple(r.get("kv_lens", ()))))
+
+
+DENSE = ("dense", 0, ())
+
+
+def dense_key(k):
+    """The contiguous shape of a key: what a paged row is set against."""
+    return k[:8] + (DENSE,) if k[8][0] == "paged" and not k[8][2] else None
+
+
+def kv_text(kv):
+    layout, page, lens = kv
+    if layout == "paged":
+        return f"page {page}" + (f", lens {'/'.join(map(str, lens))}" if lens else "")
+    if lens:
+        return f"{layout} {'/'.join(map(str, lens))}"
+    return "" if layout == "dense" else layout
 
 
 def decode_columns(fattn, peers):
@@ -242,51 +272,91 @@ def rate(gb):
     return f"{gb / 1e3:.2f} TB/s" if gb >= 1000 else f"{gb:.3g} GB/s"
 
 
-def decode_cell(r):
+def share(r, hbm):
+    """The row's GB/s as a share of its device's bandwidth: ", 45% HBM" / ", 60% STREAM"."""
+    ref = r.get("bw_ref_gbps") or (hbm if not r.get("bw_ref") else None)
+    kind = {"stream": "STREAM", "hbm": "HBM"}.get(r.get("bw_ref") or "hbm", "")
+    return f", {100 * gbps(r) / ref:.0f}% {kind}" if ref else ""
+
+
+def decode_cell(r, hbm=None):
     if r is None:
         return "–"
     if "error" in r:
         return "refused"
     if not ok(r):
         return r.get("status", "–")
-    return f"{r['ms']:.3g} ms ({rate(gbps(r))})"
+    return f"{r['ms']:.3g} ms ({rate(gbps(r))}{share(r, hbm) if 'peer' not in r else ''})"
 
 
 def dtype_rank(dt):
     return {"f32": 0, "f16": 1, "bf16": 2}.get(dt, 3)
 
 
-def decode_table(fattn, peers):
-    """Decode and other non-square shapes: one row per (batch, seq_kv, heads, dim, dtype)."""
+def ratio_cell(num, den):
+    """num's time over den's ("1.23x"), "–" unless both ran."""
+    return f"{num['ms'] / den['ms']:.3g}x" if ok(num) and ok(den) else "–"
+
+
+def decode_table(fattn, peers, hbm=None):
+    """Decode and other non-square shapes: one row per (batch, seq_kv, heads, dim, dtype, K/V storage)."""
     cols = decode_columns(fattn, peers)
     names = list(cols)
     fattn_cols = [n for n in names if n.startswith("fattn ")]
     peer_cols = [n for n in names if not n.startswith("fattn ")]
+    cuda = next((n for n in fattn_cols if n.startswith("fattn cuda ")), None)
+    opencl = [n for n in fattn_cols if n.startswith("fattn opencl ")]
+    paged = any(k[8][0] == "paged" for c in cols.values() for k in c)
     keys = sorted(OrderedDict.fromkeys(full_key(r) for r in fattn),
-                  key=lambda k: (k[1], k[5], k[3], k[2], k[4], k[6], dtype_rank(k[0]), k[7]))
-    head = ["batch", "seq_kv", "heads (q/kv)", "seq_q", "dim", "dtype", "causal"] + names
+                  key=lambda k: (k[1], k[5], k[3], k[2], k[4], k[6], dtype_rank(k[0]), k[7], k[8][0] != "dense",
+                                 k[8][1], k[8]))
+    head = ["batch", "seq_kv", "heads (q/kv)", "seq_q", "dim", "dtype", "causal", "K/V"] + names
+    if paged:
+        head += [f"paged / contiguous ({n.split(':')[0]})" for n in fattn_cols]
+    if cuda and opencl:
+        head += [f"{n.split(':')[0]} speed / fattn cuda" for n in opencl]
     if peer_cols:
         head += [f"best peer / {n.split(':')[0]}" for n in fattn_cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for k in keys:
-        dt, b, hq, hkv, sq, skv, d, c = k
-        cells = [str(b), str(skv), f"{hq}/{hkv}", str(sq), str(d), dt, str(c)]
-        cells += [decode_cell(cols[n].get(k)) for n in names]
+        dt, b, hq, hkv, sq, skv, d, c, kv = k
+        pk = dense_key(k) or k  # the peers' (contiguous) row
+        cells = [str(b), str(skv), f"{hq}/{hkv}", str(sq), str(d), dt, str(c), kv_text(kv) or "dense"]
+        cells += [decode_cell(cols[n].get(pk if n in peer_cols else k), hbm) for n in names]
+        if paged:
+            cells += [ratio_cell(cols[n].get(k), cols[n].get(dense_key(k))) if dense_key(k) else "–"
+                      for n in fattn_cols]
+        if cuda and opencl:
+            cells += [ratio_cell(cols[cuda].get(k) or {}, cols[n].get(k) or {}) for n in opencl]
         if peer_cols:
-            best = min((cols[n][k]["ms"] for n in peer_cols if ok(cols[n].get(k))), default=None)
+            best = min((cols[n][pk]["ms"] for n in peer_cols if ok(cols[n].get(pk))), default=None)
             for n in fattn_cols:
                 r = cols[n].get(k)
                 cells.append(f"{best / r['ms']:.3g}x" if best and ok(r) else "–")
         lines.append("| " + " | ".join(cells) + " |")
-    ratio = (" 'best peer / fattn' is the fastest peer's time over fattn's (above 1: fattn is faster)."
-             if peer_cols else "")
+    notes = []
+    if paged:
+        notes.append("'paged / contiguous' is a paged row's time over the contiguous row's (bar: at most 1.1x).")
+    if cuda and opencl:
+        notes.append("'fattn opencl speed / fattn cuda' is CUDA's time over OpenCL's (bar: at least 0.7x).")
+    if peer_cols:
+        notes.append("'best peer / fattn' is the fastest peer's time over fattn's (above 1: fattn is faster); "
+                     "peers have no paged cache, so a paged row is set against their contiguous time.")
     return ("Decode and other shapes: median time and GB/s (the bytes of Q, K, V and O, each moved once, "
-            "over the time); causal 1 is bottom-right, 2 top-left." + ratio + "\n\n" + "\n".join(lines) + "\n")
+            "only the keys each sequence uses, over the time), with its share of the device's memory "
+            "bandwidth (HBM: --hbm-gbps; STREAM: the host's copy) where known; causal 1 is bottom-right, "
+            "2 top-left. " + " ".join(notes) + "\n\n" + "\n".join(lines) + "\n")
+
+
+# A paged cache's lines: their implementation's colour, these markers (bars: hatches).
+PAGE_MARKER = {", page 16": "s", ", page 256": "^"}
+PAGE_HATCH = {", page 16": "//", ", page 256": ".."}
 
 
 def decode_charts(fattn, peers, out, hbm):
-    """GB/s against seq_kv for the seq_q = 1 rows: a figure per dtype, a panel per
-    (batch, heads, head dim), a line per implementation."""
+    """GB/s against seq_kv for the seq_q = 1 rows of one length per batch (not kv_lens): a figure
+    per dtype, a row of panels per batch, a panel per (heads, head dim), a line per implementation
+    and page size, the memory bandwidth as a dashed line."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -294,38 +364,78 @@ def decode_charts(fattn, peers, out, hbm):
     except ImportError:
         print("compare.py: no matplotlib, no decode charts (apt-get install python3-matplotlib)")
         return []
-    cols = decode_columns([r for r in fattn if r["seq"] == 1], [r for r in peers if r["seq"] == 1])
+    fattn = [r for r in fattn if r["seq"] == 1 and not r.get("kv_lens")]
+    peers = [r for r in peers if r["seq"] == 1]
+    # A line per implementation and K/V storage: "fattn cuda 0: H200" and "fattn cuda 0: H200, page 16".
+    lines = OrderedDict()
+    for r in fattn + peers:
+        k = full_key(r)
+        name = r["peer"] if "peer" in r else fattn_name(r)
+        if k[8] != DENSE:
+            name += f", {kv_text(k[8])}"
+        lines.setdefault(name, {})[k[:8]] = r
+    # The bandwidth lines: --hbm, else the GPU rows' own; the host's STREAM copy for CPU rows.
+    hbm = hbm or next((r["bw_ref_gbps"] for r in fattn if r.get("bw_ref") == "hbm" and r.get("bw_ref_gbps")), None)
+    stream = next((r["stream_gbps"] for r in fattn if r.get("stream_gbps")), None)
+    host_lines = {fattn_name(r) for r in fattn if r.get("bw_ref") == "stream"}
+    colour = {}
+    for n in lines:  # the same colour for an implementation's page sizes, other markers
+        base = n.split(", page")[0].split(", ")[0] if n.startswith("fattn ") else n
+        colour.setdefault(base, f"C{len(colour) % 10}")
     made = []
-    for dt in sorted({r["dtype"] for r in fattn if r["seq"] == 1}, key=dtype_rank):
-        rows = [r for r in fattn if r["seq"] == 1 and r["dtype"] == dt]
-        panels = sorted({(r["batch"], r["heads"], r["heads_kv"], r["dim"], r["causal"]) for r in rows})
-        measured = [n for n, c in cols.items() if any(ok(r) for k, r in c.items() if k[0] == dt)]
+    for dt in sorted({r["dtype"] for r in fattn}, key=dtype_rank):
+        rows = [r for r in fattn if r["dtype"] == dt]
+        measured = [n for n, c in lines.items() if any(ok(r) for k, r in c.items() if k[0] == dt)]
         if not measured:
             print(f"compare.py: no decode chart for {dt}: no decode cell was measured "
-                  "(all skipped or failed, see table.md)")
+                  "(all skipped, unsupported or failed, see table.md)")
             continue
-        batches = sorted({p[0] for p in panels})
-        kinds = sorted({p[1:] for p in panels}, key=lambda p: (p[1], p[0], p[2], p[3]))
-        fig, axes = plt.subplots(len(batches), len(kinds), figsize=(4.5 * len(kinds), 3.6 * len(batches)),
+        batches = sorted({r["batch"] for r in rows})
+        kinds = sorted({(r["heads"], r["heads_kv"], r["dim"], r["causal"]) for r in rows},
+                       key=lambda p: (p[1], p[0], p[2], p[3]))
+        # At least 9 inches wide: the legend names devices in full.
+        fig, axes = plt.subplots(len(batches), len(kinds), figsize=(max(5.5 * len(kinds), 9), 3.8 * len(batches)),
                                  squeeze=False)
-        colour = {n: f"C{i % 10}" for i, n in enumerate(cols)}
         for i, b in enumerate(batches):
             for j, (hq, hkv, d, c) in enumerate(kinds):
                 ax = axes[i][j]
-                ax.set_title(f"batch {b}, heads {hq}/{hkv}, dim {d}" + (", causal" if c else ""), fontsize=9)
-                drawn = 0
+                ax.set_title(f"{dt}, batch {b}, heads {hq}/{hkv}, dim {d}" + (", causal" if c else ""), fontsize=9)
+                drawn, host = 0, False
+                series = []
                 for n in measured:
-                    pts = sorted((k[5], gbps(r)) for k, r in cols[n].items()
-                                 if k[:5] == (dt, b, hq, hkv, 1) and k[6:] == (d, c) and ok(r))
+                    pts = sorted((k[5], gbps(r)) for k, r in lines[n].items()
+                                 if k[:5] == (dt, b, hq, hkv, 1) and k[6:8] == (d, c) and ok(r))
                     if pts:
-                        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=n, color=colour[n])
-                        drawn += 1
+                        series.append((n, pts))
+                seqs = sorted({p[0] for _, pts in series for p in pts})
+                for idx, (n, pts) in enumerate(series):
+                    base = n.split(", page")[0] if n.startswith("fattn ") else n
+                    page = n[len(base):]
+                    style = dict(label=n, color=colour[base.split(", ")[0]])
+                    if len(seqs) == 1:  # one length: grouped bars, a line would be a dot
+                        w = 0.8 / len(series)
+                        bars = ax.bar(idx * w - 0.4 + w / 2, pts[0][1], w,
+                                      hatch=PAGE_HATCH.get(page, "//") if page else None,
+                                      edgecolor="white" if page else None, **style)
+                        ax.bar_label(bars, labels=[num(pts[0][1])], fontsize=6, padding=2)
+                    else:
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=PAGE_MARKER.get(page, "D") if page
+                                else "o", linestyle=":" if page else "-", **style)
+                    drawn += 1
+                    host |= base in host_lines
                 if hbm:
-                    ax.axhline(hbm, color="k", linestyle="--", linewidth=1, label=f"memory bandwidth {rate(hbm)}")
+                    ax.axhline(hbm, color="k", linestyle="--", linewidth=1, label=f"HBM peak {rate(hbm)}")
+                if stream and host:
+                    ax.axhline(stream, color="grey", linestyle="-.", linewidth=1,
+                               label=f"host STREAM copy {rate(stream)}")
                 if not drawn:
-                    ax.text(0.5, 0.5, "nothing measured (skipped or failed, see table.md)", ha="center",
-                            va="center", transform=ax.transAxes, fontsize=8)
-                ax.set_xscale("log", base=2)
+                    ax.text(0.5, 0.5, "nothing measured (skipped, unsupported or failed, see table.md)",
+                            ha="center", va="center", transform=ax.transAxes, fontsize=8)
+                if len(seqs) == 1:
+                    ax.set_xticks([0], [str(seqs[0])])
+                else:
+                    ax.set_xscale("log", base=2)
+                    ax.margins(x=0.15)
                 ax.set_xlabel("seq_kv")
                 ax.set_ylabel("GB/s")
                 ax.set_ylim(bottom=0)
@@ -335,9 +445,10 @@ def decode_charts(fattn, peers, out, hbm):
                 if l not in labels:
                     handles.append(h)
                     labels.append(l)
-        fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
-        fig.suptitle(f"Decode (seq_q 1), {dt}: GB/s of Q, K, V and O moved once", fontsize=10)
-        fig.tight_layout(rect=(0, 0.08, 1, 0.96))
+        fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8)
+        fig.suptitle(f"Decode (seq_q 1), {dt}: GB/s of Q, K, V and O moved once (higher is better)", fontsize=10)
+        legend_in = 0.3 + 0.2 * ((len(labels) + 1) // 2)  # the legend's height, inches
+        fig.tight_layout(rect=(0, legend_in / fig.get_size_inches()[1], 1, 0.96))
         path = os.path.join(out, f"decode_{dt}.png")
         fig.savefig(path, dpi=110)
         plt.close(fig)
@@ -347,13 +458,14 @@ def decode_charts(fattn, peers, out, hbm):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("fattn")
-    ap.add_argument("peers", nargs="?")
+    ap.add_argument("files", nargs="+", help="fattn_bench --json files and a peers_torch.py file")
     ap.add_argument("--out", required=True)
     ap.add_argument("--hbm", type=float, default=None,
-                    help="the device's memory bandwidth in GB/s, drawn on the decode charts")
+                    help="the GPU's memory bandwidth in GB/s, drawn on the decode charts (default: the "
+                         "rows' bw_ref_gbps, from fattn_bench --hbm-gbps)")
     args = ap.parse_args()
-    fattn, peers = load(args.fattn), load(args.peers)
+    rows = [r for path in args.files for r in load(path)]
+    fattn, peers = [r for r in rows if "peer" not in r], [r for r in rows if "peer" in r]
     os.makedirs(args.out, exist_ok=True)
     sq_fattn, sq_peers = [r for r in fattn if square(r)], [r for r in peers if square(r)]
     gen_fattn, gen_peers = [r for r in fattn if not square(r)], [r for r in peers if not square(r)]
@@ -361,7 +473,7 @@ def main():
     if sq_fattn or not gen_fattn:
         parts.append(table(sq_fattn, sq_peers))
     if gen_fattn:
-        parts.append(decode_table(gen_fattn, gen_peers))
+        parts.append(decode_table(gen_fattn, gen_peers, args.hbm))
     text = "\n".join(parts)
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(text)
@@ -370,7 +482,7 @@ def main():
     if gen_fattn:
         made += decode_charts(gen_fattn, gen_peers, args.out, args.hbm)
     for p in made:
-        print("chart:", p)
+        print("chart:", p, flush=True)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
  * batch*seq = 16384, heads*dim = 2048, causal and not) or the decode sweep
  * (--decode: one query row against a long key/value cache, GQA 32/8 and MHA
  * 32/32), and any shape given on the command line (query and key/value
- * heads, seq_q and seq_kv), for each dtype. Per (backend, device, shape,
- * dtype): the median time on the device's clock, TFLOP/s, GB/s (Q, K, V
- * and O moved once), the error against a float64 reference on sampled rows,
+ * heads, seq_q and seq_kv, a paged K/V cache, a batch of varied lengths),
+ * for each dtype. Per (backend, device, shape, dtype): the median time on
+ * the device's clock, TFLOP/s, GB/s (Q, K, V and O moved once, as a share
+ * of the host's STREAM copy or of the GPU's --hbm-gbps), the error against
+ * a float64 reference on sampled rows,
  * the naive baseline, the accounting module's bytes and the device memory
  * each path was measured to hold. Progress goes to stderr, a side-by-side
  * table to stdout, CSV / JSON lines to files. --long: the long-sequence
@@ -24,8 +26,9 @@
 #include "fattn.h"
 #include "measure.h"
 #include "report.h"
+#include "stream.h"
 
-enum { MAX_SHAPES = 512 };
+enum { MAX_SHAPES = 512, LENS_POOL = 8192, MAX_PAGES = 8 };
 
 /* A path of a cell (tiled, naive) is skipped without a call when a cell no
  * larger in any dimension, earlier on the same backend, device and dtype,
@@ -39,6 +42,8 @@ enum { MAX_SHAPES = 512 };
  * first call (measure.h). */
 #define PRIOR_MARGIN 2.0
 #define PRIOR_MIN_S 0.01
+/* Timed STREAM copies (after one warm-up), as STREAM's NTIMES. */
+#define STREAM_REPS 10
 
 typedef struct config {
     int kinds[3], all_devices, device;
@@ -53,6 +58,9 @@ typedef struct config {
     int64_t long_seq;
     FILE *csv, *json;
     int table;
+    double hbm_gbps;   /* --hbm-gbps: a GPU's peak memory bandwidth; 0: not known */
+    int stream;        /* measure the host's STREAM copy (--no-stream: 0) */
+    bench_stream host; /* what it measured; host.gbps 0: not measured */
 } config;
 
 typedef struct results {
@@ -70,29 +78,32 @@ static void usage(void) {
     fprintf(
         stderr,
         "usage: fattn_bench [--backend all|cpu|cuda|opencl] [--device all|N] [--dtype "
-        "all|f32|f16|bf16]\n"
+        "all|LIST]\n"
         "                   [--seqs S1,S2,..] [--dims D1,D2] [--causal both|0|1] [--shape "
         "SHAPE]...\n"
         "                   [--decode [--batches B1,..] [--heads HQ:HKV,..]]\n"
+        "                   [--page-size N[,N..]] [--kv-lens L1,L2,.. [--kv-layout "
+        "padded|packed]]\n"
         "                   [--no-sweep] [--quick] [--iters N] [--warmup N] [--no-naive] "
         "[--check-rows N]\n"
         "                   [--budget SECONDS] [--csv FILE|-] [--json FILE|-] [--long [--long-seq "
         "N]]\n"
-        "                   [--fail-above ERR] [--csv-header]\n"
+        "                   [--fail-above ERR] [--csv-header] [--hbm-gbps GBPS] [--no-stream]\n"
         "Default sweep: seq 512..16384, dim 64 and 128, causal and not, batch*seq = 16384, "
         "heads*dim = 2048,\n"
         "every dtype, every backend and device; 10 timed calls after 2 warm-ups.\n"
+        "--dtype: all, or a list of f32, f16, bf16 (bf16,f16).\n"
         "--backend/--device: all (the default) skips an unavailable backend with a note; a named\n"
         "  backend or device that is not here is an error (exit status 1).\n"
         "--budget: wall seconds the warm-ups and timed calls of one path (tiled, naive)\n"
         "  may take (default 10; 0: no limit). A cell first runs once, untimed, on a small\n"
-        "  problem of its dtype, head dim, GQA group and mask (kernel builds are not counted);\n"
-        "  then (warm-ups + timed calls) x its own first call is the estimate (the faster of\n"
-        "  the first two calls when the first took at most half the budget). Over the budget,\n"
-        "  the path stops there and is reported skipped with the estimate. A path is skipped\n"
-        "  unrun when a cell no larger in any dimension, earlier on the same backend, device\n"
-        "  and dtype, took a call too long for the budget, or when its FLOPs at 2x the best\n"
-        "  throughput measured so far there on cells of its kind (GQA group; square, or the\n"
+        "  problem of its dtype, head dim, GQA group, mask and K/V storage (kernel builds are\n"
+        "  not counted); then (warm-ups + timed calls) x its own first call is the estimate (the\n"
+        "  faster of the first two calls when the first took at most half the budget). Over the\n"
+        "  budget, the path stops there and is reported skipped with the estimate. A path is\n"
+        "  skipped unrun when a cell no larger in any dimension, earlier on the same backend,\n"
+        "  device and dtype, took a call too long for the budget, or when its FLOPs at 2x the\n"
+        "  best throughput measured so far there on cells of its kind (GQA group; square, or the\n"
         "  same seq_q) in calls of 10 ms or more would pass it. A cell whose Q, K, V and O do\n"
         "  not fit the device's free memory (or one buffer's limit) is skipped as 'no room'.\n"
         "--quick: seq 256..1024, dim 64, batch*seq = 2048, heads*dim = 512, 3 calls, budget 2 s\n"
@@ -101,21 +112,46 @@ static void usage(void) {
         "  SQ:SKV (query and key/value lengths); c: causal, bottom-right (the API's default:\n"
         "  the last query sees every key), t: causal, top-left (PyTorch's is_causal). Or\n"
         "  named: b=1,hq=32,hkv=8,sq=1,skv=32768,d=128[,causal=0|br|tl] (b defaults to 1, hkv\n"
-        "  to hq, skv to sq). 2x16x4096x128c is batch 2, 16 heads, seq 4096, dim 128, causal;\n"
-        "  8x32:8x4:4100x128c is speculative decoding against a cache. Added to the sweep.\n"
-        "  Paged KV caches (a page size) and variable-length batches are not measured:\n"
-        "  fattn has neither yet.\n"
+        "  to hq, skv to sq), with optional page=N (a paged K/V cache), lens=L1/L2/.. (a batch\n"
+        "  of varied lengths: b is their count, skv the cache's length, by default the\n"
+        "  longest), kv=padded|packed (as --kv-layout) and dtype=f32|f16|bf16 (this shape in\n"
+        "  that dtype only, whatever --dtype says). 2x16x4096x128c is batch 2, 16 heads, seq\n"
+        "  4096, dim 128, causal; 8x32:8x4:4100x128c is speculative decoding against a cache.\n"
+        "  Added to the sweep.\n"
+        "--page-size N[,N..]: each shape again with K and V in a paged cache of pages of N keys\n"
+        "  (0: contiguous, as it is): K/V [pages, page, heads_kv, dim] in memory (BSHD) behind a\n"
+        "  block table whose pages are shuffled, seqused_kv = each sequence's keys\n"
+        "  (fattn_paged_kv_desc).\n"
+        "--kv-lens L1,L2,..: every dense shape becomes a batch of one sequence per length\n"
+        "  (batch = their count, seq_kv the longest; 0 allowed); with --decode, the batches and\n"
+        "  seq_kv lists give way to it. --kv-layout padded (the default): K/V padded to seq_kv,\n"
+        "  each sequence's keys in seqused_kv; packed: Q, K, V and O of every dense shape packed\n"
+        "  without padding through cu_seqlens_q/kv (fattn_varlen_desc), with or without\n"
+        "  --kv-lens. A backend that answers FATTN_ERR_UNSUPPORTED to\n"
+        "  a paged or variable-length cell gets 'unsupported: <its message>' there (not a\n"
+        "  failure) and the run goes on. The check reads K/V through the same table or offsets.\n"
         "--decode: instead of the papers' sweep, decoding: seq_q 1, not causal, batch\n"
         "  --batches (1,8,64) x seq_kv --seqs (4096,16384,32768,131072) x heads --heads\n"
         "  (32:8 GQA, 32:32 MHA) x dim --dims (64,128), every dtype; the tiled path only (as\n"
         "  --no-naive); the budget rules above skip the cells a slow backend cannot time.\n"
+        "--check-rows N: rows compared with the float64 reference (16); 0: no check. They lie\n"
+        "  in up to four (batch, head) pairs; where those pairs' sequences hold more than 256\n"
+        "  MiB of K and V, only the first and the last pair (first and last batch) are read back\n"
+        "  and recomputed, which keeps a 64 x 128k decode cell's check to two sequences.\n"
         "--long: batch 1, 16 heads, dim 128, causal, seq --long-seq (131072) on every GPU, bf16 "
         "and f32\n"
         "  (no GPU here: a note, exit status 0, unless --backend names one).\n"
         "--fail-above: exit status 1 if a sampled error exceeds ERR (or was not checked).\n"
+        "--hbm-gbps: the GPUs' peak memory bandwidth (4800 for an H200): GPU rows then give\n"
+        "  GB/s as a share of it. Rows of the CPU and of OpenCL CPU devices give it as a share\n"
+        "  of the host's STREAM copy, measured once at the start (--no-stream: not measured):\n"
+        "  two arrays of max(256 MiB, 4 x the last-level cache), one thread per core (or\n"
+        "  FATTN_CPU_THREADS, as the CPU backend), best of 10, read + write bytes counted.\n"
         "Output: TFLOP/s counts 4*B*HQ*D per visible (query, key) pair; GB/s counts the bytes\n"
-        "  of Q, K, V and O, each moved once, over the median time. The CSV's last column is\n"
-        "  gbps (after heads_kv and seq_kv; heads and seq are the query's).\n"
+        "  of Q, K, V and O, each moved once, over the median time (only the keys each sequence\n"
+        "  uses). CSV columns after gbps: workspace_bytes, kv_layout, page_size, kv_lens,\n"
+        "  stream_gbps, bw_ref (stream or hbm), bw_ref_gbps, bw_pct. A paged or variable-length\n"
+        "  cell runs with a workspace the bench allocates (fattn_workspace_size), like any other.\n"
         "Exit status: 0 done; 1 a measurement failed, or a named backend or device is missing;\n"
         "  2 a bad option.\n");
 }
@@ -187,10 +223,65 @@ static int take_num(const char **p, int64_t *out) {
     return 1;
 }
 
+/* The key counts of varied-length batches (--kv-lens, lens=), kept for the
+ * whole run: shapes point into it (measure.h). */
+typedef struct lens_pool {
+    int64_t v[LENS_POOL];
+    int n;
+} lens_pool;
+
+/* Whole numbers >= 0 in [v, vend), separated by any of `seps`, at least one
+ * of them >= 1, appended to the pool: the first of them, their count and
+ * largest; NULL when bad (*why says why). */
+static const int64_t *parse_lens(const char *v, const char *vend, const char *seps, lens_pool *pool,
+                                 int64_t *count, int64_t *max, char *why, size_t len) {
+    const int first = pool->n;
+    *count = 0, *max = 0;
+    for (const char *c = v; c <= vend;) {
+        const char *end = c;
+        while (end < vend && !strchr(seps, *end)) end++;
+        char item[32];
+        long long x;
+        const size_t k = (size_t)(end - c);
+        snprintf(item, sizeof item, "%.*s", (int)(k < sizeof item - 1 ? k : sizeof item - 1), c);
+        if (k >= sizeof item || !parse_int(item, 0, INT32_MAX, &x)) {
+            snprintf(why, len, "'%.*s' is not a key count (a whole number >= 0)", (int)k, c);
+            pool->n = first;
+            return NULL;
+        }
+        if (pool->n == LENS_POOL) {
+            snprintf(why, len, "more than %d sequence lengths in all", LENS_POOL);
+            pool->n = first;
+            return NULL;
+        }
+        pool->v[pool->n++] = x;
+        ++*count;
+        if (x > *max) *max = x;
+        c = end + 1;
+    }
+    if (*max < 1) {
+        snprintf(why, len, "every sequence has 0 keys: give at least one a key");
+        pool->n = first;
+        return NULL;
+    }
+    return &pool->v[first];
+}
+
+/* The dtype named v ("f32", "f16", "bf16"), -1 when none. */
+static int dtype_named(const char *v, size_t n) {
+    static const char *const names[3] = {"f32", "f16", "bf16"};
+    for (int k = 0; k < 3; k++)
+        if (strlen(names[k]) == n && !strncmp(v, names[k], n)) return k;
+    return -1;
+}
+
 /* A shape (usage): BxHxSxD[c|t] with H = HQ[:HKV] and S = SQ[:SKV], or
- * named fields; 0 when bad, *why saying why. */
-static int parse_shape(const char *v, bench_shape *s, char *why, size_t len) {
-    bench_shape sh = {1, 0, 0, 0, 0, 0, 0};
+ * named fields (with the K/V storage and the dtype: lens, page, kv, dtype,
+ * which need `pool`); 0 when bad, *why saying why. */
+static int parse_shape(const char *v, bench_shape *s, lens_pool *pool, char *why, size_t len) {
+    bench_shape sh = {1, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+    int64_t nlens = 0, maxlen = 0;
+    int b_given = 0;
     if (strchr(v, '=')) {
         for (const char *c = v; *c;) {
             const char *eq = strchr(c, '='), *comma = strchr(c, ',');
@@ -203,7 +294,27 @@ static int parse_shape(const char *v, bench_shape *s, char *why, size_t len) {
             const char *val = eq + 1, *vend = comma ? comma : val + strlen(val);
             char key[16];
             snprintf(key, sizeof key, "%.*s", (int)(klen < sizeof key ? klen : sizeof key - 1), c);
-            if (!strcmp(key, "causal")) {
+            if (pool && !strcmp(key, "lens")) {
+                if (!(sh.lens = parse_lens(val, vend, "/:", pool, &nlens, &maxlen, why, len)))
+                    return 0;
+            } else if (pool && !strcmp(key, "kv")) {
+                if ((size_t)(vend - val) == 6 && !strncmp(val, "packed", 6))
+                    sh.packed = 1;
+                else if ((size_t)(vend - val) == 6 && !strncmp(val, "padded", 6))
+                    sh.packed = 0;
+                else {
+                    snprintf(why, len, "kv=%.*s is not padded or packed", (int)(vend - val), val);
+                    return 0;
+                }
+            } else if (pool && !strcmp(key, "dtype")) {
+                const int k = dtype_named(val, (size_t)(vend - val));
+                if (k < 0) {
+                    snprintf(why, len, "dtype=%.*s is not f32, f16 or bf16", (int)(vend - val),
+                             val);
+                    return 0;
+                }
+                sh.dtype1 = k + 1;
+            } else if (!strcmp(key, "causal")) {
                 char cv[16];
                 snprintf(cv, sizeof cv, "%.*s", (int)(vend - val < 15 ? vend - val : 15), val);
                 if (!strcmp(cv, "0") || !strcmp(cv, "none"))
@@ -226,12 +337,15 @@ static int parse_shape(const char *v, bench_shape *s, char *why, size_t len) {
                     : !strcmp(key, "s") || !strcmp(key, "sq") || !strcmp(key, "seq")   ? &sh.sq
                     : !strcmp(key, "skv") || !strcmp(key, "seq_kv")                    ? &sh.skv
                     : !strcmp(key, "d") || !strcmp(key, "dim")                         ? &sh.d
+                    : pool && !strcmp(key, "page")                                     ? &sh.page
                                                                                        : NULL;
                 const char *p = val;
                 if (!f) {
-                    snprintf(why, len, "'%s' is not b, hq, hkv, sq, skv, d or causal", key);
+                    snprintf(why, len, "'%s' is not b, hq, hkv, sq, skv, d, causal%s", key,
+                             pool ? ", lens, page, kv or dtype" : "");
                     return 0;
                 }
+                b_given |= f == &sh.b;
                 if (!take_num(&p, f) || p != vend) {
                     snprintf(why, len, "%s=%.*s is not a whole number >= 1", key, (int)(vend - val),
                              val);
@@ -242,6 +356,27 @@ static int parse_shape(const char *v, bench_shape *s, char *why, size_t len) {
         }
         if (!sh.hq || !sh.sq || !sh.d) {
             snprintf(why, len, "hq (or h), sq (or s) and d are needed");
+            return 0;
+        }
+        if (sh.lens) {
+            if (b_given && sh.b != nlens) {
+                snprintf(why, len, "b=%lld but lens gives %lld sequences", (long long)sh.b,
+                         (long long)nlens);
+                return 0;
+            }
+            if (sh.skv && sh.skv < maxlen) {
+                snprintf(why, len,
+                         "skv=%lld (the cache's length) is less than the longest lens %lld",
+                         (long long)sh.skv, (long long)maxlen);
+                return 0;
+            }
+            sh.b = nlens;
+            if (!sh.skv) sh.skv = maxlen;
+        }
+        if (sh.packed && sh.page) {
+            snprintf(why, len,
+                     "kv=packed and page exclude each other (a paged cache takes its "
+                     "lengths from seqused_kv)");
             return 0;
         }
     } else {
@@ -285,6 +420,14 @@ static const char *shape_str(bench_shape sh, char *buf, size_t len) {
              sh.causal == 2 ? "t"
              : sh.causal    ? "c"
                             : "");
+    if (!bench_is_dense(sh)) { /* the K/V storage, as the named form gives it */
+        size_t at = strlen(buf);
+        if (sh.page) at += (size_t)snprintf(buf + at, len - at, " page=%lld", (long long)sh.page);
+        if (sh.packed && at < len) at += (size_t)snprintf(buf + at, len - at, " kv=packed");
+        for (int64_t i = 0; sh.lens && i < sh.b && at + 16 < len; i++)
+            at += (size_t)snprintf(buf + at, len - at, "%s%lld",
+                                   i ? "/" : " lens=", (long long)sh.lens[i]);
+    }
     return buf;
 }
 
@@ -318,8 +461,17 @@ static void add_decode(config *c, const int64_t *batches, int nb, const int64_t 
         for (int hi = 0; hi < nh; hi++)
             for (int bi = 0; bi < nb; bi++)
                 for (int si = 0; si < nseq && c->nshapes < MAX_SHAPES; si++)
-                    c->shapes[c->nshapes++] = (bench_shape){
-                        batches[bi], heads[hi][0], heads[hi][1], 1, seqs[si], dims[di], 0};
+                    c->shapes[c->nshapes++] = (bench_shape){batches[bi],
+                                                            heads[hi][0],
+                                                            heads[hi][1],
+                                                            1,
+                                                            seqs[si],
+                                                            dims[di],
+                                                            0,
+                                                            0,
+                                                            NULL,
+                                                            0,
+                                                            0};
 }
 
 static bench_result *push(results *rs) {
@@ -351,10 +503,18 @@ static void progress(int k, int total, const bench_result *r, double t0) {
             sh.causal == 2 ? "causal-tl"
             : sh.causal    ? "causal"
                            : "");
+    if (!bench_is_dense(sh)) {
+        char ss[256];
+        const char *kv = strchr(shape_str(sh, ss, sizeof ss), ' ');
+        fprintf(stderr, "%s ", kv ? kv + 1 : "");
+    }
     if (strcmp(r->status, "ok") != 0)
         fprintf(stderr, "%s: %s\n", r->status, r->note);
     else {
         fprintf(stderr, "%8.3f ms %7.2f TFLOP/s %8.1f GB/s", r->ms, r->tflops, r->gbps);
+        if (r->bw_ref_gbps > 0)
+            fprintf(stderr, " (%.0f%% of %s)", 100.0 * r->gbps / r->bw_ref_gbps,
+                    !strcmp(r->bw_ref, "stream") ? "STREAM" : "HBM");
         if (r->max_err >= 0) fprintf(stderr, "  err %.1e", r->max_err);
         if (r->naive_ok)
             fprintf(stderr, "  naive %7.2f TFLOP/s", r->naive_tflops);
@@ -416,6 +576,23 @@ static int prior_skip(const bench_result *prev, int n, int path, bench_shape sh,
     return 1;
 }
 
+/* Whether a shape asks for dtype t of its own (named dtype=). */
+static int has_dtype_shape(const bench_shape *shapes, int nshapes, int t) {
+    for (int i = 0; i < nshapes; i++)
+        if (shapes[i].dtype1 == t + 1) return 1;
+    return 0;
+}
+
+/* The cells one device runs: each shape in every dtype asked for, or in its
+ * own. */
+static int cells_per_device(const config *c, const bench_shape *shapes, int nshapes) {
+    int n = 0;
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < nshapes; i++)
+            n += shapes[i].dtype1 ? shapes[i].dtype1 == t + 1 : c->dtypes[t];
+    return n;
+}
+
 /* Measures one device over the shapes and dtypes, each cell's budget judged
  * from the cells before it on the same dtype (prior_skip) and from its own
  * first call (bench_measure). Returns 0, or -1 when no context could be made
@@ -445,9 +622,11 @@ static int run_device(const config *c, fattn_backend_kind kind, int dev, int hos
     const double budget = c->budget_s;
     const int calls = o->warmup + o->iters;
     for (int t = 0; t < 3; t++) {
-        if (!c->dtypes[t]) continue;
+        if (!c->dtypes[t] && !has_dtype_shape(shapes, nshapes, t)) continue;
         const int first = rs->n; /* this device and dtype's cells start here */
         for (int i = 0; i < nshapes; i++) {
+            /* A shape with a dtype of its own runs in that one only. */
+            if (shapes[i].dtype1 ? shapes[i].dtype1 - 1 != t : !c->dtypes[t]) continue;
             bench_result *r = push(rs);
             if (!r) break;
             snprintf(r->backend, sizeof r->backend, "%s", fattn_backend_name(kind));
@@ -455,6 +634,14 @@ static int run_device(const config *c, fattn_backend_kind kind, int dev, int hos
             snprintf(r->device_name, sizeof r->device_name, "%s", fattn_context_device_name(ctx));
             r->dtype = all[t];
             r->shape = shapes[i];
+            /* GB/s is read against the host's STREAM copy where the device's
+             * memory is the host's, else against --hbm-gbps. */
+            r->stream_gbps = c->host.gbps;
+            r->bw_ref = "";
+            if (host_memory && c->host.gbps > 0)
+                r->bw_ref = "stream", r->bw_ref_gbps = c->host.gbps;
+            else if (!host_memory && c->hbm_gbps > 0)
+                r->bw_ref = "hbm", r->bw_ref_gbps = c->hbm_gbps;
             const bench_result *prev = &rs->r[first];
             const int nprev = rs->n - 1 - first;
             bench_opts oo = *o;
@@ -493,6 +680,11 @@ int main(int argc, char **argv) {
     int64_t batches[16] = {1, 8, 64}, heads[16][2] = {{32, 8}, {32, 32}};
     int nbatch = 3, nheads = 2;
     int named_backend = 0; /* --backend named one: its absence is an error */
+    static lens_pool pool; /* shapes point into it until the end */
+    const int64_t *kv_lens = NULL;
+    int64_t nkv_lens = 0, max_kv_len = 0, pages[MAX_PAGES];
+    int npages = 0, kv_packed = 0;
+    c.stream = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--csv-header")) {
@@ -519,14 +711,19 @@ int main(int argc, char **argv) {
             c.decode = 1;
             continue;
         }
+        if (!strcmp(a, "--no-stream")) {
+            c.stream = 0;
+            continue;
+        }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage();
             return 0;
         }
         static const char *const with_value[] = {
-            "--backend",  "--device", "--dtype",  "--seqs",       "--dims",   "--causal",
-            "--shape",    "--iters",  "--warmup", "--check-rows", "--budget", "--fail-above",
-            "--long-seq", "--csv",    "--json",   "--batches",    "--heads"};
+            "--backend",   "--device",  "--dtype",    "--seqs",       "--dims",   "--causal",
+            "--shape",     "--iters",   "--warmup",   "--check-rows", "--budget", "--fail-above",
+            "--long-seq",  "--csv",     "--json",     "--batches",    "--heads",  "--hbm-gbps",
+            "--page-size", "--kv-lens", "--kv-layout"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known |= !strcmp(a, with_value[k]);
@@ -557,11 +754,47 @@ int main(int argc, char **argv) {
                 c.device = (int)n;
             }
         } else if (!strcmp(a, "--dtype")) {
-            const char *names[3] = {"f32", "f16", "bf16"};
-            int any = 0;
-            for (int k = 0; k < 3; k++)
-                any |= c.dtypes[k] = !strcmp(v, "all") || !strcmp(v, names[k]);
-            if (!any) return bad_option(a, "'%s' is not all, f32, f16 or bf16", v);
+            for (int k = 0; k < 3; k++) c.dtypes[k] = !strcmp(v, "all");
+            for (const char *p = v; strcmp(v, "all");) {
+                const char *comma = strchr(p, ',');
+                const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+                const int k = dtype_named(p, len);
+                if (k < 0)
+                    return bad_option(a, "'%.*s' is not all, f32, f16 or bf16 (or a list of them)",
+                                      (int)len, p);
+                c.dtypes[k] = 1;
+                if (!comma) break;
+                p = comma + 1;
+            }
+        } else if (!strcmp(a, "--hbm-gbps")) {
+            if (!parse_num(v, 0, &x) || x <= 0)
+                return bad_option(a, "'%s' is not a bandwidth in GB/s > 0", v);
+            c.hbm_gbps = x;
+        } else if (!strcmp(a, "--page-size")) {
+            int64_t list[MAX_PAGES];
+            npages = 0;
+            for (const char *p = v;;) {
+                const char *comma = strchr(p, ',');
+                const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+                char item[32];
+                snprintf(item, sizeof item, "%.*s", (int)(len < 31 ? len : 31), p);
+                if (npages == MAX_PAGES) return bad_option(a, "at most %d page sizes", MAX_PAGES);
+                if (len > 31 || !parse_int(item, 0, INT32_MAX, &n))
+                    return bad_option(a, "'%.*s' is not a page size (keys >= 1, or 0: contiguous)",
+                                      (int)len, p);
+                list[npages++] = n;
+                if (!comma) break;
+                p = comma + 1;
+            }
+            memcpy(pages, list, sizeof list);
+        } else if (!strcmp(a, "--kv-lens")) {
+            if (!(kv_lens = parse_lens(v, v + strlen(v), ",", &pool, &nkv_lens, &max_kv_len, why,
+                                       sizeof why)))
+                return bad_option(a, "%s", why);
+        } else if (!strcmp(a, "--kv-layout")) {
+            if (strcmp(v, "padded") && strcmp(v, "packed"))
+                return bad_option(a, "'%s' is not padded or packed", v);
+            kv_packed = !strcmp(v, "packed");
         } else if (!strcmp(a, "--seqs")) {
             if (!(nseq = parse_list(v, seqs, 16, why, sizeof why))) return bad_option(a, "%s", why);
             seqs_given = 1;
@@ -577,7 +810,7 @@ int main(int argc, char **argv) {
                 const size_t len = comma ? (size_t)(comma - p) : strlen(p);
                 if (nheads == 16) return bad_option(a, "at most 16 head configurations");
                 snprintf(item, sizeof item, "1x%.*sx1x1", (int)(len < 40 ? len : 40), p);
-                if (len >= 40 || !parse_shape(item, &hs, why, sizeof why))
+                if (len >= 40 || !parse_shape(item, &hs, NULL, why, sizeof why))
                     return bad_option(a,
                                       "'%.*s' is not HQ:HKV (query and key/value heads, HQ a "
                                       "multiple of HKV) or H",
@@ -597,7 +830,7 @@ int main(int argc, char **argv) {
             causal_mask = !strcmp(v, "0") ? 1 : !strcmp(v, "1") ? 2 : 3;
         } else if (!strcmp(a, "--shape")) {
             if (c.nshapes == MAX_SHAPES) return bad_option(a, "more than %d shapes", MAX_SHAPES);
-            if (!parse_shape(v, &c.shapes[c.nshapes], why, sizeof why))
+            if (!parse_shape(v, &c.shapes[c.nshapes], &pool, why, sizeof why))
                 return bad_option(a, "'%s': %s", v, why);
             c.nshapes++;
         } else if (!strcmp(a, "--iters")) {
@@ -647,6 +880,10 @@ int main(int argc, char **argv) {
             c.opts.iters = 3, c.opts.warmup = 1, c.budget_s = 2.0;
         }
         c.opts.naive = 0; /* tiled only */
+        if (kv_lens) {    /* one batch: the lengths given */
+            batches[0] = nkv_lens, seqs[0] = max_kv_len;
+            nbatch = nseq = 1;
+        }
         if (sweep) {
             const int room = MAX_SHAPES - c.nshapes;
             if (nbatch * nseq * ndim * nheads > room)
@@ -663,6 +900,32 @@ int main(int argc, char **argv) {
     }
     if (c.nshapes == 0 && !c.long_demo)
         return bad_option("--no-sweep", "no --shape given: nothing to measure");
+    /* --kv-lens and --kv-layout give every dense shape their lengths and
+     * storage; --page-size then repeats each dense-layout or padded shape
+     * once per page size (0: as it is). */
+    for (int i = 0; i < c.nshapes; i++) {
+        bench_shape *sh = &c.shapes[i];
+        if (!bench_is_dense(*sh)) continue;
+        if (kv_lens) sh->lens = kv_lens, sh->b = nkv_lens, sh->skv = max_kv_len;
+        sh->packed = kv_packed;
+    }
+    if (npages) {
+        if (kv_packed)
+            return bad_option("--page-size", "not with --kv-layout packed (a paged cache takes its "
+                                             "lengths from seqused_kv)");
+        bench_shape out[MAX_SHAPES];
+        int n = 0;
+        for (int i = 0; i < c.nshapes; i++)
+            for (int k = 0; k < (c.shapes[i].page || c.shapes[i].packed ? 1 : npages); k++) {
+                if (n == MAX_SHAPES)
+                    return bad_option("--page-size", "more than %d cells", MAX_SHAPES);
+                out[n] = c.shapes[i];
+                if (!c.shapes[i].page && !c.shapes[i].packed) out[n].page = pages[k];
+                n++;
+            }
+        memcpy(c.shapes, out, (size_t)n * sizeof *out);
+        c.nshapes = n;
+    }
     if (c.csv) report_csv_header(c.csv);
 
     /* Every (backend, device) to run, GPUs only for the long demo. A backend
@@ -749,9 +1012,21 @@ int main(int argc, char **argv) {
         o.iters = 3, o.warmup = 1, c.budget_s = 0;                      /* no limit */
         if (c.dtypes[0] && c.dtypes[1] && c.dtypes[2]) c.dtypes[1] = 0; /* bf16 and f32 */
     }
-    const int total = ndev * nshapes * (c.dtypes[0] + c.dtypes[1] + c.dtypes[2]);
+    const int total = ndev * cells_per_device(&c, shapes, nshapes);
     fprintf(stderr, "fattn_bench: %d device(s), %d shape(s), %d measurement(s)\n", ndev, nshapes,
             total);
+    if (c.stream && !c.long_demo) {
+        char why[160];
+        if (bench_stream_copy(bench_stream_default_threads(), 0, STREAM_REPS, &c.host, why,
+                              sizeof why) == 0)
+            fprintf(stderr,
+                    "fattn_bench: host STREAM copy: %.1f GB/s (%d threads, 2 x %zu MiB arrays, "
+                    "last-level cache %zu MiB, best of %d)\n",
+                    c.host.gbps, c.host.threads, c.host.array_bytes >> 20, c.host.l3_bytes >> 20,
+                    c.host.reps);
+        else
+            fprintf(stderr, "fattn_bench: host STREAM copy not measured: %s\n", why);
+    }
     results rs = {0};
     int k = 0;
     const double t0 = now();

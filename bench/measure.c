@@ -1,6 +1,7 @@
 /* One benchmark measurement (measure.h). Inputs are random in [-1, 1] (never
- * zeros) and laid out BSHD; the float64 reference reads back the values the
- * device holds. */
+ * zeros) and laid out BSHD; K and V dense, paged or packed as the shape says,
+ * built through the public API; the float64 reference reads back the values
+ * the device holds, through the same block table and offsets. */
 #define _POSIX_C_SOURCE 200809L
 #include "measure.h"
 
@@ -23,6 +24,17 @@
  * at most REF_CHUNK_BYTES of K (and of V) in one chunk. */
 #define REF_CHUNK_KEYS 4096
 #define REF_CHUNK_BYTES ((size_t)64 << 20)
+/* Keys of the priming call (prime): enough for a split-KV decode plan to
+ * split (the OpenCL planner splits from 512 keys on), so that its kernels
+ * and the combine pass are built there, not in the cell's first call
+ * (PoCL without kernel caches, --decode --quick d64: with 64 keys the first
+ * cell's call took 2.5 s and the whole sweep was skipped; with 1024, none). */
+#define PRIME_KEYS 1024
+/* Above this many bytes of K and V read back for the sampled batches, the
+ * check keeps only its first and last (batch, head) pairs (measure.h). At
+ * 256 MiB a bf16 GQA 32/8 d128 decode cell keeps three sequences up to 32k
+ * keys and two beyond. */
+#define CHECK_KV_BYTES ((size_t)256 << 20)
 
 static double now(void) {
     struct timespec ts;
@@ -39,6 +51,8 @@ const char *bench_dtype_name(fattn_dtype t) {
     return t == FATTN_F32 ? "f32" : t == FATTN_F16 ? "f16" : "bf16";
 }
 
+/* The dense description of a shape: seq_kv is the longest sequence; the
+ * cell adds its varlen and paged descriptions (cell_alloc). */
 static fattn_attention_desc desc_of(bench_shape sh, fattn_dtype t) {
     fattn_attention_desc d = FATTN_ATTENTION_DESC_INIT;
     d.batch = sh.b;
@@ -55,13 +69,25 @@ static fattn_attention_desc desc_of(bench_shape sh, fattn_dtype t) {
 }
 
 double bench_flops(bench_shape sh) {
-    const fattn_attention_desc d = desc_of(sh, FATTN_F32);
-    return fattn_flops(&d);
+    if (!sh.lens) {
+        const fattn_attention_desc d = desc_of(sh, FATTN_F32);
+        return fattn_flops(&d);
+    }
+    double sum = 0.0; /* per sequence: its own keys and causal diagonal */
+    for (int64_t i = 0; i < sh.b; i++) {
+        bench_shape one = sh;
+        one.b = 1, one.skv = sh.lens[i], one.lens = NULL;
+        const fattn_attention_desc d = desc_of(one, FATTN_F32);
+        sum += one.skv ? fattn_flops(&d) : 0.0;
+    }
+    return sum;
 }
 
 double bench_bytes(bench_shape sh, fattn_dtype t) {
+    double keys = 0.0;
+    for (int64_t i = 0; i < sh.b; i++) keys += (double)bench_len(sh, i);
     const double q = (double)sh.b * (double)sh.hq * (double)sh.sq * (double)sh.d,
-                 kv = (double)sh.b * (double)sh.hkv * (double)sh.skv * (double)sh.d;
+                 kv = (double)sh.hkv * keys * (double)sh.d;
     return (2.0 * q + 2.0 * kv) * (double)fattn_dtype_size(t);
 }
 
@@ -181,6 +207,194 @@ static int64_t grown(fattn_context *ctx, forward_fn f, const fattn_attention_des
     return st != FATTN_OK ? -1 : used1 > used0 ? (int64_t)(used1 - used0) : 0;
 }
 
+/* ---- The cell: buffers, tensors, index tables, descriptions -------------- */
+
+enum { CQ, CK, CV, CO, CIDX, CBUFS };
+
+/* A cell's problem as the library sees it (measure.h's K/V storage). The
+ * index tables (cu_seqlens_q [b+1], cu_seqlens_kv [b+1], seqused_kv [b],
+ * block table [b][pps]) lie in one int32 buffer, at at_* (-1: not passed),
+ * with a host copy in idx that the reference reads. The struct points into
+ * itself (d.varlen, d.paged_kv): it stays where it was planned. */
+typedef struct cell {
+    bench_shape sh;
+    fattn_dtype t;
+    int ragged;
+    int64_t pps, num_pages, total_q, total_kv;
+    size_t n[4]; /* elements of Q, K, V, O */
+    int32_t *idx;
+    int64_t nidx, at_cu_q, at_cu_kv, at_used, at_table;
+    fattn_buffer *buf[CBUFS], *ws;
+    fattn_tensor x[4], cu_q, cu_kv, used, table;
+    fattn_varlen_desc vl;
+    fattn_paged_kv_desc pg;
+    fattn_attention_desc d;
+} cell;
+
+/* Lays out the cell on the host: sizes, tables (the block table a seeded
+ * shuffle of the pages), descriptions without buffers. 0 with *why when the
+ * shape cannot be stored (int32 tables, sizes past 2^62 bytes). */
+static int cell_plan(cell *c, bench_shape sh, fattn_dtype t, char *why, size_t len) {
+    memset(c, 0, sizeof *c);
+    c->sh = sh, c->t = t;
+    c->d = desc_of(sh, t);
+    c->ragged = !bench_is_dense(sh);
+    c->at_cu_q = c->at_cu_kv = c->at_used = c->at_table = -1;
+    const int64_t B = sh.b;
+    double keys = 0.0, pages = 0.0;
+    for (int64_t i = 0; i < B; i++) {
+        keys += (double)bench_len(sh, i);
+        if (sh.page) pages += (double)((bench_len(sh, i) + sh.page - 1) / sh.page);
+    }
+    c->total_q = B * sh.sq;
+    c->total_kv = (int64_t)keys;
+    c->pps = sh.page ? (sh.skv + sh.page - 1) / sh.page : 0;
+    c->num_pages = pages > 0 ? (int64_t)pages : 1;
+    const double kv_elems = (double)sh.hkv * (double)sh.d *
+                            (sh.page     ? (double)c->num_pages * (double)sh.page
+                             : sh.packed ? keys
+                                         : (double)B * (double)sh.skv),
+                 q_elems = (double)B * (double)sh.hq * (double)sh.sq * (double)sh.d;
+    if (kv_elems * 4 > 0x1p62 || q_elems * 4 > 0x1p62) {
+        snprintf(why, len, "Q or K/V would pass 2^62 bytes");
+        return 0;
+    }
+    if (c->ragged && ((double)c->total_q > INT32_MAX || keys > INT32_MAX ||
+                      (double)c->pps * (double)B > INT32_MAX || pages > INT32_MAX)) {
+        snprintf(why, len, "the int32 index tables cannot hold this shape's offsets or pages");
+        return 0;
+    }
+    c->n[CQ] = c->n[CO] = (size_t)q_elems;
+    c->n[CK] = c->n[CV] = (size_t)kv_elems;
+    if (!c->ragged) return 1;
+    if (sh.packed) {
+        c->at_cu_q = 0, c->at_cu_kv = B + 1, c->nidx = 2 * (B + 1);
+    } else {
+        c->at_used = 0, c->nidx = B;
+        if (sh.page) c->at_table = B, c->nidx += B * c->pps;
+    }
+    c->idx = calloc((size_t)c->nidx, sizeof *c->idx);
+    int32_t *perm = sh.page ? malloc((size_t)c->num_pages * sizeof *perm) : NULL;
+    if (!c->idx || (sh.page && !perm)) {
+        free(perm);
+        snprintf(why, len, "out of host memory for the index tables");
+        return 0;
+    }
+    int64_t at = 0;
+    for (int64_t i = 0; i < B; i++) {
+        if (c->at_cu_q >= 0) c->idx[c->at_cu_q + i + 1] = (int32_t)((i + 1) * sh.sq);
+        if (c->at_cu_kv >= 0) c->idx[c->at_cu_kv + i + 1] = (int32_t)(at += bench_len(sh, i));
+        if (c->at_used >= 0) c->idx[c->at_used + i] = (int32_t)bench_len(sh, i);
+    }
+    if (sh.page) {
+        /* Pages in a shuffled order, so a sequence's pages are not adjacent
+         * in memory; table entries past a sequence's last used page are 0. */
+        uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)sh.page;
+        for (int64_t p = 0; p < c->num_pages; p++) perm[p] = (int32_t)p;
+        for (int64_t p = c->num_pages - 1; p > 0; p--) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            const int64_t q = (int64_t)((seed >> 33) % (uint64_t)(p + 1));
+            const int32_t tmp = perm[p];
+            perm[p] = perm[q], perm[q] = tmp;
+        }
+        int64_t k = 0;
+        for (int64_t i = 0; i < B; i++)
+            for (int64_t p = 0; p * sh.page < bench_len(sh, i); p++)
+                c->idx[c->at_table + i * c->pps + p] = perm[k++];
+        free(perm);
+    }
+    return 1;
+}
+
+/* Bytes the cell allocates on the device: Q, K, V, O and the tables. */
+static double cell_bytes(const cell *c) {
+    double n = 0.0;
+    for (int i = 0; i < 4; i++) n += (double)c->n[i];
+    return n * (double)fattn_dtype_size(c->t) + 4.0 * (double)c->nidx;
+}
+
+/* The index tables' buffer and tensors, and the descriptions that point to
+ * them (no data yet: enough for fattn_workspace_size). */
+static fattn_status cell_tables(fattn_context *ctx, cell *c) {
+    const bench_shape sh = c->sh;
+    fattn_status st = FATTN_OK;
+    if (!c->ragged) return FATTN_OK;
+    if ((st = fattn_buffer_alloc(ctx, (size_t)c->nidx * 4, &c->buf[CIDX])) ||
+        (st = fattn_buffer_write(c->buf[CIDX], 0, c->idx, (size_t)c->nidx * 4)))
+        return st;
+    fattn_varlen_desc vl = FATTN_VARLEN_DESC_INIT;
+    fattn_paged_kv_desc pg = FATTN_PAGED_KV_DESC_INIT;
+    if (sh.packed) {
+        if ((st = fattn_tensor_init_index(c->buf[CIDX], 1, sh.b + 1, c->at_cu_q, &c->cu_q)) ||
+            (st = fattn_tensor_init_index(c->buf[CIDX], 1, sh.b + 1, c->at_cu_kv, &c->cu_kv)))
+            return st;
+        vl.cu_seqlens_q = &c->cu_q, vl.cu_seqlens_kv = &c->cu_kv;
+        vl.total_q = c->total_q, vl.total_kv = c->total_kv;
+    } else {
+        if ((st = fattn_tensor_init_index(c->buf[CIDX], 1, sh.b, c->at_used, &c->used))) return st;
+        vl.seqused_kv = &c->used;
+    }
+    if (sh.page) {
+        if ((st = fattn_tensor_init_index(c->buf[CIDX], sh.b, c->pps, c->at_table, &c->table)))
+            return st;
+        pg.block_table = &c->table, pg.pages_per_seq = c->pps;
+        pg.page_size = sh.page, pg.num_pages = c->num_pages;
+        c->pg = pg;
+        c->d.paged_kv = &c->pg;
+    }
+    c->vl = vl;
+    c->d.varlen = &c->vl;
+    return FATTN_OK;
+}
+
+/* Q, K, V and O: allocated, Q, K and V filled, and their tensors. *no_room
+ * when an allocation found no memory. */
+static fattn_status cell_data(fattn_context *ctx, cell *c, int *no_room) {
+    const bench_shape sh = c->sh;
+    const int64_t qb = sh.packed ? 1 : sh.b, qs = sh.packed ? c->total_q : sh.sq;
+    const int64_t kb = sh.page ? c->num_pages : sh.packed ? 1 : sh.b;
+    const int64_t ks = sh.page ? sh.page : sh.packed ? c->total_kv : sh.skv;
+    const size_t es = fattn_dtype_size(c->t);
+    fattn_status st = FATTN_OK;
+    *no_room = 0;
+    for (int i = 0; i < 4 && st == FATTN_OK; i++) {
+        const int kv = i == CK || i == CV;
+        /* An empty packed K/V (every sequence 0 keys) still gets an element. */
+        st = fattn_buffer_alloc(ctx, (c->n[i] ? c->n[i] : 1) * es, &c->buf[i]);
+        *no_room = st == FATTN_ERR_OUT_OF_MEMORY;
+        if (st == FATTN_OK && i < CO && c->n[i])
+            st = fill_buffer(c->buf[i], c->t, c->n[i], 1234 + (uint64_t)i);
+        if (st == FATTN_OK)
+            st = fattn_tensor_init(c->buf[i], c->t, FATTN_LAYOUT_BSHD, kv ? kb : qb,
+                                   kv ? sh.hkv : sh.hq, kv ? (ks ? ks : 1) : qs, sh.d, 0, &c->x[i]);
+    }
+    return st;
+}
+
+static void cell_free(cell *c) {
+    for (int i = 0; i < CBUFS; i++) fattn_buffer_free(c->buf[i]);
+    fattn_buffer_free(c->ws);
+    free(c->idx);
+    memset(c, 0, sizeof *c);
+}
+
+/* Element offset of key j of sequence b, key/value head 0, in K (and V); *run
+ * is how many keys from j on lie one after the other (to the page's end). */
+static size_t key_at(const cell *c, int64_t b, int64_t j, int64_t *run) {
+    const bench_shape sh = c->sh;
+    const size_t row = (size_t)(sh.hkv * sh.d);
+    if (sh.page) {
+        *run = sh.page - j % sh.page;
+        const int64_t page = c->idx[c->at_table + b * c->pps + j / sh.page];
+        return (size_t)(page * sh.page + j % sh.page) * row;
+    }
+    *run = INT64_MAX;
+    if (sh.packed) return (size_t)(c->idx[c->at_cu_kv + b] + j) * row;
+    return (size_t)(b * sh.skv + j) * row;
+}
+
+/* ---- The float64 reference ------------------------------------------------ */
+
 /* One sampled query row of the reference: its place, the keys it sees, its
  * query, and the running float64 online softmax over the keys read so far. */
 typedef struct ref_row {
@@ -189,29 +403,44 @@ typedef struct ref_row {
     double m, l;
 } ref_row;
 
-/* The keys row i sees: all of them, or up to the causal diagonal
- * (bottom-right: i + skv - sq; top-left: i). */
-static int64_t visible(bench_shape sh, int64_t i) {
-    if (!sh.causal) return sh.skv;
-    const int64_t lim = i + 1 + (sh.causal == 2 ? 0 : sh.skv - sh.sq);
-    return lim < 0 ? 0 : lim > sh.skv ? sh.skv : lim;
+/* The keys row i of a sequence with `len` keys sees: all of them, or up to
+ * the causal diagonal (bottom-right: i + len - sq; top-left: i). */
+static int64_t visible(bench_shape sh, int64_t len, int64_t i) {
+    if (!sh.causal) return len;
+    const int64_t lim = i + 1 + (sh.causal == 2 ? 0 : len - sh.sq);
+    return lim < 0 ? 0 : lim > len ? len : lim;
 }
 
 /* Max |O - reference| over about `rows` distinct rows: up to four (batch,
- * query head) pairs (first, last, middle, first batch's last head), and rows
- * spread over each pair's query sequence (first and last included). Q, K, V
- * and O are read back from the device: Q and O by row, K and V in chunks of
- * up to REF_CHUNK_KEYS keys of one batch, shared by the sampled rows of that
- * batch; the reference accumulates in float64 with the online softmax. A row
- * that sees no key must be 0. -1 when nothing was checked; *st a failed
- * read. */
-static double sampled_error(bench_shape sh, fattn_dtype t, fattn_buffer *const buf[4], int rows,
-                            int *checked, fattn_status *st) {
-    const int64_t Hq = sh.hq, Hkv = sh.hkv, Sq = sh.sq, Skv = sh.skv, D = sh.d;
+ * query head) pairs (first, last, middle, first batch's last head; the first
+ * two only where the others' K/V would pass CHECK_KV_BYTES), and rows spread
+ * over each pair's query sequence (first and last included). Q, K, V and O
+ * are read back from the device: Q and O by row, K and V in chunks of up to
+ * REF_CHUNK_KEYS keys of one sequence (within a page, for a paged cache:
+ * found through the cell's block table, as packed keys through its
+ * offsets), shared by the sampled rows of that sequence; the reference
+ * accumulates in float64 with the online softmax. A row that sees no key
+ * must be 0. -1 when nothing was checked; *st a failed read. */
+static double sampled_error(const cell *c, int rows, int *checked, fattn_status *st) {
+    const bench_shape sh = c->sh;
+    const fattn_dtype t = c->t;
+    fattn_buffer *const *buf = c->buf;
+    const int64_t Hq = sh.hq, Hkv = sh.hkv, Sq = sh.sq, D = sh.d;
     const int64_t group = Hq / Hkv;
     const size_t es = fattn_dtype_size(t);
     const double scale = 1.0 / sqrt((double)D);
     const int64_t pairs[4][2] = {{0, 0}, {sh.b - 1, Hq - 1}, {sh.b / 2, Hq / 2}, {0, Hq - 1}};
+    int npairs = 4;
+    {
+        double kv = 0.0; /* bytes of K and V the four pairs' sequences read back */
+        for (int pi = 0; pi < 4; pi++) {
+            int seen = 0;
+            for (int pj = 0; pj < pi; pj++) seen |= pairs[pj][0] == pairs[pi][0];
+            if (!seen)
+                kv += 2.0 * (double)bench_len(sh, pairs[pi][0]) * (double)(Hkv * D) * (double)es;
+        }
+        if (kv > (double)CHECK_KV_BYTES) npairs = 2;
+    }
     int per = rows / 4 > 1 ? rows / 4 : 2;
     if ((int64_t)per > Sq) per = (int)Sq;
     ref_row *rr = calloc((size_t)(4 * per), sizeof *rr);
@@ -225,7 +454,7 @@ static double sampled_error(bench_shape sh, fattn_dtype t, fattn_buffer *const b
     int n = 0;
     *checked = 0;
     *st = rr && row && kc && vc ? FATTN_OK : FATTN_ERR_OUT_OF_MEMORY;
-    for (int pi = 0; *st == FATTN_OK && pi < 4; pi++) {
+    for (int pi = 0; *st == FATTN_OK && pi < npairs; pi++) {
         int seen = 0;
         for (int pj = 0; pj < pi; pj++)
             seen |= pairs[pj][0] == pairs[pi][0] && pairs[pj][1] == pairs[pi][1];
@@ -233,7 +462,7 @@ static double sampled_error(bench_shape sh, fattn_dtype t, fattn_buffer *const b
             ref_row *r = &rr[n++];
             r->b = pairs[pi][0], r->h = pairs[pi][1];
             r->i = per > 1 ? k * (Sq - 1) / (per - 1) : 0;
-            r->lim = visible(sh, r->i);
+            r->lim = visible(sh, bench_len(sh, r->b), r->i);
             r->m = -INFINITY;
             r->q = calloc((size_t)D, sizeof *r->q);
             r->acc = calloc((size_t)D, sizeof *r->acc);
@@ -242,26 +471,29 @@ static double sampled_error(bench_shape sh, fattn_dtype t, fattn_buffer *const b
                 *st = FATTN_ERR_OUT_OF_MEMORY;
                 break;
             }
+            /* Packed Q rows start at cu_seqlens_q[b] = b * seq_q: the dense place. */
             const size_t qrow = (size_t)(((r->b * Sq + r->i) * Hq + r->h) * D);
-            *st = fattn_buffer_read(buf[0], qrow * es, row, (size_t)D * es);
-            for (int64_t c = 0; c < D; c++) r->q[c] = (double)elem(row, t, (size_t)c);
+            *st = fattn_buffer_read(buf[CQ], qrow * es, row, (size_t)D * es);
+            for (int64_t e = 0; e < D; e++) r->q[e] = (double)elem(row, t, (size_t)e);
         }
     }
-    /* Each batch's K and V once, in chunks, for all of its sampled rows. */
+    /* Each sequence's K and V once, in chunks, for all of its sampled rows. */
     for (int a = 0; a < n && *st == FATTN_OK; a++) {
         int first = 1;
         for (int z = 0; z < a; z++) first &= rr[z].b != rr[a].b;
         if (!first) continue;
         const int64_t b = rr[a].b;
-        int64_t keys = 0;
+        int64_t keys = 0, nk;
         for (int z = a; z < n; z++)
             if (rr[z].b == b && rr[z].lim > keys) keys = rr[z].lim;
-        for (int64_t j0 = 0; j0 < keys && *st == FATTN_OK; j0 += chunk) {
-            const int64_t nk = keys - j0 < chunk ? keys - j0 : chunk;
-            const size_t at = (size_t)((b * Skv + j0) * Hkv * D) * es,
-                         len = (size_t)(nk * Hkv * D) * es;
-            *st = fattn_buffer_read(buf[1], at, kc, len);
-            if (*st == FATTN_OK) *st = fattn_buffer_read(buf[2], at, vc, len);
+        for (int64_t j0 = 0; j0 < keys && *st == FATTN_OK; j0 += nk) {
+            int64_t run;
+            const size_t at = key_at(c, b, j0, &run) * es;
+            nk = keys - j0 < chunk ? keys - j0 : chunk;
+            nk = nk < run ? nk : run;
+            const size_t len = (size_t)(nk * Hkv * D) * es;
+            *st = fattn_buffer_read(buf[CK], at, kc, len);
+            if (*st == FATTN_OK) *st = fattn_buffer_read(buf[CV], at, vc, len);
             for (int z = a; z < n && *st == FATTN_OK; z++) {
                 ref_row *r = &rr[z];
                 if (r->b != b || r->lim <= j0) continue;
@@ -270,21 +502,21 @@ static double sampled_error(bench_shape sh, fattn_dtype t, fattn_buffer *const b
                 for (int64_t j = 0; j < m; j++) {
                     const size_t krow = (size_t)((j * Hkv + kh) * D);
                     double s = 0.0;
-                    for (int64_t c = 0; c < D; c++)
-                        s += r->q[c] * (double)elem(kc, t, krow + (size_t)c);
+                    for (int64_t e = 0; e < D; e++)
+                        s += r->q[e] * (double)elem(kc, t, krow + (size_t)e);
                     r->s[j] = s * scale;
                     if (r->s[j] > mc) mc = r->s[j];
                 }
                 const double rescale = r->m == -INFINITY ? 0.0 : exp(r->m - mc);
                 r->l *= rescale;
-                for (int64_t c = 0; c < D; c++) r->acc[c] *= rescale;
+                for (int64_t e = 0; e < D; e++) r->acc[e] *= rescale;
                 r->m = mc;
                 for (int64_t j = 0; j < m; j++) {
                     const double w = exp(r->s[j] - mc);
                     const size_t vrow = (size_t)((j * Hkv + kh) * D);
                     r->l += w;
-                    for (int64_t c = 0; c < D; c++)
-                        r->acc[c] += w * (double)elem(vc, t, vrow + (size_t)c);
+                    for (int64_t e = 0; e < D; e++)
+                        r->acc[e] += w * (double)elem(vc, t, vrow + (size_t)e);
                 }
             }
         }
@@ -292,11 +524,11 @@ static double sampled_error(bench_shape sh, fattn_dtype t, fattn_buffer *const b
     for (int z = 0; z < n && *st == FATTN_OK; z++) {
         const ref_row *r = &rr[z];
         const size_t orow = (size_t)(((r->b * Sq + r->i) * Hq + r->h) * D);
-        *st = fattn_buffer_read(buf[3], orow * es, row, (size_t)D * es);
-        for (int64_t c = 0; *st == FATTN_OK && c < D; c++) {
-            const double ref = r->l > 0 ? r->acc[c] / r->l : 0.0;
-            const double e = fabs((double)elem(row, t, (size_t)c) - ref);
-            if (!(e <= worst)) worst = e; /* NaN wins */
+        *st = fattn_buffer_read(buf[CO], orow * es, row, (size_t)D * es);
+        for (int64_t e = 0; *st == FATTN_OK && e < D; e++) {
+            const double ref = r->l > 0 ? r->acc[e] / r->l : 0.0;
+            const double err = fabs((double)elem(row, t, (size_t)e) - ref);
+            if (!(err <= worst)) worst = err; /* NaN wins */
         }
         *checked += *st == FATTN_OK;
     }
@@ -312,9 +544,23 @@ static double sampled_error(bench_shape sh, fattn_dtype t, fattn_buffer *const b
     return *checked ? worst : -1.0;
 }
 
+/* ---- One measurement --------------------------------------------------------- */
+
 static void fail(fattn_context *ctx, bench_result *r, const char *what) {
     snprintf(r->status, sizeof r->status, "error");
     snprintf(r->note, sizeof r->note, "%s: %s", what, fattn_error_message(ctx));
+}
+
+/* A failed call: "unsupported" with the backend's message where a paged or
+ * variable-length cell is answered FATTN_ERR_UNSUPPORTED (the backend lacks
+ * the feature: not a failure of the run), else an error. */
+static void fail_call(fattn_context *ctx, bench_result *r, const char *what, fattn_status st) {
+    if (st == FATTN_ERR_UNSUPPORTED && !bench_is_dense(r->shape)) {
+        snprintf(r->status, sizeof r->status, "unsupported");
+        snprintf(r->note, sizeof r->note, "%s", fattn_error_message(ctx));
+    } else {
+        fail(ctx, r, what);
+    }
 }
 
 static void human_bytes(char *buf, size_t len, double bytes) {
@@ -326,24 +572,31 @@ static void human_bytes(char *buf, size_t len, double bytes) {
         snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
 }
 
-/* One untimed call on a small problem of the cell's dtype, head dim, GQA
- * group and mask (batch 1, one key/value head and its query heads, seq_q and
- * seq_kv up to 64, over the start of the cell's buffers), so that kernel
- * builds and other first-use costs are not counted in the call the budget's
- * estimate is taken from. Its failure is left to the real call to report. */
-static void prime(fattn_context *ctx, forward_fn f, bench_shape sh, fattn_dtype t,
-                  fattn_buffer *const buf[4]) {
-    const bench_shape small = {
-        1, sh.hq / sh.hkv, 1, sh.sq < 64 ? sh.sq : 64, sh.skv < 64 ? sh.skv : 64, sh.d, sh.causal};
-    const fattn_attention_desc d = desc_of(small, t);
-    fattn_tensor y[4];
-    for (int i = 0; i < 4; i++) {
-        const int kv = i == 1 || i == 2;
-        if (fattn_tensor_init(buf[i], t, FATTN_LAYOUT_BSHD, 1, kv ? small.hkv : small.hq,
-                              kv ? small.skv : small.sq, small.d, 0, &y[i]) != FATTN_OK)
-            return;
-    }
-    if (f(ctx, &d, &y[0], &y[1], &y[2], &y[3], NULL) == FATTN_OK) fattn_context_synchronize(ctx);
+/* One untimed call on a small problem of the cell's kind: its dtype, head
+ * dim, GQA group, mask and K/V storage (batch 1, one key/value head and its
+ * query heads, seq_q up to 64, seq_kv up to 64 or, where it passes seq_q,
+ * up to PRIME_KEYS, pages of the cell's size), so that kernel builds and
+ * other first-use costs are not counted in the call the budget's estimate
+ * is taken from. Its buffers are its own (under a MiB). Its failure is left
+ * to the real call to report. */
+static void prime(fattn_context *ctx, forward_fn f, const cell *c) {
+    const bench_shape sh = c->sh;
+    bench_shape small = sh;
+    /* Keys as the cell has them: up to PRIME_KEYS for a cache longer than
+     * the queries (decoding), as many as the queries (up to 64) otherwise. */
+    const int64_t keys = sh.skv > sh.sq ? PRIME_KEYS : 64;
+    int64_t len = sh.skv < keys ? sh.skv : keys;
+    char why[128];
+    cell pc;
+    int no_room;
+    small.b = 1, small.hq = sh.hq / sh.hkv, small.hkv = 1;
+    small.sq = sh.sq < 64 ? sh.sq : 64, small.skv = len;
+    small.lens = sh.lens ? &len : NULL;
+    if (cell_plan(&pc, small, c->t, why, sizeof why) && cell_tables(ctx, &pc) == FATTN_OK &&
+        cell_data(ctx, &pc, &no_room) == FATTN_OK &&
+        f(ctx, &pc.d, &pc.x[CQ], &pc.x[CK], &pc.x[CV], &pc.x[CO], NULL) == FATTN_OK)
+        fattn_context_synchronize(ctx);
+    cell_free(&pc);
 }
 
 /* The reason for a path stopped over the budget by its own call. */
@@ -355,8 +608,7 @@ static void over_note(char *buf, size_t len, const char *prefix, const bench_opt
 }
 
 /* The naive baseline, where the backend has one and S and P fit the device. */
-static void measure_naive(fattn_context *ctx, const bench_opts *o, const fattn_attention_desc *d,
-                          const fattn_tensor *x, fattn_buffer *const buf[4], bench_result *r) {
+static void measure_naive(fattn_context *ctx, const bench_opts *o, const cell *c, bench_result *r) {
     uint64_t used, total;
     if (fattn_context_device_memory(ctx, &used, &total) == FATTN_OK && r->naive_bytes > total) {
         char need[32], have[32];
@@ -369,9 +621,14 @@ static void measure_naive(fattn_context *ctx, const bench_opts *o, const fattn_a
     const char *clock;
     int over;
     double stop_s = 0.0;
-    if (o->budget_s > 0) prime(ctx, fattn_forward_naive, r->shape, r->dtype, buf);
-    if (median_ms(ctx, fattn_forward_naive, d, x, o, &r->naive_ms, &clock, &over, &stop_s) !=
-        FATTN_OK) {
+    if (o->budget_s > 0) prime(ctx, fattn_forward_naive, c);
+    const fattn_status st =
+        median_ms(ctx, fattn_forward_naive, &c->d, c->x, o, &r->naive_ms, &clock, &over, &stop_s);
+    if (st == FATTN_ERR_UNSUPPORTED && c->ragged) {
+        snprintf(r->naive_note, sizeof r->naive_note, "unsupported: %s", fattn_error_message(ctx));
+        return;
+    }
+    if (st != FATTN_OK) {
         char need[32];
         human_bytes(need, sizeof need, (double)r->naive_bytes);
         snprintf(r->naive_note, sizeof r->naive_note, "failed (S and P need %s): %s", need,
@@ -386,11 +643,11 @@ static void measure_naive(fattn_context *ctx, const bench_opts *o, const fattn_a
     r->naive_ok = 1;
     r->naive_call_s = r->naive_ms * 1e-3;
     r->naive_tflops = bench_flops(r->shape) / (r->naive_ms * 1e-3) / 1e12;
-    r->naive_measured = grown(ctx, fattn_forward_naive, d, x);
+    r->naive_measured = grown(ctx, fattn_forward_naive, &c->d, c->x);
 }
 
-/* Whether Q, K, V and O (`need` bytes) fit the device's free memory with a
- * tenth to spare: measured where the backend can (CUDA, the CPU, AMD
+/* Whether the cell's buffers (`need` bytes) fit the device's free memory with
+ * a tenth to spare: measured where the backend can (CUDA, the CPU, AMD
  * OpenCL), else the host's free RAM where the device's memory is the host's;
  * else unknown (1: the allocation decides). *why says so when not. */
 static int inputs_fit(fattn_context *ctx, const bench_opts *o, double need, char *why, size_t len) {
@@ -415,47 +672,63 @@ static int inputs_fit(fattn_context *ctx, const bench_opts *o, double need, char
 void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
     const bench_shape sh = r->shape;
     const fattn_dtype t = r->dtype;
-    const fattn_attention_desc d = desc_of(sh, t);
-    const size_t nq = (size_t)(sh.b * sh.hq * sh.sq * sh.d),
-                 nkv = (size_t)(sh.b * sh.hkv * sh.skv * sh.d), es = fattn_dtype_size(t);
-    const size_t n[4] = {nq, nkv, nkv, nq};
     snprintf(r->status, sizeof r->status, "ok");
     r->clock = "host";
     r->max_err = -1.0;
     r->flash_measured = r->naive_measured = -1;
+    cell c;
+    char why[256];
+    if (!cell_plan(&c, sh, t, why, sizeof why)) {
+        snprintf(r->status, sizeof r->status, "error");
+        snprintf(r->note, sizeof r->note, "shape: %s", why);
+        cell_free(&c);
+        return;
+    }
+    /* The accounting counts the dense problem (seq_kv the longest sequence). */
+    const fattn_attention_desc dense = desc_of(sh, t);
     fattn_memory_report mem = FATTN_MEMORY_REPORT_INIT;
-    if (fattn_context_memory_report(ctx, &d, &mem) == FATTN_OK) {
+    if (fattn_context_memory_report(ctx, &dense, &mem) == FATTN_OK) {
         r->flash_bytes = mem.flash_bytes;
         r->naive_bytes = mem.naive_bytes;
     }
-    if (!inputs_fit(ctx, o, bench_bytes(sh, t), r->note, sizeof r->note)) {
+    if (!inputs_fit(ctx, o, cell_bytes(&c), r->note, sizeof r->note)) {
         snprintf(r->status, sizeof r->status, "skipped");
+        cell_free(&c);
         return;
     }
-
-    fattn_buffer *buf[4] = {0};
-    fattn_tensor x[4];
-    fattn_status st = FATTN_OK;
+    /* The tables and the workspace first: a backend without paged or
+     * variable-length support says so here, before gigabytes are uploaded.
+     * The workspace is the caller's (desc->workspace), so the timed calls
+     * allocate nothing. */
     int no_room = 0;
-    for (int i = 0; i < 4 && st == FATTN_OK; i++) {
-        const int kv = i == 1 || i == 2;
-        st = fattn_buffer_alloc(ctx, n[i] * es, &buf[i]);
-        no_room = st == FATTN_ERR_OUT_OF_MEMORY;
-        if (st == FATTN_OK && i < 3) st = fill_buffer(buf[i], t, n[i], 1234 + (uint64_t)i);
-        if (st == FATTN_OK)
-            st = fattn_tensor_init(buf[i], t, FATTN_LAYOUT_BSHD, sh.b, kv ? sh.hkv : sh.hq,
-                                   kv ? sh.skv : sh.sq, sh.d, 0, &x[i]);
+    uint64_t ws = 0;
+    fattn_status st = cell_tables(ctx, &c);
+    if (st != FATTN_OK) {
+        fail(ctx, r, "index tables");
+        cell_free(&c);
+        return;
     }
+    if ((st = fattn_workspace_size(ctx, &c.d, &ws)) != FATTN_OK) {
+        fail_call(ctx, r, "workspace size", st);
+        cell_free(&c);
+        return;
+    }
+    if (ws > 0 && (st = fattn_buffer_alloc(ctx, (size_t)ws, &c.ws)) == FATTN_OK)
+        c.d.workspace = c.ws;
+    no_room = st == FATTN_ERR_OUT_OF_MEMORY;
+    r->workspace_bytes = ws;
+    if (st == FATTN_OK) st = cell_data(ctx, &c, &no_room);
     int over = 0;
     double stop_s = 0.0;
-    if (st == FATTN_OK && o->budget_s > 0) prime(ctx, fattn_forward, sh, t, buf);
+    if (st == FATTN_OK && o->budget_s > 0) prime(ctx, fattn_forward, &c);
     if (no_room) {
         snprintf(r->status, sizeof r->status, "skipped");
         snprintf(r->note, sizeof r->note, "no room: %s", fattn_error_message(ctx));
     } else if (st != FATTN_OK)
         fail(ctx, r, "inputs");
-    else if (median_ms(ctx, fattn_forward, &d, x, o, &r->ms, &r->clock, &over, &stop_s) != FATTN_OK)
-        fail(ctx, r, "forward");
+    else if ((st = median_ms(ctx, fattn_forward, &c.d, c.x, o, &r->ms, &r->clock, &over,
+                             &stop_s)) != FATTN_OK)
+        fail_call(ctx, r, "forward", st);
     else if (over) {
         snprintf(r->status, sizeof r->status, "skipped");
         over_note(r->note, sizeof r->note, "", o, stop_s);
@@ -464,10 +737,10 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
         r->call_s = r->ms * 1e-3;
         r->tflops = bench_flops(sh) / (r->ms * 1e-3) / 1e12;
         r->gbps = bench_bytes(sh, t) / (r->ms * 1e-3) / 1e9;
-        r->flash_measured = grown(ctx, fattn_forward, &d, x);
+        r->flash_measured = grown(ctx, fattn_forward, &c.d, c.x);
         if (o->check_rows > 0) {
             fattn_status rst;
-            r->max_err = sampled_error(sh, t, buf, o->check_rows, &r->err_rows, &rst);
+            r->max_err = sampled_error(&c, o->check_rows, &r->err_rows, &rst);
             if (rst == FATTN_ERR_OUT_OF_MEMORY && !*fattn_error_message(ctx)) {
                 snprintf(r->status, sizeof r->status, "error");
                 snprintf(r->note, sizeof r->note, "check: out of host memory");
@@ -475,9 +748,9 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
                 fail(ctx, r, "reading back for the check");
         }
         if (o->naive)
-            measure_naive(ctx, o, &d, x, buf, r);
+            measure_naive(ctx, o, &c, r);
         else
             snprintf(r->naive_note, sizeof r->naive_note, "not asked (--no-naive, or --decode)");
     }
-    for (int i = 0; i < 4; i++) fattn_buffer_free(buf[i]);
+    cell_free(&c);
 }

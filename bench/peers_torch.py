@@ -21,8 +21,15 @@ and lengths). Grouped-query shapes pass enable_gqa=True (PyTorch 2.5 or newer),
 so K and V are read once per key/value head, as fattn reads them.
 --shape takes fattn_bench's forms: BxHxSxD[c|t], H may be HQ:HKV, S may be
 SQ:SKV (c: causal bottom-right, t: top-left), or b=1,hq=32,hkv=8,sq=1,skv=4096,
-d=128[,causal=0|br|tl]. Bottom-right with seq_q != seq_kv is passed as
-torch.nn.attention.bias.causal_lower_right (a boolean mask on older PyTorch).
+d=128[,causal=0|br|tl][,dtype=f32|f16|bf16][,page=N]. Bottom-right with seq_q !=
+seq_kv is passed as torch.nn.attention.bias.causal_lower_right (a boolean mask
+on older PyTorch). dtype= runs that shape in that dtype only (if --dtypes
+leaves it out too). page= is accepted so that fattn_bench's shape list can be
+given as it is: SDPA has no paged cache, so the contiguous shape is timed
+(once, however many page sizes name it); the tables set fattn's paged rows
+beside it. lens= / kv= (varied lengths) are skipped with a note on stderr:
+SDPA takes dense batches. --no-sweep (with or without --decode): only the
+--shape shapes.
 
 Usage: bench/peers_torch.py [--quick] [--seqs 512,...] [--dims 64,128] [--dtypes f32,f16,bf16]
                             [--shape SHAPE]... [--iters 10] > peers.jsonl
@@ -67,7 +74,9 @@ def io_bytes(b, hq, hkv, sq, skv, d, dtype):
 
 
 def parse_shape(spec):
-    """fattn_bench's --shape forms -> (b, hq, hkv, sq, skv, d, causal)."""
+    """fattn_bench's --shape forms -> ((b, hq, hkv, sq, skv, d, causal), dtype or None);
+    None for a varied-length shape (lens= / kv=), which SDPA cannot take."""
+    dtype = None
     if "=" in spec:
         f = {"b": 1, "hq": None, "hkv": None, "sq": None, "skv": None, "d": None, "causal": 0}
         alias = {"batch": "b", "h": "hq", "heads": "hq", "heads_kv": "hkv", "s": "sq", "seq": "sq",
@@ -75,7 +84,16 @@ def parse_shape(spec):
         for item in spec.split(","):
             key, _, value = item.partition("=")
             key = alias.get(key, key)
-            if key == "causal":
+            if key in ("lens", "kv"):
+                return None
+            if key == "dtype":
+                if value not in ELEMENT:
+                    raise ValueError(f"dtype={value} is not f32, f16 or bf16")
+                dtype = value
+            elif key == "page":
+                if not value.isdigit():
+                    raise ValueError(f"page={value} is not a whole number")
+            elif key == "causal":
                 causal = {"0": 0, "none": 0, "1": 1, "br": 1, "2": 2, "tl": 2}.get(value)
                 if causal is None:
                     raise ValueError(f"causal={value} is not 0, br or tl")
@@ -97,7 +115,7 @@ def parse_shape(spec):
         c = {"": 0, "c": 1, "t": 2}[m.group(7)]
     if min(b, hq, hkv, sq, skv, d) < 1 or hq % hkv:
         raise ValueError("sizes must be >= 1 and HQ a multiple of HKV")
-    return (b, hq, hkv, sq, skv, d, c)
+    return (b, hq, hkv, sq, skv, d, c), dtype
 
 
 def int_list(text, name):
@@ -111,9 +129,9 @@ def int_list(text, name):
 
 
 def shapes_of(args):
-    """The shapes to run, in fattn_bench's order."""
+    """The shapes to run, in fattn_bench's order: (shape, dtype or None for every dtype)."""
     shapes = []
-    if args.decode:
+    if args.decode and args.sweep:
         batches = int_list(args.batches, "batches")
         seqs = int_list(args.seqs or DECODE_SEQS, "seqs")
         dims = int_list(args.dims, "dims")
@@ -126,20 +144,25 @@ def shapes_of(args):
             heads.append((int(hq), int(hkv or hq)))
         if args.quick:
             batches, seqs = batches[:2], seqs[:2]
-        shapes = [(b, hq, hkv, 1, s, d, 0) for d in dims for (hq, hkv) in heads for b in batches
-                  for s in seqs]
+        shapes = [((b, hq, hkv, 1, s, d, 0), None) for d in dims for (hq, hkv) in heads
+                  for b in batches for s in seqs]
     elif args.sweep:
         tokens, width = 16384, 2048
         seqs, dims = int_list(args.seqs or "512,1024,2048,4096,8192,16384", "seqs"), int_list(args.dims, "dims")
         if args.quick:
             tokens, width, seqs, dims = 2048, 512, [256, 512, 1024], [64]
-        shapes = [(max(tokens // s, 1), max(width // d, 1), max(width // d, 1), s, s, d, c)
+        shapes = [((max(tokens // s, 1), max(width // d, 1), max(width // d, 1), s, s, d, c), None)
                   for d in dims for c in (0, 1) for s in seqs]
     for spec in args.shape:
         try:
-            shapes.append(parse_shape(spec))
+            got = parse_shape(spec)
         except ValueError as e:
             sys.exit(f"peers_torch.py: --shape '{spec}': {e}")
+        if got is None:
+            print(f"peers_torch.py: --shape '{spec}': skipped (varied lengths: SDPA takes dense "
+                  "batches)", file=sys.stderr)
+        elif got not in shapes:  # page sizes of one shape: the contiguous shape once
+            shapes.append(got)
     return shapes
 
 
@@ -184,8 +207,10 @@ def main():
     types = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     device = torch.cuda.get_device_name()
     sdpa = torch.nn.functional.scaled_dot_product_attention
-    for dt in dtypes:
-        for (b, hq, hkv, sq, skv, d, c) in shapes:
+    for dt in ("f32", "f16", "bf16"):
+        for (b, hq, hkv, sq, skv, d, c), only in shapes:
+            if (only or dt) != dt or (only is None and dt not in dtypes):
+                continue
             base = {"device_name": device, "dtype": dt, "batch": b, "heads": hq, "heads_kv": hkv,
                     "seq": sq, "seq_kv": skv, "dim": d, "causal": c}
             need = io_bytes(b, hq, hkv, sq, skv, d, dt)

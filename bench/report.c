@@ -27,11 +27,51 @@ static void json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* "100;4096;32768": the keys of each sequence of a varied-length shape,
+ * "" otherwise (cut short, ending in "...", past len). */
+static const char *lens_str(bench_shape s, char *buf, size_t len) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int64_t i = 0; s.lens && i < s.b; i++) {
+        const int k = snprintf(buf + at, len - at, "%s%lld", i ? ";" : "", (long long)s.lens[i]);
+        if (k < 0 || (size_t)k >= len - at) {
+            snprintf(buf + (len > 4 ? len - 4 : 0), len > 4 ? 4 : len, "...");
+            break;
+        }
+        at += (size_t)k;
+    }
+    return buf;
+}
+
+/* The percentage of the reference bandwidth (STREAM or HBM) reached; 0
+ * where there is none or the cell did not run. */
+static double bw_pct(const bench_result *r) {
+    return strcmp(r->status, "ok") == 0 && r->bw_ref_gbps > 0 ? 100.0 * r->gbps / r->bw_ref_gbps
+                                                              : 0.0;
+}
+
 void report_csv_header(FILE *f) {
     fprintf(f, "backend,device,device_name,dtype,batch,heads,seq,dim,causal,status,ms,tflops,max_"
                "err,err_rows,"
                "flash_bytes,naive_bytes,flash_measured_bytes,naive_ms,naive_tflops,naive_measured_"
-               "bytes,clock,note,heads_kv,seq_kv,gbps\n");
+               "bytes,clock,note,heads_kv,seq_kv,gbps,"
+               "workspace_bytes,kv_layout,page_size,kv_lens,stream_gbps,bw_ref,bw_ref_gbps,bw_"
+               "pct\n");
+}
+
+/* The columns after gbps (report.h). */
+static void csv_tail(FILE *f, const bench_result *r) {
+    const bench_shape s = r->shape;
+    char lens[1024];
+    fprintf(f, ",%llu,%s,%lld,", (unsigned long long)r->workspace_bytes, bench_kv_layout(s),
+            (long long)s.page);
+    csv_str(f, lens_str(s, lens, sizeof lens));
+    fputc(',', f);
+    if (r->stream_gbps > 0) fprintf(f, "%.2f", r->stream_gbps);
+    fprintf(f, ",%s,", r->bw_ref ? r->bw_ref : "");
+    if (r->bw_ref_gbps > 0) fprintf(f, "%.2f", r->bw_ref_gbps);
+    fputc(',', f);
+    if (bw_pct(r) > 0) fprintf(f, "%.1f", bw_pct(r));
 }
 
 void report_csv(FILE *f, const bench_result *r) {
@@ -64,6 +104,7 @@ void report_csv(FILE *f, const bench_result *r) {
         csv_str(f, r->note);
         fprintf(f, ",%lld,%lld,", (long long)s.hkv, (long long)s.skv);
     }
+    csv_tail(f, r);
     fputc('\n', f);
     fflush(f);
 }
@@ -79,9 +120,20 @@ void report_json(FILE *f, const bench_result *r) {
             bench_dtype_name(r->dtype), (long long)s.b, (long long)s.hq, (long long)s.hkv,
             (long long)s.sq, (long long)s.skv, (long long)s.d, s.causal, r->status,
             (unsigned long long)r->flash_bytes, (unsigned long long)r->naive_bytes);
+    fprintf(f, ", \"kv_layout\": \"%s\", \"page_size\": %lld, \"workspace_bytes\": %llu",
+            bench_kv_layout(s), (long long)s.page, (unsigned long long)r->workspace_bytes);
+    if (s.lens) {
+        fprintf(f, ", \"kv_lens\": [");
+        for (int64_t i = 0; i < s.b; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)s.lens[i]);
+        fputc(']', f);
+    }
+    if (r->stream_gbps > 0) fprintf(f, ", \"stream_gbps\": %.6g", r->stream_gbps);
+    if (r->bw_ref && r->bw_ref_gbps > 0)
+        fprintf(f, ", \"bw_ref\": \"%s\", \"bw_ref_gbps\": %.6g", r->bw_ref, r->bw_ref_gbps);
     if (strcmp(r->status, "ok") == 0) {
         fprintf(f, ", \"ms\": %.6g, \"tflops\": %.6g, \"gbps\": %.6g, \"clock\": \"%s\"", r->ms,
                 r->tflops, r->gbps, r->clock);
+        if (bw_pct(r) > 0) fprintf(f, ", \"bw_pct\": %.4g", bw_pct(r));
         if (r->max_err >= 0)
             fprintf(f, ", \"max_err\": %.3g, \"err_rows\": %d", r->max_err, r->err_rows);
         if (r->flash_measured >= 0)
@@ -104,8 +156,11 @@ void report_json(FILE *f, const bench_result *r) {
 }
 
 static int same_shape(bench_shape a, bench_shape b) {
-    return a.b == b.b && a.hq == b.hq && a.hkv == b.hkv && a.sq == b.sq && a.skv == b.skv &&
-           a.d == b.d && a.causal == b.causal;
+    int same = a.b == b.b && a.hq == b.hq && a.hkv == b.hkv && a.sq == b.sq && a.skv == b.skv &&
+               a.d == b.d && a.causal == b.causal && a.page == b.page && a.packed == b.packed &&
+               !a.lens == !b.lens;
+    for (int64_t i = 0; same && a.lens && i < a.b; i++) same = a.lens[i] == b.lens[i];
+    return same;
 }
 
 static int same_row(const bench_result *a, const bench_result *b) {
@@ -138,9 +193,24 @@ static void naive_cell(char *buf, size_t len, const bench_result *hit) {
         snprintf(buf, len, "skipped");
 }
 
+/* "312.4" or, where the reference bandwidth is known, "312.4 (45%)": the
+ * share of the host's STREAM copy (CPU rows) or of --hbm-gbps (GPU rows). */
 static void gbps_cell(char *buf, size_t len, const bench_result *hit) {
-    if (hit && strcmp(hit->status, "ok") == 0)
+    if (hit && strcmp(hit->status, "ok") == 0 && bw_pct(hit) > 0)
+        snprintf(buf, len, "%.4g (%.0f%%)", hit->gbps, bw_pct(hit));
+    else if (hit && strcmp(hit->status, "ok") == 0)
         snprintf(buf, len, "%.4g", hit->gbps);
+    else
+        snprintf(buf, len, "-");
+}
+
+/* The K/V storage of a general row: "-" (dense), "page 16", "padded 3 seqs",
+ * "packed 3 seqs". */
+static void kv_cell(char *buf, size_t len, bench_shape s) {
+    if (s.page)
+        snprintf(buf, len, "page %lld%s", (long long)s.page, s.lens ? " var" : "");
+    else if (s.lens)
+        snprintf(buf, len, "%s %lld seqs", s.packed ? "packed" : "padded", (long long)s.b);
     else
         snprintf(buf, len, "-");
 }
@@ -159,11 +229,27 @@ static int dtype_rank(fattn_dtype t) { return t == FATTN_F32 ? 0 : t == FATTN_F1
  * seq_q, dim, mask. */
 static int cmp_general(const void *pa, const void *pb) {
     const bench_result *a = *(const bench_result *const *)pa, *b = *(const bench_result *const *)pb;
-    const int64_t ka[8] = {dtype_rank(a->dtype), a->shape.b,  a->shape.skv, a->shape.hq,
-                           a->shape.hkv,         a->shape.sq, a->shape.d,   a->shape.causal},
-                  kb[8] = {dtype_rank(b->dtype), b->shape.b,  b->shape.skv, b->shape.hq,
-                           b->shape.hkv,         b->shape.sq, b->shape.d,   b->shape.causal};
-    for (int i = 0; i < 8; i++)
+    const int64_t ka[10] = {dtype_rank(a->dtype),
+                            a->shape.b,
+                            a->shape.skv,
+                            a->shape.hq,
+                            a->shape.hkv,
+                            a->shape.sq,
+                            a->shape.d,
+                            a->shape.causal,
+                            a->shape.lens != NULL,
+                            a->shape.page + a->shape.packed},
+                  kb[10] = {dtype_rank(b->dtype),
+                            b->shape.b,
+                            b->shape.skv,
+                            b->shape.hq,
+                            b->shape.hkv,
+                            b->shape.sq,
+                            b->shape.d,
+                            b->shape.causal,
+                            b->shape.lens != NULL,
+                            b->shape.page + b->shape.packed};
+    for (int i = 0; i < 10; i++)
         if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
     return 0;
 }
@@ -191,10 +277,22 @@ void report_table(FILE *f, const bench_result *r, int n) {
     for (int c = 0; c < nc; c++)
         fprintf(f, "  [%d] %s %d: %s\n", c, cols[c]->backend, cols[c]->device,
                 cols[c]->device_name);
+    double stream = 0.0, hbm = 0.0;
+    for (int i = 0; i < n; i++) {
+        if (r[i].stream_gbps > 0) stream = r[i].stream_gbps;
+        if (r[i].bw_ref && !strcmp(r[i].bw_ref, "hbm")) hbm = r[i].bw_ref_gbps;
+    }
+    if (stream > 0 || hbm > 0) {
+        fprintf(f, "GB/s (N%%): N%% of ");
+        if (stream > 0)
+            fprintf(f, "the host's STREAM copy, %.1f GB/s (host-memory devices)", stream);
+        if (hbm > 0) fprintf(f, "%s--hbm-gbps %.0f (GPUs)", stream > 0 ? "; of " : "", hbm);
+        fprintf(f, ".\n");
+    }
     if (square || !general) {
         fprintf(f, "%-5s %6s %4s %3s %7s |", "dtype", "seq", "dim", "cau", "b x h");
         for (int c = 0; c < nc; c++)
-            fprintf(f, " [%d] tiled %10s %8s %7s |", c, "", "GB/s", "naive");
+            fprintf(f, " [%d] tiled %10s %14s %7s |", c, "", "GB/s", "naive");
         fputc('\n', f);
     }
     for (int i = 0; i < n; i++) {
@@ -212,7 +310,7 @@ void report_table(FILE *f, const bench_result *r, int n) {
             cell(tiled, sizeof tiled, hit);
             gbps_cell(gb, sizeof gb, hit);
             naive_cell(naive, sizeof naive, hit);
-            fprintf(f, " %-20s %8s %7s |", tiled, gb, naive);
+            fprintf(f, " %-20s %14s %7s |", tiled, gb, naive);
         }
         fputc('\n', f);
     }
@@ -231,19 +329,20 @@ void report_table(FILE *f, const bench_result *r, int n) {
     qsort(rows, (size_t)nr, sizeof *rows, cmp_general);
     fprintf(f, "\nDecode and other shapes (heads: query/key-value; cau: 1 bottom-right, 2 "
                "top-left):\n");
-    fprintf(f, "%-5s %5s %7s %6s %7s %4s %3s |", "dtype", "batch", "heads", "seq_q", "seq_kv",
-            "dim", "cau");
+    fprintf(f, "%-5s %5s %7s %6s %7s %4s %3s %-14s |", "dtype", "batch", "heads", "seq_q", "seq_kv",
+            "dim", "cau", "kv");
     for (int c = 0; c < nc; c++)
-        fprintf(f, " [%d] %9s %8s %-16s%s |", c, "ms", "GB/s", "TFLOP/s (err)",
+        fprintf(f, " [%d] %9s %14s %-16s%s |", c, "ms", "GB/s", "TFLOP/s (err)",
                 general_naive ? "   naive" : "");
     fputc('\n', f);
     for (int i = 0; i < nr; i++) {
         const bench_shape sh = rows[i]->shape;
-        char heads[32];
+        char heads[32], kv[32];
         snprintf(heads, sizeof heads, "%lld/%lld", (long long)sh.hq, (long long)sh.hkv);
-        fprintf(f, "%-5s %5lld %7s %6lld %7lld %4lld %3d |", bench_dtype_name(rows[i]->dtype),
+        kv_cell(kv, sizeof kv, sh);
+        fprintf(f, "%-5s %5lld %7s %6lld %7lld %4lld %3d %-14s |", bench_dtype_name(rows[i]->dtype),
                 (long long)sh.b, heads, (long long)sh.sq, (long long)sh.skv, (long long)sh.d,
-                sh.causal);
+                sh.causal, kv);
         for (int c = 0; c < nc; c++) {
             const bench_result *hit = find(r, 0, n, rows[i], cols[c]);
             char ms[24], gb[24], tiled[48], naive[24];
@@ -257,11 +356,21 @@ void report_table(FILE *f, const bench_result *r, int n) {
             else
                 snprintf(tiled, sizeof tiled, "-");
             naive_cell(naive, sizeof naive, hit);
-            fprintf(f, "     %9s %8s %-16s", ms, gb, tiled);
+            fprintf(f, "     %9s %14s %-16s", ms, gb, tiled);
             if (general_naive) fprintf(f, " %7s", naive);
             fprintf(f, " |");
         }
         fputc('\n', f);
     }
     free(rows);
+    /* Why the unsupported cells are, once per column and message. */
+    for (int c = 0; c < nc; c++)
+        for (int i = 0; i < n; i++) {
+            if (!same_column(&r[i], cols[c]) || strcmp(r[i].status, "unsupported") != 0) continue;
+            int first = 1;
+            for (int k = 0; k < i && first; k++)
+                first = !(same_column(&r[k], cols[c]) && !strcmp(r[k].status, "unsupported") &&
+                          !strcmp(r[k].note, r[i].note));
+            if (first) fprintf(f, "[%d] unsupported: %s\n", c, r[i].note);
+        }
 }

@@ -15,6 +15,15 @@
 #          conformance cases and test_special
 #   decode  fattn_bench --decode on CUDA and NVIDIA OpenCL, and the PyTorch peers on the same
 #          shapes (bf16 and f16), in one call
+#   decodebars  the issue's decode bars only, in one call (a few minutes in all): bf16 and f16,
+#          GQA 32/8, d128: batch 1 at seq_kv 32k and 128k, batch 8 and 64 at 32k, a paged
+#          cache (pages of 16 and 256) at batch 1 and 8, 32k; f32 at batch 1, 128k. fattn_bench
+#          on CUDA and on NVIDIA OpenCL (device 0) with --hbm-gbps 4800 (the H200), then the
+#          PyTorch peers on the same shapes; CSV / JSON lines, decodebars_table.md, and the
+#          decode charts where matplotlib is installed (else: bench/compare.py later, on the files)
+#   cpudecode  the CPU backend's decode against the host's STREAM copy (the issue's CPU bar
+#          on the GPU host's CPU): GQA 32/8 d128, batch 1 at 32k and 128k, batch 8 at 32k,
+#          every dtype, and the same batch 1 32k with pages of 16
 #   robust  on CUDA: test_special (NaN/inf semantics), test_determinism (1000 bitwise repeats
 #          per kernel), test_concurrency (CUDA and OpenCL), the conformance case with
 #          batch * heads above 65,535 (grid folding)
@@ -107,6 +116,40 @@ if has decode; then
   for dt in bf16 f16; do
     python3 bench/peers_torch.py --decode --dtypes $dt 2>/dev/null
   done | tee "$out/peers_decode.jsonl" | wc -l
+fi
+if has decodebars; then
+  # One list for fattn and the peers (peers_torch.py times a paged shape's contiguous twin once).
+  g="hq=32,hkv=8,sq=1,d=128"
+  bars=(b=1,$g,skv=32768 b=1,$g,skv=131072 b=8,$g,skv=32768 b=64,$g,skv=32768
+        b=1,$g,skv=32768,page=16 b=1,$g,skv=32768,page=256 b=8,$g,skv=32768,page=16
+        b=8,$g,skv=32768,page=256 b=1,$g,skv=131072,dtype=f32)
+  shapes=()
+  for s in "${bars[@]}"; do shapes+=(--shape "$s"); done
+  for be in cuda opencl; do
+    timeout 170 ./build/fattn_bench --backend $be --device 0 --no-sweep "${shapes[@]}" --dtype bf16,f16 \
+      --no-naive --iters 20 --budget 20 --hbm-gbps 4800 \
+      --csv "$out/decodebars_$be.csv" --json "$out/decodebars_$be.jsonl" > "$out/decodebars_$be.txt" 2>&1
+    echo "fattn_bench decode bars ($be) exit status: $?"
+    grep -E "STREAM|unsupported|error" "$out/decodebars_$be.txt" | head -5
+  done
+  timeout 150 python3 bench/peers_torch.py --decode --no-sweep "${shapes[@]}" --dtypes bf16,f16 --iters 20 \
+    > "$out/decodebars_peers.jsonl" 2> "$out/decodebars_peers.err"
+  echo "peers_torch.py decode bars exit status: $? ($(wc -l < "$out/decodebars_peers.jsonl") rows)"
+  python3 bench/peer_table.py "$out/decodebars_cuda.csv" "$out/decodebars_opencl.csv" \
+    "$out/decodebars_peers.jsonl" > "$out/decodebars_table.md"
+  py=python3
+  python3 -c "import matplotlib" 2>/dev/null || { [ -x /usr/bin/python3 ] && py=/usr/bin/python3; }
+  "$py" bench/compare.py "$out/decodebars_cuda.jsonl" "$out/decodebars_opencl.jsonl" \
+    "$out/decodebars_peers.jsonl" --out "$out/decodebars" > /dev/null
+  echo "compare.py decode bars exit status: $? ($(ls "$out/decodebars" 2>/dev/null | tr '\n' ' '))"
+fi
+if has cpudecode; then
+  g="hq=32,hkv=8,sq=1,d=128"
+  timeout 300 ./build/fattn_bench --backend cpu --no-sweep --shape b=1,$g,skv=32768 --shape b=1,$g,skv=131072 \
+    --shape b=8,$g,skv=32768 --shape b=1,$g,skv=32768,page=16 --no-naive --iters 5 --budget 30 \
+    --csv "$out/cpudecode.csv" --json "$out/cpudecode.jsonl" > "$out/cpudecode.txt" 2>&1
+  echo "fattn_bench cpu decode exit status: $?"
+  grep -E "STREAM" "$out/cpudecode.txt" | head -3
 fi
 if has peers; then
   for dt in f32 f16 bf16; do
