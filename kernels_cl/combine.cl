@@ -14,7 +14,14 @@
  * a NaN weight (NaN is not < 0, so it is not skipped) and makes the row NaN.
  * O = acc * (l == 0 ? 0 : 1 / l), lse = l == 0 ? -inf : m + log(l). Rows,
  * parts, offsets and strides are longs; groups stride over the rows, so the
- * host may launch fewer groups than rows. */
+ * host may launch fewer groups than rows.
+ *
+ * Built with FATTN_RAGGED=1 (after ragged.cl) for the split-KV decode of
+ * packed query rows (cu_seqlens_q): the parts stay indexed (b, h, i) with i
+ * below `seq`, the longest sequence, but row i of sequence b goes to row
+ * cu_q[b] + i of O and lse at batch index 0, and rows at or past the
+ * sequence's length, or of a bad span (decode.cl recorded the fault), are
+ * skipped. */
 
 #ifndef WG
 #define WG 64 /* work-items per row, a power of two */
@@ -42,18 +49,35 @@ void combine(__global const part_t *po, long po_off, long po_sb, long po_sh, lon
              long po_ps, __global const float *pl, long pl_off, long pl_sb, long pl_sh,
              long pl_ss, long pl_ps, __global elem_t *o, long o_off, long o_sb, long o_sh,
              long o_ss, __global float *lse, long l_off, long l_sb, long l_sh, long l_ss,
-             int has_lse, long heads, long seq, long rows, long parts, int D) {
+             int has_lse, long heads, long seq, long rows, long parts, int D
+#if FATTN_RAGGED
+             ,
+             __global const int *rg_cu_q, long rg_cu_q_off, long rg_cu_q_s, long rg_total_q
+#endif
+) {
     __local float red[WG];
     __local float wts[WG];
     const int tid = get_local_id(0);
     for (long r = get_group_id(0); r < rows; r += get_num_groups(0)) {
         const long bh = r / seq, i = r - bh * seq;
         const long b = bh / heads, h = bh - b * heads;
+#if FATTN_RAGGED
+        /* A row past the sequence's length reads no part and writes
+         * nothing, but runs the barriers: not a `continue` ahead of them
+         * (decode.cl says why). */
+        long q_row0;
+        const int len_q =
+            rag_span(rg_cu_q, rg_cu_q_off, rg_cu_q_s, b, rg_total_q, (int)seq, &q_row0);
+        const int live = i < len_q;
+        const long row_parts = live ? parts : 0, ob = 0, oi = q_row0 + i;
+#else
+        const long row_parts = parts, ob = b, oi = i;
+#endif
         const long lrow = pl_off + b * pl_sb + h * pl_sh + i * pl_ss;
         const long orow = po_off + b * po_sb + h * po_sh + i * po_ss;
 
         float m = -INFINITY;
-        for (long p = tid; p < parts; p += WG) m = fmax(m, pl[lrow + p * pl_ps]);
+        for (long p = tid; p < row_parts; p += WG) m = fmax(m, pl[lrow + p * pl_ps]);
         red[tid] = m;
         for (int w = WG / 2; w > 0; w /= 2) {
             barrier(CLK_LOCAL_MEM_FENCE);
@@ -65,14 +89,14 @@ void combine(__global const part_t *po, long po_off, long po_sb, long po_sh, lon
 
         float l = 0.0f, acc[COMBINE_NACC];
         for (int k = 0; k < COMBINE_NACC; k++) acc[k] = 0.0f;
-        for (long c = 0; c < parts; c += WG) {
+        for (long c = 0; c < row_parts; c += WG) {
             barrier(CLK_LOCAL_MEM_FENCE); /* the previous chunk's weights are read */
-            if (c + tid < parts) {
+            if (c + tid < row_parts) {
                 const float x = pl[lrow + (c + tid) * pl_ps];
                 wts[tid] = x == -INFINITY ? -1.0f : exp(x - shift);
             }
             barrier(CLK_LOCAL_MEM_FENCE);
-            const int n = parts - c < WG ? (int)(parts - c) : WG;
+            const int n = row_parts - c < WG ? (int)(row_parts - c) : WG;
             for (int j = 0; j < n; j++) {
                 const float w = wts[j];
                 if (w < 0.0f) continue; /* lse -inf: no key; O is not read */
@@ -86,13 +110,19 @@ void combine(__global const part_t *po, long po_off, long po_sb, long po_sh, lon
         }
 
         const float inv = l == 0.0f ? 0.0f : 1.0f / l;
-        const long dst = o_off + b * o_sb + h * o_sh + i * o_ss;
+        const long dst = o_off + ob * o_sb + h * o_sh + oi * o_ss;
+#if FATTN_RAGGED
+        if (live) {
+#endif
         for (int k = 0; k < COMBINE_NACC; k++) {
             const int d = tid + k * WG;
             if (d < D) STORE(o, dst + d, acc[k] * inv);
         }
         if (has_lse && tid == 0)
-            lse[l_off + b * l_sb + h * l_sh + i * l_ss] = l == 0.0f ? -INFINITY : m + log(l);
+            lse[l_off + ob * l_sb + h * l_sh + oi * l_ss] = l == 0.0f ? -INFINITY : m + log(l);
+#if FATTN_RAGGED
+        }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE); /* red and wts are read before the next row writes them */
     }
 }

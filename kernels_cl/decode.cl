@@ -38,8 +38,19 @@
  *   P V:    VK x VR x VC (VC fastest): rows vy + ii * VR, float4 chunks of
  *           dims vc + cc * VC, keys vk + kk * VK; the VK key lanes' partial
  *           sums (same running max) are added once at the end.
- * The host builds it after storage.cl (elem_t, LOAD, LOAD4) and its
- * ocl_decode_local_bytes mirrors the local arrays below, pads included. */
+ * The host builds it after storage.cl (elem_t, LOAD, LOAD4) and ragged.cl,
+ * and its decode_local_bytes mirrors the local arrays below, pads included.
+ *
+ * Built with FATTN_RAGGED=1 it takes variable-length sequences and paged
+ * caches (ragged.cl). The rows stay packed by the longest sequence (row
+ * index and workspace layout as above, Sq the longest), and rows past the
+ * sequence's len_q are neither computed nor written (combine.cl's ragged
+ * build skips them too); a group whose tile has none of its rows does
+ * nothing (not an early return: see below). The sequence's own
+ * ceil(len_kv / BKV) key tiles are divided among the splits, so a split may
+ * get none and then writes lse -inf. A paged tile first looks up its keys'
+ * pages into local memory; a key on a bad page is not loaded and its score
+ * is -inf. */
 
 #ifndef DPAD
 #define DPAD 128 /* head dim rounded up: 32, 64, 128 or 256 */
@@ -119,18 +130,37 @@ inline int key_limit(int i, int Sk, int causal, long coff) {
     return (int)clamp((long)i + coff + 1, 0L, (long)Sk);
 }
 
+#if FATTN_RAGGED
+#define DEC_RAGGED_PARAMS , RAGGED_PARAMS
+/* Key `key` (tile entry j) of K or V, as flash_fwd.cl's KEY_LOAD: through the
+ * tile's pages from `hb` (offset and head) when paged, else row `key` from
+ * `kb`; a key on a bad page reads as zeros. */
+#define KEY_LOAD(x, hb, kb, sb, ss, j, key, c)                                                     \
+    (paged ? (pg[j] < 0 ? (kv_t)(0) : load_kv4(x, hb + pg[j] * sb + sl[j] * ss, 4 * (c), D))       \
+           : load_kv4(x, kb + (long)(key) * ss, 4 * (c), D))
+#define KEY_MASKED(key, lim, j) ((key) >= (lim) || (paged && pg[j] < 0))
+#else
+#define DEC_RAGGED_PARAMS
+#define KEY_LOAD(x, hb, kb, sb, ss, j, key, c) load_kv4(x, kb + (long)(key) * ss, 4 * (c), D)
+#define KEY_MASKED(key, lim, j) ((key) >= (lim))
+#endif
+
 /* global: (groups * NT), groups = B * Hkv * row_tiles * splits; local: (NT). */
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_ss,
             __global const elem_t *k, long k_off, long k_sb, long k_sh, long k_ss,
             __global const elem_t *v, long v_off, long v_sb, long v_sh, long v_ss,
             __global float *ws, long wl_off, int Hq, int Hkv, int group, int Sq, int Sk, int D,
-            float scale_log2e, int causal, long coff, int splits, int row_tiles, int tiles) {
+            float scale_log2e, int causal, long coff, int splits, int row_tiles,
+            int tiles DEC_RAGGED_PARAMS) {
     __local float4 Qs[BR][D4 + 1]; /* Q; at the end, the summed accumulators */
     __local kv_t KVs[BKV][D4 + 1]; /* K for the scores, then V */
     __local float Ps[BR][BKV + 1]; /* scores, then probabilities */
     __local float rowm[BR], rowa[BR], rowl[BR];
     __local int rowlim[BR];
+#if FATTN_RAGGED
+    __local int pg[BKV], sl[BKV]; /* a paged tile's keys: page (-1: none) and slot */
+#endif
 
     const int tid = get_local_id(0);
     const long gid = get_group_id(0);
@@ -142,8 +172,33 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     const long b = bh / Hkv;
     const int R = group * Sq, r0 = rt * BR;
     const int rows = min(BR, R - r0);
+#if FATTN_RAGGED
+    /* Sequence b's rows rr are those with rr % Sq < Lq; the rest are skipped. */
+    const int first = r0, last = r0 + rows - 1;
+    const rag_seq sq = rag_resolve(b, Sq, Sk, tid == 0 && hk == 0 && rt == 0 && s == 0, RAGGED_ARGS);
+    const int Lq = sq.len_q, cross = first / Sq != last / Sq;
+    /* A group with none of them has no row (ROW_OK) and, with Sk 0, no key
+     * tile: it writes nothing. Not an early return ahead of the barriers:
+     * with one, PoCL 3.1 corrupted host memory when a split had no key tile. */
+    const int live = cross ? Lq > 0 : first % Sq < Lq;
+    Sk = live ? sq.len_kv : 0;
+    if (causal) coff = sq.coff;
+    tiles = (Sk + BKV - 1) / BKV; /* the sequence's own, divided among the splits */
+    const int paged = rg_flags & RAG_PAGED;
+    const long khb = k_off + hk * k_sh, vhb = v_off + hk * v_sh;
+    const long kb = khb + sq.kv_batch * k_sb + sq.kv_row0 * k_ss;
+    const long vb = vhb + sq.kv_batch * v_sb + sq.kv_row0 * v_ss;
+#define ROW_OK(r) (live && (r) < rows && (r0 + (r)) % Sq < Lq)
+#define Q_AT(g, i)                                                                                 \
+    (q_off + sq.q_batch * q_sb + (long)(hk * group + (g)) * q_sh + (sq.q_row0 + (i)) * q_ss)
+    const int t0 = (int)((long)s * tiles / splits), t1 = (int)((long)(s + 1) * tiles / splits);
+    /* The largest query index among the tile's rows that are the sequence's. */
+    const int imax = cross ? Lq - 1 : min(last % Sq, Lq - 1);
+#else
     const long kb = k_off + b * k_sb + hk * k_sh;
     const long vb = v_off + b * v_sb + hk * v_sh;
+#define ROW_OK(r) ((r) < rows)
+#define Q_AT(g, i) (q_off + b * q_sb + (long)(hk * group + (g)) * q_sh + (long)(i) * q_ss)
 
     /* This split's keys: whole tiles, ending where the tile's last-seeing row
      * stops (the largest query index among its rows: Sq - 1 when the rows
@@ -151,20 +206,21 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     const int t0 = (int)((long)s * tiles / splits), t1 = (int)((long)(s + 1) * tiles / splits);
     const int first = r0, last = r0 + rows - 1;
     const int imax = first / Sq != last / Sq ? Sq - 1 : last % Sq;
+#endif
     const int j_hi = min(t1 * BKV, key_limit(imax, Sk, causal, coff));
 
     for (int idx = tid; idx < BR * D4; idx += NT) {
         const int r = idx / D4, c = idx % D4, rr = r0 + r;
         float4 x = (float4)(0.0f);
-        if (r < rows) {
+        if (ROW_OK(r)) {
             const int g = rr / Sq, i = rr - g * Sq;
-            const long qb = q_off + b * q_sb + (long)(hk * group + g) * q_sh + (long)i * q_ss;
+            const long qb = Q_AT(g, i);
             x = load_row4(q, qb, 4 * c, D) * scale_log2e;
         }
         Qs[r][c] = x;
     }
     if (tid < BR) {
-        rowlim[tid] = tid < rows ? key_limit((r0 + tid) % Sq, Sk, causal, coff) : 0;
+        rowlim[tid] = ROW_OK(tid) ? key_limit((r0 + tid) % Sq, Sk, causal, coff) : 0;
         rowm[tid] = -INFINITY;
     }
 
@@ -178,10 +234,16 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     }
 
     for (int j0 = t0 * BKV; j0 < j_hi; j0 += BKV) {
-        barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile's readers of V and P are done */
+        barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile's readers of V, P (and pages) are done */
+#if FATTN_RAGGED
+        if (paged) {
+            rag_tile_pages(pg, sl, BKV, j0, j_hi, b, tid, NT, RAGGED_ARGS);
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+#endif
         for (int idx = tid; idx < BKV * D4; idx += NT) {
             const int j = idx / D4, c = idx % D4, key = j0 + j;
-            KVs[j][c] = key < j_hi ? load_kv4(k, kb + (long)key * k_ss, 4 * c, D) : (kv_t)(0);
+            KVs[j][c] = key < j_hi ? KEY_LOAD(k, khb, kb, k_sb, k_ss, j, key, c) : (kv_t)(0);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -208,7 +270,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
                 const int r = sy + ii * SR, lim = rowlim[r];
                 for (int kk = 0; kk < SKPT; kk++) {
                     const int j = sk + kk * SK;
-                    Ps[r][j] = j0 + j < lim ? sc[ii][kk] : -INFINITY;
+                    Ps[r][j] = KEY_MASKED(j0 + j, lim, j) ? -INFINITY : sc[ii][kk];
                 }
             }
         }
@@ -224,7 +286,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
         }
         for (int idx = tid; idx < BKV * D4; idx += NT) {
             const int j = idx / D4, c = idx % D4, key = j0 + j;
-            KVs[j][c] = key < j_hi ? load_kv4(v, vb + (long)key * v_ss, 4 * c, D) : (kv_t)(0);
+            KVs[j][c] = key < j_hi ? KEY_LOAD(v, vhb, vb, v_sb, v_ss, j, key, c) : (kv_t)(0);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -274,7 +336,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
      * l stays NaN in both. */
     for (int idx = tid; idx < BR * D4; idx += NT) {
         const int r = idx / D4, c = idx % D4, rr = r0 + r;
-        if (r >= rows) continue;
+        if (!ROW_OK(r)) continue;
         const int g = rr / Sq, i = rr - g * Sq;
         const long row = (b * Hq + hk * group + g) * Sq + i;
         const float l = rowl[r];
@@ -286,7 +348,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
         if (d + 2 < D) ws[ob + d + 2] = x.z;
         if (d + 3 < D) ws[ob + d + 3] = x.w;
     }
-    if (tid < rows) {
+    if (ROW_OK(tid)) {
         const int rr = r0 + tid, g = rr / Sq, i = rr - g * Sq;
         const long row = (b * Hq + hk * group + g) * Sq + i;
         const float l = rowl[tid];

@@ -11,9 +11,16 @@
  * Rows are owned strided (ty + i*TQ) and keys and dim chunks too (tx + k*TK),
  * so neighbouring work-items touch neighbouring words of local memory.
  * f16 is read with vload_half and bf16 with shifts: no cl_khr_fp16 needed.
- * The host builds it after storage.cl (elem_t, LOAD, LOAD4, STORE); every
- * tunable has a default, and the host's ocl_local_bytes mirrors the layout
- * below, pads included. */
+ * The host builds it after storage.cl (elem_t, LOAD, LOAD4, STORE) and
+ * ragged.cl; every tunable has a default, and the host's ocl_local_bytes
+ * mirrors the layout below, pads included.
+ *
+ * Built with FATTN_RAGGED=1 it takes variable-length sequences and paged
+ * caches (ragged.cl): group (tile, b * Hq + h) resolves sequence b, does
+ * nothing when its tile starts past the sequence's rows, and reads its rows
+ * and keys where the tables put them; Sq, Sk and coff become the sequence's. A paged
+ * tile first looks up its keys' pages into local memory (one more barrier
+ * per tile); a key on a bad page is not loaded and its score is -inf. */
 
 #ifndef DPAD
 #define DPAD 64          /* head dim rounded up; the run-time D is <= DPAD */
@@ -46,6 +53,22 @@
 #define D4 (DPAD / 4)
 #define CPT (D4 / TK)     /* float4 chunks of output dims per work-item */
 
+#if FATTN_RAGGED
+#define FWD_RAGGED_PARAMS , RAGGED_PARAMS
+/* Key `key` (tile entry j) of K or V from base `hb` (offset and head): through
+ * the tile's pages when paged, else row `key` from `kb` (offset, head,
+ * sequence's batch and first row). A key on a bad page reads as zeros. */
+#define KEY_LOAD(x, hb, kb, sb, ss, j, key, c)                                                     \
+    (paged ? (pg[j] < 0 ? (float4)(0.0f)                                                           \
+                        : load_row4(x, hb + pg[j] * sb + sl[j] * ss, 4 * (c), D))                  \
+           : load_row4(x, kb + (key) * ss, 4 * (c), D))
+#define KEY_MASKED(key, lim, j) ((key) >= (lim) || (paged && pg[j] < 0))
+#else
+#define FWD_RAGGED_PARAMS
+#define KEY_LOAD(x, hb, kb, sb, ss, j, key, c) load_row4(x, kb + (key) * ss, 4 * (c), D)
+#define KEY_MASKED(key, lim, j) ((key) >= (lim))
+#endif
+
 #if BQ % TQ != 0 || BKV % TK != 0 || BKV % 4 != 0 || DPAD % (4 * TK) != 0 || PPAD % 4 != 0
 #error "need BQ % TQ == 0, BKV % TK == 0, BKV % 4 == 0, DPAD % (4 * TK) == 0, PPAD % 4 == 0"
 #endif
@@ -67,22 +90,44 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
                __global const elem_t *v, long v_off, long v_sb, long v_sh, long v_ss,
                __global elem_t *o, long o_off, long o_sb, long o_sh, long o_ss,
                __global float *lse, long l_off, long l_sb, long l_sh, long l_ss, int has_lse,
-               int Hq, int group, int Sq, int Sk, int D, float scale_log2e, int causal, long coff) {
+               int Hq, int group, int Sq, int Sk, int D, float scale_log2e, int causal, long coff
+               FWD_RAGGED_PARAMS) {
     __local float4 Qs[BQ][D4 + QPAD];
     /* K for the scores, then V for the accumulation: one buffer, because the
      * scores are finished (a barrier) before V is written. */
     __local float4 KVs[BKV][D4 + KPAD];
     __local float4 Ps[BQ][(BKV + PPAD) / 4];
     __local float red[BQ][TK];
+#if FATTN_RAGGED
+    __local int pg[BKV], sl[BKV]; /* a paged tile's keys: page (-1: none) and slot */
+#endif
 
     const int tid = get_local_id(0);
     const int ty = tid / TK, tx = tid % TK;
     const int q0 = get_group_id(0) * BQ;
     const int bh = get_group_id(1);
     const int b = bh / Hq, h = bh % Hq, hk = h / group;
+#if FATTN_RAGGED
+    const rag_seq sq = rag_resolve(b, Sq, Sk, tid == 0 && q0 == 0 && h == 0, RAGGED_ARGS);
+    /* A tile past the sequence's rows has no row (row < Sq) and, with Sk 0,
+     * no key tile: it writes nothing. Not an early return ahead of the
+     * barriers: PoCL 3.1 corrupted memory with one (decode.cl). */
+    Sq = sq.len_q, Sk = q0 < sq.len_q ? sq.len_kv : 0;
+    if (causal) coff = sq.coff;
+    const int paged = rg_flags & RAG_PAGED;
+    const long qb = q_off + sq.q_batch * q_sb + h * q_sh + sq.q_row0 * q_ss;
+#define O_AT(row) (o_off + sq.q_batch * o_sb + h * o_sh + (sq.q_row0 + (row)) * o_ss)
+#define LSE_AT(row) (l_off + sq.q_batch * l_sb + h * l_sh + (sq.q_row0 + (row)) * l_ss)
+    const long khb = k_off + hk * k_sh, vhb = v_off + hk * v_sh;
+    const long kb = khb + sq.kv_batch * k_sb + sq.kv_row0 * k_ss;
+    const long vb = vhb + sq.kv_batch * v_sb + sq.kv_row0 * v_ss;
+#else
     const long qb = q_off + b * q_sb + h * q_sh;
     const long kb = k_off + b * k_sb + hk * k_sh;
     const long vb = v_off + b * v_sb + hk * v_sh;
+#define O_AT(row) (o_off + b * o_sb + h * o_sh + (row) * o_ss)
+#define LSE_AT(row) (l_off + b * l_sb + h * l_sh + (row) * l_ss)
+#endif
 
     /* Q scaled by scale * log2(e), so the softmax runs on exp2. */
     for (int idx = tid; idx < BQ * D4; idx += NT) {
@@ -105,10 +150,16 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
     const int kv_end = key_limit(min(q0 + BQ, Sq) - 1, Sk, causal, coff);
 
     for (int j0 = 0; j0 < kv_end; j0 += BKV) {
-        barrier(CLK_LOCAL_MEM_FENCE);   /* the previous tile's readers of V and P are done */
+        barrier(CLK_LOCAL_MEM_FENCE);   /* the previous tile's readers of V, P (and pages) are done */
+#if FATTN_RAGGED
+        if (paged) {
+            rag_tile_pages(pg, sl, BKV, j0, Sk, b, tid, NT, RAGGED_ARGS);
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+#endif
         for (int idx = tid; idx < BKV * D4; idx += NT) {
             const int j = idx / D4, c = idx % D4, key = j0 + j;
-            KVs[j][c] = key < Sk ? load_row4(k, kb + key * k_ss, 4 * c, D) : (float4)(0.0f);
+            KVs[j][c] = key < Sk ? KEY_LOAD(k, khb, kb, k_sb, k_ss, j, key, c) : (float4)(0.0f);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -133,7 +184,7 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
         for (int i = 0; i < RPT; i++) {
             float mx = -INFINITY;
             for (int kk = 0; kk < KPT; kk++) {
-                if (j0 + tx + kk * TK >= lim[i]) s[i][kk] = -INFINITY;
+                if (KEY_MASKED(j0 + tx + kk * TK, lim[i], tx + kk * TK)) s[i][kk] = -INFINITY;
                 mx = fmax(mx, s[i][kk]);
             }
             red[ty + i * TQ][tx] = mx;
@@ -142,7 +193,7 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
 
         for (int idx = tid; idx < BKV * D4; idx += NT) {
             const int j = idx / D4, c = idx % D4, key = j0 + j;
-            KVs[j][c] = key < Sk ? load_row4(v, vb + key * v_ss, 4 * c, D) : (float4)(0.0f);
+            KVs[j][c] = key < Sk ? KEY_LOAD(v, vhb, vb, v_sb, v_ss, j, key, c) : (float4)(0.0f);
         }
         for (int i = 0; i < RPT; i++) {
             const int r = ty + i * TQ;
@@ -197,7 +248,7 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
          * score made l NaN (fmax skips NaN, but exp2 of it reaches l), and
          * NaN it stays in both. */
         const float inv = l == 0.0f ? 0.0f : 1.0f / l;
-        const long ob = o_off + b * o_sb + h * o_sh + row * o_ss;
+        const long ob = O_AT(row);
         for (int c = 0; c < CPT; c++) {
             const int d = 4 * (tx + c * TK);
             const float4 x = acc[i][c] * inv;
@@ -207,7 +258,7 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
             if (d + 3 < D) STORE(o, ob + d + 3, x.w);
         }
         if (has_lse && tx == 0)
-            lse[l_off + b * l_sb + h * l_sh + row * l_ss] =
+            lse[LSE_AT(row)] =
                 l == 0.0f ? -INFINITY : (m_i[i] + log2(l)) * M_LN2_F;
     }
 }

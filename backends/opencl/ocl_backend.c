@@ -1,6 +1,7 @@
 /* The OpenCL backend's vtable: contexts (fattn's own, or built around the
  * caller's cl_context) and queues, buffers (cl_mem), device memory and timer
- * marks. Planning and launching live in ocl_forward.c and ocl_naive.c. */
+ * marks. Planning and launching live in ocl_forward.c and ocl_naive.c; the
+ * fault word behind take_fault in ocl_ragged.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,7 @@ static fattn_status ocl_device_name(const fattn_settings *settings, int device, 
 static void ocl_close(void *state) {
     ocl_state *s = state;
     if (!s) return;
+    ocl_fault_close(s);
     ocl_cache_release(&s->cache);
     ocl_disk_cache_close(&s->cache);
     if (s->queue && s->queue != s->own_queue) clReleaseCommandQueue(s->queue);
@@ -181,6 +183,8 @@ static fattn_status ocl_open(const fattn_open_args *args, void **state, fattn_ms
     if (st == FATTN_OK) st = ocl_read_limits(s->dev.device, s->dev.type, &s->limits, msg);
     if (st == FATTN_OK && !args->native_context && args->native_queue)
         st = ocl_set_stream(s, args->native_queue, msg);
+    /* In the cl_context the queue settled on. */
+    if (st == FATTN_OK) st = ocl_fault_open(s, msg);
     /* Last: on success it may leave a note (disk cache off) in msg. */
     if (st == FATTN_OK) st = ocl_disk_cache_open(&s->cache, &s->settings, msg);
     if (st != FATTN_OK) {
@@ -205,6 +209,7 @@ static fattn_status ocl_set_stream(void *state, void *native, fattn_msg *msg) {
     if (dev != s->dev.device)
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
                           "the command queue is on another device than this context's");
+    fattn_status st;
     if (qctx != s->context) {
         if (s->live_buffers)
             return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
@@ -212,9 +217,16 @@ static fattn_status ocl_set_stream(void *state, void *native, fattn_msg *msg) {
                               "allocated by fattn live in this one; set the queue first",
                               s->live_buffers);
         OCL_TRY(msg, clRetainContext(qctx));
+        /* The fault word moves too (its faults, read first, stay pending). */
+        if ((st = ocl_fault_switch(s, qctx, msg)) != FATTN_OK) {
+            clReleaseContext(qctx);
+            return st;
+        }
         ocl_cache_release(&s->cache); /* programs belong to a cl_context */
         clReleaseContext(s->context);
         s->context = qctx;
+    } else if ((st = ocl_fault_switch(s, qctx, msg)) != FATTN_OK) {
+        return st;
     }
     /* own_queue holds its reference for the whole context (it may be the
      * caller's native_queue, passed here again). */
@@ -463,6 +475,7 @@ static const fattn_backend_vtable ocl_vtable = {
     .mark_elapsed = ocl_mark_elapsed,
     .mark_free = ocl_mark_free,
     .describe = ocl_describe_state,
+    .take_fault = ocl_take_fault,
 };
 
 __attribute__((visibility("default"))) const fattn_backend_vtable *fattn_backend_module_v1(void) {

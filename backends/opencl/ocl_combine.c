@@ -8,7 +8,12 @@
  * kernel file (storage.cl's elem_t and STORE) and PART_DTYPE the parts, so
  * the inner loop has no per-element dtype switch, the bf16 rounding is
  * storage.cl's own, and at most nine small programs (per work-group size)
- * go through the program cache. */
+ * go through the program cache.
+ *
+ * The split-KV decode of packed query rows (a ragged problem with
+ * cu_seqlens_q, ocl_decode.c) runs a ragged build of the same kernel, which
+ * reads the offsets to place each sequence's rows in O and lse; the public
+ * fattn_combine never has one. */
 #include <stdio.h>
 
 #include "ocl_common.h"
@@ -57,9 +62,11 @@ fattn_status ocl_combine_run(void *state, const fattn_problem *p, const fattn_pl
     ocl_state *s = state;
     const int wg = FATTN_PLAN_AREA(plan, const ocl_combine_plan)->wg;
     fattn_status st;
-    char options[96];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DDTYPE=%d -DPART_DTYPE=%d -DWG=%d",
-             (int)p->dtype, (int)p->part_dtype, wg);
+    const fattn_operand *cu_q = &p->rag.cu_seqlens_q;
+    const int packed = p->rag.on && ocl_mem_of(cu_q) != NULL;
+    char options[112];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DDTYPE=%d -DPART_DTYPE=%d -DWG=%d%s",
+             (int)p->dtype, (int)p->part_dtype, wg, packed ? " -DFATTN_RAGGED=1" : "");
     cl_kernel k;
     if ((st = ocl_get_kernel(&s->cache, s->context, s->dev.device, "combine.cl", "combine", options,
                              &k, msg)) != FATTN_OK)
@@ -87,6 +94,12 @@ fattn_status ocl_combine_run(void *state, const fattn_problem *p, const fattn_pl
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof has_lse, &has_lse));
     for (int i = 0; i < 4; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof longs[i], &longs[i]));
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof D, &D));
+    if (packed) {
+        const cl_mem m = ocl_mem_of(cu_q);
+        const cl_long f[3] = {cu_q->offset, cu_q->stride_seq, p->rag.total_q};
+        OCL_TRY(msg, clSetKernelArg(k, a++, sizeof m, &m));
+        for (int i = 0; i < 3; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof f[i], &f[i]));
+    }
 
     /* The kernel's own limit can be below the device's. */
     size_t kernel_wg = 0;

@@ -3,7 +3,8 @@
  * into ocl_device.c (discovery), ocl_program.c (sources, builds, caches),
  * ocl_tuning.c (tiles), ocl_forward.c (the variant table and the tiled
  * kernel's plan and launch), ocl_decode.c (split-KV decoding), ocl_naive.c
- * (the CLBlast baseline), ocl_combine.c (fattn_combine's row) and
+ * (the CLBlast baseline), ocl_combine.c (fattn_combine's row), ocl_ragged.c
+ * (variable-length and paged problems: kernel arguments, the fault word) and
  * ocl_backend.c (the vtable: contexts, queues, buffers, timer marks).
  * Private names carry ocl_ / OCL_: cl_ and CL_ belong to Khronos. */
 #ifndef FATTN_OCL_COMMON_H
@@ -179,7 +180,39 @@ typedef struct ocl_state {
     /* The settings the context was opened with (their strings live as long
      * as the context). */
     fattn_settings settings;
+    /* The fault word (ocl_ragged.c): one cl_int in `context`, where kernels
+     * that read device-resident index tables set FATTN_FAULT_* bits.
+     * fault_armed: a ragged launch was enqueued since the word was last
+     * read; fault_wait: a marker on the queues left (set_stream) since then,
+     * which the next read waits for; fault_pending: bits read but not yet
+     * reported. Used by one thread at a time, as the rest of the state. */
+    cl_mem fault;
+    int fault_armed;
+    cl_event fault_wait;
+    unsigned fault_pending;
 } ocl_state;
+
+/* ---- Variable-length and paged problems (ocl_ragged.c) -------------------------- */
+
+/* The build option of a problem's kernels: " -DFATTN_RAGGED=1" when
+ * p->rag.on (a second build, cached like the others), else "". */
+const char *ocl_ragged_option(const fattn_problem *p);
+/* Sets ragged.cl's RAGGED_PARAMS from argument *a on (the tables, totals,
+ * pages, flags and the fault word) and arms the fault word. */
+fattn_status ocl_ragged_args(ocl_state *s, cl_kernel k, cl_uint *a, const fattn_problem *p,
+                             fattn_msg *msg);
+/* The fault word: made zeroed at open, released at close. */
+fattn_status ocl_fault_open(ocl_state *s, fattn_msg *msg);
+void ocl_fault_close(ocl_state *s);
+/* Before the context's queue changes to one on cl_context qctx: keeps the
+ * word's pending launches reachable (a marker on the old queue), or, for
+ * another cl_context, reads the old word and makes a new one there. On
+ * failure nothing has changed. */
+fattn_status ocl_fault_switch(ocl_state *s, cl_context qctx, fattn_msg *msg);
+/* The vtable's take_fault: FATTN_OK at once when no ragged launch happened
+ * since the last check; else a blocking read of the word on the context's
+ * queue, reset when set, and fattn_fault_fail with its bits. */
+fattn_status ocl_take_fault(void *state, fattn_msg *msg);
 
 /* ---- Kernel variants (ocl_forward.c, ocl_decode.c, ocl_naive.c, ocl_combine.c) ----
  * Rows of the variant table (fattn_variant): accept decides and fills the

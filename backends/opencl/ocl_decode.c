@@ -24,6 +24,12 @@
  *   32-bit key and row indices, a workspace larger than one device buffer
  *   even at one split, a device or kernel build that cannot hold the tiles.
  * Causal masks of both alignments are handled (the kernel's key_limit).
+ * Variable-length sequences and paged caches (p->rag.on) take a second
+ * build of decode.cl (FATTN_RAGGED, ocl_ragged.c's arguments): sizes, splits
+ * and the workspace follow seq_q and seq_kv, the longest sequences, and
+ * each sequence divides its own keys among the splits; with packed query
+ * rows the combine's ragged build writes row i of sequence b to row
+ * cu_seqlens_q[b] + i.
  *
  * The split count when the caller leaves it to us (kv_splits = 0): enough
  * splits that the B * Hkv * row_tiles work-groups, times splits, fill the
@@ -56,14 +62,16 @@ typedef struct ocl_decode_plan {
 } ocl_decode_plan;
 FATTN_PLAN_FITS(ocl_decode_plan);
 
-/* Mirrors decode.cl's local arrays, pads included. */
-static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt) {
+/* Mirrors decode.cl's local arrays, pads included (ragged: its builds with
+ * FATTN_RAGGED). */
+static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int ragged) {
     const size_t d4 = (size_t)d->dpad / 4, br = (size_t)d->br, bkv = (size_t)d->bkv;
     const size_t kv = dt == FATTN_F32 ? 16 : 8; /* one 4-element entry of K/V */
     return br * (d4 + 1) * 16                   /* Qs */
            + bkv * (d4 + 1) * kv                /* KVs */
            + br * (bkv + 1) * 4                 /* Ps */
-           + br * 4 * 4;                        /* rowm, rowa, rowl, rowlim */
+           + br * 4 * 4                         /* rowm, rowa, rowl, rowlim */
+           + (ragged ? bkv * 2 * 4 : 0);        /* pg, sl */
 }
 
 /* The work-item maps for NT work-items (all powers of two; decode.cl checks
@@ -84,8 +92,9 @@ static fattn_status decode_kernel(ocl_state *s, const fattn_problem *p, const oc
     char options[200];
     snprintf(options, sizeof options,
              "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBR=%d -DBKV=%d -DNT=%d -DSR=%d -DSK=%d -DVR=%d "
-             "-DVC=%d -DVK=%d",
-             (int)p->dtype, d->dpad, d->br, d->bkv, d->nt, d->sr, d->sk, d->vr, d->vc, d->vk);
+             "-DVC=%d -DVK=%d%s",
+             (int)p->dtype, d->dpad, d->br, d->bkv, d->nt, d->sr, d->sk, d->vr, d->vc, d->vk,
+             ocl_ragged_option(p));
     return ocl_get_kernel(&s->cache, s->context, s->dev.device, "decode.cl", "decode", options, k,
                           msg);
 }
@@ -96,7 +105,6 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
                                fattn_msg *msg) {
     ocl_state *s = state;
     const int forced = p->tune.kv_splits;
-    if (p->rag.on) return fattn_dense_only(p, "the OpenCL backend (so far)", msg);
     if (forced == 1)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "kv_splits = 1: the keys are not split");
     if (p->tune.tile_q || p->tune.tile_kv ||
@@ -137,15 +145,15 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     d.bkv = 256;
     while (d.bkv > 16 && (size_t)d.bkv * (size_t)d.dpad * esize > OCL_DEC_KV_TILE) d.bkv /= 2;
     decode_maps(&d);
-    while (d.bkv > 16 && decode_local_bytes(&d, p->dtype) > cap) {
+    while (d.bkv > 16 && decode_local_bytes(&d, p->dtype, p->rag.on) > cap) {
         d.bkv /= 2;
         decode_maps(&d);
     }
-    if (decode_local_bytes(&d, p->dtype) > s->limits.local_mem || d.vk > d.bkv)
+    if (decode_local_bytes(&d, p->dtype, p->rag.on) > s->limits.local_mem || d.vk > d.bkv)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel's tiles need %zu bytes of local memory; the device "
                           "has %zu",
-                          decode_local_bytes(&d, p->dtype), s->limits.local_mem);
+                          decode_local_bytes(&d, p->dtype, p->rag.on), s->limits.local_mem);
     d.row_tiles = (int)ceil_div(R, d.br);
     d.tiles = (int)ceil_div(p->seq_kv, d.bkv);
 
@@ -193,7 +201,7 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     *FATTN_PLAN_AREA(plan, ocl_decode_plan) = d;
     plan->tiling.tile_q = d.br;
     plan->tiling.tile_kv = d.bkv;
-    const size_t per_cu = s->limits.local_mem / decode_local_bytes(&d, p->dtype);
+    const size_t per_cu = s->limits.local_mem / decode_local_bytes(&d, p->dtype, p->rag.on);
     plan->tiling.concurrent_groups =
         (int64_t)s->limits.compute_units * (int64_t)(per_cu ? per_cu : 1);
     plan->tiling.workspace_bytes = (uint64_t)splits * per_split;
@@ -236,6 +244,10 @@ fattn_status ocl_decode_run(void *state, const fattn_problem *p, const fattn_pla
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof causal_offset, &causal_offset));
     const cl_int counts[3] = {d.splits, d.row_tiles, d.tiles};
     for (int i = 0; i < 3; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof counts[i], &counts[i]));
+    /* Ragged: seq_q and seq_kv are the longest sequences (the grid's and the
+     * workspace's size); each group resolves its own (kernels_cl/ragged.cl),
+     * and the combine's ragged build maps packed rows back (cu_seqlens_q). */
+    if (p->rag.on && (st = ocl_ragged_args(s, k, &a, p, msg)) != FATTN_OK) return st;
     const size_t groups = (size_t)(p->batch * p->heads_kv * d.row_tiles * d.splits);
     const size_t global = groups * (size_t)d.nt, local = (size_t)d.nt;
     OCL_TRY(msg, clEnqueueNDRangeKernel(s->queue, k, 1, NULL, &global, &local, 0, NULL, NULL));

@@ -23,8 +23,8 @@ static fattn_status tiled_kernel(ocl_state *s, const fattn_problem *p, const ocl
                                  cl_kernel *k, fattn_msg *msg) {
     char options[200];
     snprintf(options, sizeof options,
-             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBQ=%d -DBKV=%d -DTQ=%d -DTK=%d", (int)p->dtype,
-             t->dpad, t->bq, t->bkv, t->tq, t->tk);
+             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBQ=%d -DBKV=%d -DTQ=%d -DTK=%d%s", (int)p->dtype,
+             t->dpad, t->bq, t->bkv, t->tq, t->tk, ocl_ragged_option(p));
     fattn_status st = ocl_get_kernel(&s->cache, s->context, s->dev.device, "flash_fwd.cl",
                                      "flash_fwd", options, k, msg);
     if (st != FATTN_OK) return st;
@@ -45,7 +45,6 @@ fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *p
                               fattn_msg *msg) {
     ocl_state *s = state;
     const int64_t int_max = FATTN_INT32_MAX;
-    if (p->rag.on) return fattn_dense_only(p, "the OpenCL backend (so far)", msg);
     if (p->seq_q > int_max - 1024 || p->seq_kv > int_max || p->batch * p->heads_q > int_max)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the OpenCL kernel indexes rows and heads with 32-bit integers: seq_q, "
@@ -95,6 +94,10 @@ fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof scale, &scale));
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof causal, &causal));
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof causal_offset, &causal_offset));
+    /* Ragged: seq_q and seq_kv are the longest sequences (the grid's size);
+     * each group resolves its own (kernels_cl/ragged.cl). */
+    fattn_status st;
+    if (p->rag.on && (st = ocl_ragged_args(s, k, &a, p, msg)) != FATTN_OK) return st;
 
     const size_t nt = (size_t)t.tq * (size_t)t.tk;
     const size_t global[2] = {(size_t)((p->seq_q + t.bq - 1) / t.bq) * nt,

@@ -65,27 +65,36 @@ static fattn_status load_source(const char *kernel_dir, const char *file, int op
     return fattn_fail(msg, FATTN_ERR_INTERNAL, "kernel file %s is not embedded", file);
 }
 
-/* What the compiler gets for `file`: storage.cl (the storage types every
- * kernel shares; a FATTN_KERNEL_DIR without it uses the embedded one), then
- * the file. */
+/* What the compiler gets for `file`: the files every kernel shares, then the
+ * file. storage.cl holds the storage types; ragged.cl the variable-length
+ * and paged helpers, empty unless the build sets FATTN_RAGGED. A
+ * FATTN_KERNEL_DIR without them uses the embedded ones. */
 static fattn_status program_source(const char *kernel_dir, const char *file, char **out,
                                    size_t *len, fattn_msg *msg) {
-    char *common = NULL, *own = NULL;
-    size_t clen = 0, olen = 0;
-    fattn_status st = load_source(kernel_dir, file, 0, &own, &olen, msg);
-    if (st == FATTN_OK) st = load_source(kernel_dir, "storage.cl", 1, &common, &clen, msg);
-    char *both = st == FATTN_OK ? malloc(clen + 1 + olen + 1) : NULL;
-    if (st == FATTN_OK && !both)
-        st = fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot join kernel sources");
-    if (both) {
-        memcpy(both, common, clen);
-        both[clen] = '\n';
-        memcpy(both + clen + 1, own, olen + 1);
-        *out = both;
-        *len = clen + 1 + olen;
+    static const char *const common[] = {"storage.cl", "ragged.cl"};
+    enum { N = sizeof common / sizeof common[0] + 1 };
+    char *part[N] = {NULL};
+    size_t plen[N] = {0}, total = 0;
+    fattn_status st = FATTN_OK;
+    for (int i = 0; i < N && st == FATTN_OK; i++) {
+        st = i < N - 1 ? load_source(kernel_dir, common[i], 1, &part[i], &plen[i], msg)
+                       : load_source(kernel_dir, file, 0, &part[i], &plen[i], msg);
+        total += plen[i] + 1;
     }
-    free(common);
-    free(own);
+    char *all = st == FATTN_OK ? malloc(total) : NULL;
+    if (st == FATTN_OK && !all)
+        st = fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot join kernel sources");
+    if (all) {
+        size_t at = 0;
+        for (int i = 0; i < N; i++) {
+            memcpy(all + at, part[i], plen[i]);
+            at += plen[i];
+            all[at++] = i < N - 1 ? '\n' : '\0';
+        }
+        *out = all;
+        *len = total - 1;
+    }
+    for (int i = 0; i < N; i++) free(part[i]);
     return st;
 }
 
