@@ -6,7 +6,9 @@
  * memory feeds MT mma instructions. The block streams BN-key tiles of K and V
  * through a double buffer filled by cp.async (tile j+1 lands while tile j is
  * computed). S = Q K^T and the online softmax stay in registers; P goes
- * straight from the accumulator layout into the A operand of O += P V. */
+ * straight from the accumulator layout into the A operand of O += P V.
+ * Variable-length and paged problems run a second instance of the kernel
+ * (kRagged), so the dense one compiles to the code it had. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -16,6 +18,7 @@
 
 #include "params.h"
 #include "device_util.cuh"
+#include "ragged.cuh"
 
 /* With no bucket built, the kernel and its helpers would be unused. */
 #if FATTN_CUDA_DPAD_32 || FATTN_CUDA_DPAD_64 || FATTN_CUDA_DPAD_128 || FATTN_CUDA_DPAD_256
@@ -169,10 +172,67 @@ __device__ __forceinline__ void load_tile(T *s, const T *src, int64_t ss, int64_
     }
 }
 
+/* One thread's 8-element chunk (column c) of a row into shared memory: by
+ * cp.async when vec (16-byte aligned, wholly inside D), else element by
+ * element, zero past D. */
+template <typename T>
+__device__ __forceinline__ void load_chunk(T *dst, const T *src, int c, int D, bool vec) {
+    if (vec) {
+        cp_async16(dst, src);
+    } else {
+        const unsigned short *e = reinterpret_cast<const unsigned short *>(src);
+        unsigned short *d = reinterpret_cast<unsigned short *>(dst);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) d[k] = c + k < D ? e[k] : (unsigned short)0;
+    }
+}
+
+/* Ragged keys row0 .. row0+ROWS-1 (those < nrows, the rest zero) of K and V
+ * into their [ROWS][DPAD + kPad] tiles. kb and vb are the thread's column
+ * chunk of the K/V head: at the sequence's key 0 when not paged (rows
+ * ss apart), else at element 0, each row at its own address (ragged_key:
+ * a slot of a page that ragged_pages_ok has vetted, so any page size
+ * works; the table entry is read once for both operands). vec as the
+ * kernel's (bits 2 K, 4 V). Not unrolled: unrolled, the dpad-128 instance
+ * spilled 84 bytes on sm_90 (nvcc 13); two rows per step spilled nothing
+ * but left no registers to spare. */
+template <typename T, int ROWS, int DPAD, int NT>
+__device__ __forceinline__ void load_kv_rows(T *sk, T *sv, const T *kb, const T *vb,
+                                             const fattn_cuda_args &a, const Seq &sr, int64_t b,
+                                             int row0, int nrows, int D, int vec) {
+    constexpr int CH = DPAD / 8, LD = DPAD + kPad, RS = NT / CH;
+    static_assert(NT % CH == 0 && ROWS % RS == 0, "tile chunks must split evenly over the threads");
+    const int r0 = threadIdx.x / CH, c = (threadIdx.x % CH) * 8;
+    const int valid = nrows - row0 - r0; /* row0 < nrows: no overflow */
+    const bool kvec = (vec & 2) && c + 8 <= D, vvec = (vec & 4) && c + 8 <= D;
+    sk += r0 * LD + c;
+    sv += r0 * LD + c;
+#pragma unroll 1
+    for (int it = 0; it < ROWS / RS; ++it, sk += RS * LD, sv += RS * LD) {
+        if (it * RS < valid && c < D) {
+            const int j = row0 + r0 + it * RS;
+            int64_t ko = (int64_t)j * a.k_ss, vo = (int64_t)j * a.v_ss;
+            if (a.rag.page_size) {
+                ko = ragged_key(a, sr, b, j, a.k_sb, a.k_ss);
+                vo = ragged_key(a, sr, b, j, a.v_sb, a.v_ss);
+            }
+            load_chunk<T>(sk, kb + ko, c, D, kvec);
+            load_chunk<T>(sv, vb + vo, c, D, vvec);
+        } else {
+            *reinterpret_cast<uint4 *>(sk) = make_uint4(0, 0, 0, 0);
+            *reinterpret_cast<uint4 *>(sv) = make_uint4(0, 0, 0, 0);
+        }
+    }
+}
+
 /* vec bits: 1 Q, 2 K, 4 V may use cp.async. QREG keeps the whole Q fragment
  * set in registers (small DPAD x MT); otherwise it is re-read per k-step.
- * fold_sc: the scale (times log2 e) to fold into the exponent, 0 for none. */
-template <typename T, int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB>
+ * fold_sc: the scale (times log2 e) to fold into the exponent, 0 for none.
+ * kRagged: the block works on sequence b of a variable-length or paged
+ * problem (ragged.cuh): its rows, keys and causal offset; query tiles at or
+ * past its length exit, and keys on a bad page give the block no keys. */
+template <typename T, int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB,
+          bool kRagged>
 __global__ void __launch_bounds__(NW * 32, MINB)
     flash_mma_kernel(const fattn_cuda_args a, const Pairs pairs, const int vec,
                      const float fold_sc) {
@@ -198,22 +258,54 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     /* Heavy (late, for causal) query tiles first, so the longest blocks do
      * not start in the last wave. */
     const int m0 = (int)(gridDim.x - 1 - blockIdx.x) * BM; /* < seq_q */
-    const int D = a.head_dim, seq_q = a.seq_q, seq_kv = a.seq_kv;
+    const int D = a.head_dim;
+    int seq_q = a.seq_q, seq_kv = a.seq_kv;
     /* causal: row i sees keys <= i + off; off is in [-seq_q, seq_kv - 1]
-     * (params.h), so the int64 sums below hold it without overflow. */
-    const int off = a.causal_offset;
+     * (params.h; a sequence's len_kv - len_q lies in that range of its own
+     * lengths), so the int64 sums below hold it without overflow. */
+    int off = a.causal_offset;
+    /* Q, O and lse: batch index and first row (the sequence's, when ragged). */
+    int64_t qb = b, qr = 0;
+    Seq sr{};
+    if constexpr (kRagged) {
+        sr = ragged_seq(a, b);
+        if (m0 >= sr.len_q) return; /* the whole block: no barrier is left waiting */
+        seq_q = sr.len_q, seq_kv = sr.len_kv, off = sr.causal_offset;
+        qb = sr.q_batch, qr = sr.q_row0;
+    }
 
-    const T *qg =
-        thread_src<T, DPAD, NT>(static_cast<const T *>(a.q) + b * a.q_sb + h * a.q_sh, a.q_ss);
-    const T *kg =
-        thread_src<T, DPAD, NT>(static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh, a.k_ss);
-    const T *vg =
-        thread_src<T, DPAD, NT>(static_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh, a.v_ss);
+    const T *qg = thread_src<T, DPAD, NT>(
+        static_cast<const T *>(a.q) + qb * a.q_sb + h * a.q_sh + qr * a.q_ss, a.q_ss);
+    /* The thread's chunk of key 0 of the K/V head; paged: of the head at
+     * element 0, each key's address added by load_kv_rows. */
+    const T *kg, *vg;
+    if constexpr (kRagged) {
+        kg = static_cast<const T *>(a.k) + hk * a.k_sh + (threadIdx.x % (DPAD / 8)) * 8;
+        vg = static_cast<const T *>(a.v) + hk * a.v_sh + (threadIdx.x % (DPAD / 8)) * 8;
+        if (!a.rag.page_size) {
+            kg += ragged_key(a, sr, b, 0, a.k_sb, a.k_ss);
+            vg += ragged_key(a, sr, b, 0, a.v_sb, a.v_ss);
+        }
+    } else {
+        kg =
+            thread_src<T, DPAD, NT>(static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh, a.k_ss);
+        vg =
+            thread_src<T, DPAD, NT>(static_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh, a.v_ss);
+    }
 
     /* Keys past the last one the block's last stored row sees are skipped. */
     int64_t kv_end = seq_kv;
     if (a.causal) kv_end = min(kv_end, min((int64_t)m0 + BM, (int64_t)seq_q) + off);
-    const int ntiles = kv_end > 0 ? (int)((kv_end + BN - 1) / BN) : 0;
+    int ntiles = kv_end > 0 ? (int)((kv_end + BN - 1) / BN) : 0;
+    /* Ragged: the block's keys end at kv_end (no stored row sees a later
+     * one), so later keys are zeros, not loads, and those below it are on
+     * vetted pages; a bad page gives the block no keys (O = 0, lse = -inf).
+     * Narrowing seq_kv costs no register, which a bound of its own did
+     * (spills at dpad 64 and 128). */
+    if constexpr (kRagged) {
+        seq_kv = (int)max(kv_end, (int64_t)0);
+        if (!ragged_pages_ok(a, b, 0, seq_kv)) ntiles = 0;
+    }
     /* Tiles before jmask are wholly visible to every row of the block: all
      * keys < seq_kv and, for causal, <= the first row's limit m0 + off. */
     int jmask = seq_kv / BN;
@@ -248,8 +340,12 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 
     if (ntiles > 0) {
         load_tile<T, BM, DPAD, NT>(sq, qg + (int64_t)m0 * a.q_ss, a.q_ss, m0, seq_q, D, vec & 1);
-        load_tile<T, BN, DPAD, NT>(sk, kg, a.k_ss, 0, seq_kv, D, vec & 2);
-        load_tile<T, BN, DPAD, NT>(sv, vg, a.v_ss, 0, seq_kv, D, vec & 4);
+        if constexpr (kRagged) {
+            load_kv_rows<T, BN, DPAD, NT>(sk, sv, kg, vg, a, sr, b, 0, seq_kv, D, vec);
+        } else {
+            load_tile<T, BN, DPAD, NT>(sk, kg, a.k_ss, 0, seq_kv, D, vec & 2);
+            load_tile<T, BN, DPAD, NT>(sv, vg, a.v_ss, 0, seq_kv, D, vec & 4);
+        }
         cp_async_commit();
     }
 
@@ -262,8 +358,12 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         if (j + 1 < ntiles) {
             const int64_t kv1 = (int64_t)(j + 1) * BN;
             T *nk = sk + (buf ^ 1) * BN * LD, *nv = sv + (buf ^ 1) * BN * LD;
-            load_tile<T, BN, DPAD, NT>(nk, kg + kv1 * a.k_ss, a.k_ss, kv1, seq_kv, D, vec & 2);
-            load_tile<T, BN, DPAD, NT>(nv, vg + kv1 * a.v_ss, a.v_ss, kv1, seq_kv, D, vec & 4);
+            if constexpr (kRagged) {
+                load_kv_rows<T, BN, DPAD, NT>(nk, nv, kg, vg, a, sr, b, (int)kv1, seq_kv, D, vec);
+            } else {
+                load_tile<T, BN, DPAD, NT>(nk, kg + kv1 * a.k_ss, a.k_ss, kv1, seq_kv, D, vec & 2);
+                load_tile<T, BN, DPAD, NT>(nv, vg + kv1 * a.v_ss, a.v_ss, kv1, seq_kv, D, vec & 4);
+            }
         }
         cp_async_commit();
 
@@ -400,7 +500,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     /* Epilogue: O = acc / l straight from the fragments. l = 0 (no visible
      * key, or every score -inf) gives O = 0 and lse = -inf; a NaN or +inf
      * score made l NaN, and O and lse stay NaN (a NaN l must not pass for 0). */
-    T *og = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh;
+    T *og = static_cast<T *>(a.o) + qb * a.o_sb + h * a.o_sh + qr * a.o_ss;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -424,7 +524,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
                 }
             }
             if (a.lse && (lane & 3) == 0)
-                a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
+                a.lse[qb * a.l_sb + h * a.l_sh + (qr + i) * a.l_ss] =
                     l == 0.f ? -INFINITY : (mrow[mt][hh] + log2f(l)) * kLn2;
         }
 #endif
@@ -455,22 +555,30 @@ template <int DPAD, typename S> constexpr int shape_smem() {
     return (S::BM + 4 * S::BN) * (DPAD + kPad) * 2;
 }
 
-template <typename T, int DPAD, typename S>
+template <typename T, int DPAD, typename S, bool kRagged>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     static_assert(sizeof(T) == 2, "the shared-memory size assumes a 2-byte storage type");
     constexpr int smem = shape_smem<DPAD, S>();
-    auto kern = flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB>;
+    auto kern = flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB, kRagged>;
     cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) return e;
     const int64_t hkv = a->heads_q / a->group;
+    /* The batch indices and rows the operands are addressed at: a packed
+     * operand has batch index 0 and the total of rows, a paged cache a
+     * page per batch index and page_size rows. */
+    const fattn_cuda_ragged &r = a->rag;
+    const bool pq = r.on && r.cu_q, pk = r.on && r.page_size, ck = r.on && !pk && r.cu_kv;
+    const int64_t nbq = pq ? 1 : a->batch, nsq = pq ? r.total_q : a->seq_q;
+    const int64_t nbk = pk ? r.num_pages : ck ? 1 : a->batch;
+    const int64_t nsk = pk ? r.page_size : ck ? r.total_kv : a->seq_kv;
     int vec = 0;
-    if (aligned8(a->q, a->q_sb, a->batch, a->q_sh, a->heads_q, a->q_ss, a->seq_q)) vec |= 1;
-    if (aligned8(a->k, a->k_sb, a->batch, a->k_sh, hkv, a->k_ss, a->seq_kv)) vec |= 2;
-    if (aligned8(a->v, a->v_sb, a->batch, a->v_sh, hkv, a->v_ss, a->seq_kv)) vec |= 4;
+    if (aligned8(a->q, a->q_sb, nbq, a->q_sh, a->heads_q, a->q_ss, nsq)) vec |= 1;
+    if (aligned8(a->k, a->k_sb, nbk, a->k_sh, hkv, a->k_ss, nsk)) vec |= 2;
+    if (aligned8(a->v, a->v_sb, nbk, a->v_sh, hkv, a->v_ss, nsk)) vec |= 4;
     const float fold_sc = S::FOLD ? fold_scale(a) : 0.f;
     const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + S::BM - 1) / S::BM);
     return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
-        flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB>
+        flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB, kRagged>
             <<<grid, S::NW * 32, smem, stream>>>(*a, pairs, vec, fold_sc);
     });
 }
@@ -482,10 +590,14 @@ template <int DPAD> void tiles(int *bm, int *bn, int *smem) {
     *smem = shape_smem<DPAD, S>();
 }
 
+/* Ragged problems run their own instances: the dense kernel keeps its code. */
 template <int DPAD> cudaError_t dispatch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = Sm80Shape<DPAD>;
-    return a->dtype == FATTN_F16 ? launch<__half, DPAD, S>(a, stream)
-                                 : launch<__nv_bfloat16, DPAD, S>(a, stream);
+    if (a->rag.on)
+        return a->dtype == FATTN_F16 ? launch<__half, DPAD, S, true>(a, stream)
+                                     : launch<__nv_bfloat16, DPAD, S, true>(a, stream);
+    return a->dtype == FATTN_F16 ? launch<__half, DPAD, S, false>(a, stream)
+                                 : launch<__nv_bfloat16, DPAD, S, false>(a, stream);
 }
 
 }   // namespace

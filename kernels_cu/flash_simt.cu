@@ -16,11 +16,15 @@
 // Row and key positions below seq (< 2^31) are ints, but a tile's end (q0 +
 // BQ, j0 + BKV) can pass 2^31: sums that can are taken in unsigned, where
 // they stay exact below 2^32 (int64 costs registers here).
+//
+// Variable-length and paged problems run a second instance (kRagged), so the
+// dense one compiles to the code it had.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "params.h"
 #include "device_util.cuh"
+#include "ragged.cuh"
 
 #ifndef FATTN_CUDA_SIMT_HALF   // f16/bf16 instances, needed only below compute capability 8.0
 #define FATTN_CUDA_SIMT_HALF 1
@@ -148,6 +152,44 @@ __device__ __forceinline__ void load_tile(float4 (*dst)[LD], const T *src, int64
     }
 }
 
+// load_tile for the keys of a ragged sequence: src is the K/V head at the
+// sequence's key 0 when not paged (rows ss apart, as load_tile), else at
+// element 0, each row at its own address (ragged_key: a slot of a page that
+// ragged_pages_ok has vetted, so any page size works).
+template <bool VEC, int ROWS, int D4, int LD, int NT, typename T>
+__device__ __forceinline__ void load_keys(float4 (*dst)[LD], const T *src, int64_t sb, int64_t ss,
+                                          int j0, int n, int D, int tid, const fattn_cuda_args &a,
+                                          const Seq &sr, int64_t b) {
+    if (!a.rag.page_size) return load_tile<VEC, ROWS, D4, LD, NT>(dst, src, ss, j0, n, D, tid);
+    constexpr int STEP = NT / D4, ITERS = (ROWS + STEP - 1) / STEP;
+    const int c = tid % D4, j = tid / D4;
+    const T *p = src + 4 * c;
+    if constexpr (VEC) {
+#pragma unroll
+        for (int it = 0; it < ITERS; it++) {
+            const int r = j + it * STEP;
+            if (ROWS % STEP != 0 && r >= ROWS) break;
+            if ((unsigned)j0 + r < (unsigned)n && 4 * c < D)
+                cp_async16(&dst[r][c], p + ragged_key(a, sr, b, j0 + r, sb, ss));
+            else
+                dst[r][c] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        cp_async_commit();
+    } else {
+        float4 x[ITERS];   // every load in flight before the first store
+#pragma unroll
+        for (int it = 0; it < ITERS; it++) {
+            const int r = j + it * STEP;
+            x[it] = r < ROWS && (unsigned)j0 + r < (unsigned)n
+                        ? load4(p + ragged_key(a, sr, b, j0 + r, sb, ss), 0, D - 4 * c)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int it = 0; it < ITERS; it++)
+            if (j + it * STEP < ROWS) dst[j + it * STEP][c] = x[it];
+    }
+}
+
 // Max / sum over the TK neighbouring lanes that share a row.
 template <int TK> __device__ __forceinline__ float row_max(float x) {
 #pragma unroll
@@ -169,7 +211,10 @@ __device__ __forceinline__ int key_limit(int i, int Sk, int off, int causal) {
     return lim < 0 ? 0 : (lim > Sk ? Sk : (int)lim);
 }
 
-template <typename T, int DPAD, int BQ, int BKV, int TQ, int TK, int MINB, bool VEC>
+// kRagged: the block works on sequence b of a variable-length or paged
+// problem (ragged.cuh): its rows, keys and causal offset; query tiles at or
+// past its length exit, and keys on a bad page give the block no keys.
+template <typename T, int DPAD, int BQ, int BKV, int TQ, int TK, int MINB, bool VEC, bool kRagged>
 __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pairs pairs) {
     using C = Tiles<DPAD, BQ, BKV, TQ, TK>;
     constexpr int RPT = C::RPT, KPT = C::KPT, D4 = C::D4, CPT = C::CPT, NT = C::NT;
@@ -183,14 +228,46 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
     const int q0 = blockIdx.x * BQ;
     int64_t b, h, hk;
     block_pair(a, pairs, b, h, hk);
-    const int D = a.head_dim, Sq = a.seq_q, Sk = a.seq_kv, off = a.causal_offset;
-    const T *q = static_cast<const T *>(a.q) + b * a.q_sb + h * a.q_sh;
-    const T *k = static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh;
-    const T *v = static_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh;
+    const int D = a.head_dim;
+    int Sq = a.seq_q, Sk = a.seq_kv, off = a.causal_offset;
+    // Q, O and lse: batch index and first row (the sequence's, when ragged).
+    int64_t qb = b, qr = 0;
+    Seq sr{};
+    if constexpr (kRagged) {
+        sr = ragged_seq(a, b);
+        if (q0 >= sr.len_q) return;   // the whole block: no barrier is left waiting
+        Sq = sr.len_q, Sk = sr.len_kv, off = sr.causal_offset, qb = sr.q_batch, qr = sr.q_row0;
+    }
+    const T *q = static_cast<const T *>(a.q) + qb * a.q_sb + h * a.q_sh + qr * a.q_ss;
+    // K and V at key 0 of the head; paged: at element 0 (load_keys).
+    const T *k, *v;
+    if constexpr (kRagged) {
+        k = static_cast<const T *>(a.k) + hk * a.k_sh;
+        v = static_cast<const T *>(a.v) + hk * a.v_sh;
+        if (!a.rag.page_size) {
+            k += ragged_key(a, sr, b, 0, a.k_sb, a.k_ss);
+            v += ragged_key(a, sr, b, 0, a.v_sb, a.v_ss);
+        }
+    } else {
+        k = static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh;
+        v = static_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh;
+    }
 
     // Tiles past what the block's last row sees are skipped, not masked.
-    const int kv_end = key_limit((int)min((unsigned)q0 + BQ, (unsigned)Sq) - 1, Sk, off, a.causal);
-    if (kv_end > 0) load_tile<VEC, BKV, D4, C::KLD, NT>(Ks, k, a.k_ss, 0, Sk, D, tid);
+    int kv_end = key_limit((int)min((unsigned)q0 + BQ, (unsigned)Sq) - 1, Sk, off, a.causal);
+    // A bad page among the block's keys: no keys (O = 0, lse = -inf).
+    if constexpr (kRagged)
+        if (!ragged_pages_ok(a, b, 0, kv_end)) kv_end = 0;
+    // The dense or the ragged key loader. Ragged, keys from kv_end on (which
+    // no stored row sees) are zeros, not loads: their pages were not vetted.
+    auto load_kv = [&](float4(*dst)[C::KLD], const T *src, int64_t sb, int64_t ss, unsigned j0) {
+        if constexpr (kRagged)
+            load_keys<VEC, BKV, D4, C::KLD, NT>(dst, src, sb, ss, (int)j0, kv_end, D, tid, a, sr,
+                                                b);
+        else
+            load_tile<VEC, BKV, D4, C::KLD, NT>(dst, src, ss, (int)j0, Sk, D, tid);
+    };
+    if (kv_end > 0) load_kv(Ks, k, a.k_sb, a.k_ss, 0);
 
     // Q scaled by scale * log2(e): the softmax runs on exp2.
     load_tile<false, BQ, D4, C::QLD, NT>(Qs, q, a.q_ss, q0, Sq, D, tid);
@@ -218,7 +295,7 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
         // K_j landed; every reader of the previous V and P is done.
         cp_async_wait_all();
         __syncthreads();
-        load_tile<VEC, BKV, D4, C::KLD, NT>(Vs, v, a.v_ss, j0, Sk, D, tid);
+        load_kv(Vs, v, a.v_sb, a.v_ss, j0);
 
         float s[RPT][KPT];
 #pragma unroll
@@ -276,8 +353,7 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
         // V_j landed and P is written; every reader of K_j is done.
         cp_async_wait_all();
         __syncthreads();
-        if (j0 + BKV < (unsigned)kv_end)
-            load_tile<VEC, BKV, D4, C::KLD, NT>(Ks, k, a.k_ss, j0 + BKV, Sk, D, tid);
+        if (j0 + BKV < (unsigned)kv_end) load_kv(Ks, k, a.k_sb, a.k_ss, j0 + BKV);
 
 #pragma unroll 2
         for (int j4 = 0; j4 < BKV / 4; j4++) {
@@ -315,7 +391,7 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
         const float l = row_sum<TK>(l_i[i]);   // every lane: the shuffle needs the whole warp
         if (row >= (unsigned)Sq) continue;
         const float inv = l == 0.f ? 0.f : 1.f / l;
-        T *o = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh + row * a.o_ss;
+        T *o = static_cast<T *>(a.o) + qb * a.o_sb + h * a.o_sh + (qr + row) * a.o_ss;
 #pragma unroll
         for (int c = 0; c < CPT; c++) {
             const int d = 4 * (tx + c * TK);
@@ -326,22 +402,22 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
             if (d + 3 < D) from_f(o + d + 3, x.w * inv);
         }
         if (a.lse && tx == 0)
-            a.lse[b * a.l_sb + h * a.l_sh + row * a.l_ss] =
+            a.lse[qb * a.l_sb + h * a.l_sh + (qr + row) * a.l_ss] =
                 l == 0.f ? -INFINITY : (m_i[i] + log2f(l)) * kLn2;
     }
 }
 
-template <typename T, int DPAD, bool SMALL, bool VEC>
+template <typename T, int DPAD, bool SMALL, bool VEC, bool kRagged>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = Shape<DPAD, SMALL>;
     using C = TilesOf<DPAD, SMALL>;
-    auto kernel = flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC>;
+    auto kernel = flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC, kRagged>;
     cudaError_t err =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
     if (err != cudaSuccess) return err;
     const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + S::BQ - 1) / S::BQ);
     return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
-        flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC>
+        flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC, kRagged>
             <<<grid, C::NT, C::SMEM, stream>>>(*a, pairs);
     });
 }
@@ -366,20 +442,27 @@ template <int DPAD> void tiles(int small, int *bm, int *bn, int *smem) {
     }
 }
 
-template <typename T, int DPAD, bool VEC>
+template <typename T, int DPAD, bool VEC, bool kRagged>
 cudaError_t by_shape(const fattn_cuda_args *a, int small, cudaStream_t stream) {
     if constexpr (has_small<DPAD>())
-        if (small) return launch<T, DPAD, true, VEC>(a, stream);
-    return launch<T, DPAD, false, VEC>(a, stream);
+        if (small) return launch<T, DPAD, true, VEC, kRagged>(a, stream);
+    return launch<T, DPAD, false, VEC, kRagged>(a, stream);
+}
+
+// Ragged problems run their own instances: the dense kernel keeps its code.
+template <typename T, int DPAD, bool VEC>
+cudaError_t by_layout(const fattn_cuda_args *a, int small, cudaStream_t stream) {
+    return a->rag.on ? by_shape<T, DPAD, VEC, true>(a, small, stream)
+                     : by_shape<T, DPAD, VEC, false>(a, small, stream);
 }
 
 template <int DPAD> cudaError_t by_dtype(const fattn_cuda_args *a, int small, cudaStream_t stream) {
     if (a->dtype == FATTN_F32)
-        return vec_rows(a) ? by_shape<float, DPAD, true>(a, small, stream)
-                           : by_shape<float, DPAD, false>(a, small, stream);
+        return vec_rows(a) ? by_layout<float, DPAD, true>(a, small, stream)
+                           : by_layout<float, DPAD, false>(a, small, stream);
 #if FATTN_CUDA_SIMT_HALF
-    if (a->dtype == FATTN_F16) return by_shape<__half, DPAD, false>(a, small, stream);
-    if (a->dtype == FATTN_BF16) return by_shape<__nv_bfloat16, DPAD, false>(a, small, stream);
+    if (a->dtype == FATTN_F16) return by_layout<__half, DPAD, false>(a, small, stream);
+    if (a->dtype == FATTN_BF16) return by_layout<__nv_bfloat16, DPAD, false>(a, small, stream);
 #endif
     return cudaErrorInvalidValue;
 }

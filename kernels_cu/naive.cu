@@ -6,6 +6,7 @@
 
 #include "params.h"
 #include "device_util.cuh"
+#include "ragged.cuh"
 
 namespace {
 
@@ -59,13 +60,18 @@ __global__ void __launch_bounds__(WG)
             sum == 0.f ? -INFINITY : (mx + log2f(sum)) * kLn2;
 }
 
-// grid (seq_q, pairs): one row of O per block.
+// grid (seq_q, pairs): one row of O per block, row i of sequence b (of a
+// ragged problem: its own rows only, none for a bad query span; its tables
+// are vetted as the tiled kernels do, so a bad one is reported the same).
 template <typename T> __global__ void zero_rows(fattn_cuda_args a, Pairs pairs) {
     const int64_t bh = block_bh(pairs), b = divide(bh, pairs.heads_q), h = bh - b * a.heads_q;
+    const Seq s = ragged_seq(a, b);   // dense: batch b, rows 0 .. seq_q-1
     const int64_t i = blockIdx.x;
-    T *o = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh + i * a.o_ss;
+    if (i >= s.len_q) return;
+    const int64_t qb = s.q_batch, row = s.q_row0 + i;
+    T *o = static_cast<T *>(a.o) + qb * a.o_sb + h * a.o_sh + row * a.o_ss;
     for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) put(o + d, 0.f);
-    if (a.lse && threadIdx.x == 0) a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] = -INFINITY;
+    if (a.lse && threadIdx.x == 0) a.lse[qb * a.l_sb + h * a.l_sh + row * a.l_ss] = -INFINITY;
 }
 
 template <typename P>
