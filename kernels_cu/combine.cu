@@ -10,7 +10,9 @@
 // +inf lse gives a NaN weight (NaN is not < 0, so it is not skipped) and
 // makes the row NaN. O = acc * (l == 0 ? 0 : 1 / l), lse = l == 0 ? -inf :
 // m + log(l). Rows, parts, offsets and strides are 64-bit; the grid is
-// capped and strides over the rows, so any row count runs.
+// capped and strides over the rows, so any row count runs. With cu_q (the
+// decode path's packed query rows) a row's output place comes from the
+// table, and rows outside every sequence are left alone.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -42,6 +44,16 @@ __global__ void __launch_bounds__(WG)
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const int64_t bh = divide(r, by_seq), i = r - bh * a.seq;
         const int64_t b = divide(bh, by_heads), h = bh - b * a.heads;
+        // Where the row goes: (b, h, i), or with packed rows (cu_q) row
+        // cu_q[b] + i at batch index 0. Rows past the sequence, or of a bad
+        // span (kernels_cu/ragged.cuh's rule for cu_seqlens_q), have no part
+        // and no place: skipped by the whole block, before any barrier.
+        int64_t ob = b, oi = i;
+        if (a.cu_q) {
+            const int64_t lo = a.cu_q[b * a.cu_q_s], hi = a.cu_q[(b + 1) * a.cu_q_s];
+            if (lo < 0 || hi < lo || hi > a.total_q || hi - lo > a.seq || i >= hi - lo) continue;
+            ob = 0, oi = lo + i;
+        }
         const float *pl = a.part_lse + b * a.pl_sb + h * a.pl_sh + i * a.pl_ss;
         const P *po = static_cast<const P *>(a.part_o) + b * a.po_sb + h * a.po_sh + i * a.po_ss;
 
@@ -80,14 +92,14 @@ __global__ void __launch_bounds__(WG)
         }
 
         const float inv = l == 0.f ? 0.f : 1.f / l;
-        T *dst = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh + i * a.o_ss;
+        T *dst = static_cast<T *>(a.o) + ob * a.o_sb + h * a.o_sh + oi * a.o_ss;
 #pragma unroll
         for (int k = 0; k < NACC; k++) {
             const int d = tid + k * WG;
             if (d < a.head_dim) put(dst + d, acc[k] * inv);
         }
         if (a.lse && tid == 0)
-            a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] = l == 0.f ? -INFINITY : m + logf(l);
+            a.lse[ob * a.l_sb + h * a.l_sh + oi * a.l_ss] = l == 0.f ? -INFINITY : m + logf(l);
         __syncthreads();   // red and wts are read before the next row writes them
     }
 }

@@ -123,6 +123,16 @@ typedef struct fattn_cuda_combine_args {
     int head_dim;           /* 1..FATTN_CUDA_COMBINE_MAX_D */
     fattn_dtype part_dtype; /* FATTN_F32, FATTN_F16 or FATTN_BF16 */
     fattn_dtype dtype;      /* of o: the same three */
+    /* Optional packed rows of O and lse (the decode path's merge for a
+     * problem with cu_seqlens_q; NULL otherwise): batch counts sequences,
+     * seq is the longest, and row i of sequence b goes to row cu_q[b] + i
+     * of O and lse at batch index 0. Rows i >= cu_q[b+1] - cu_q[b], and
+     * every row of a span the rules of src/seam/backend.h call bad, are
+     * neither read nor written (the decode kernel wrote no part for them
+     * and recorded the fault). */
+    const int32_t *cu_q;
+    int64_t cu_q_s;  /* element stride of cu_q */
+    int64_t total_q; /* packed rows of O */
 } fattn_cuda_combine_args;
 
 /* The largest head dim the combine kernel takes. */
@@ -131,6 +141,35 @@ typedef struct fattn_cuda_combine_args {
 /* The log-sum-exp merge of the parts, one block per row (b, h, i), float32
  * arithmetic: cudaErrorInvalidValue for a head dim or dtype it does not take. */
 cudaError_t fattn_cuda_combine(const fattn_cuda_combine_args *a, cudaStream_t stream);
+
+/* The split-KV decode kernel (kernels_cu/decode.cu; backends/cuda/cuda_decode.c
+ * plans it): each block takes br packed query rows (the heads of one K/V
+ * head's group times the query rows) and one key split of one sequence.
+ * Float32 arithmetic on the CUDA cores, every dtype, head dims 1..256. */
+typedef struct fattn_cuda_decode_args {
+    int dpad;      /* head-dim bucket of the instance: 64, 128 or 256 */
+    int br;        /* packed rows per block: 4, 8 or 16 (16: dpad <= 128) */
+    int splits;    /* key splits, grid y; 1: the kernel writes O and lse itself */
+    int row_tiles; /* ceil(group * seq_q / br) */
+    /* splits > 1: the partial results, float32, row (split, b, h, i) at
+     * ((split * batch + b) * heads_q + h) * seq_q + i: ws_o holds head_dim
+     * values per row (normalised), ws_lse one natural-log lse (-inf: the
+     * split saw no key for the row). Unused (NULL) with one split. */
+    float *ws_o, *ws_lse;
+} fattn_cuda_decode_args;
+
+/* The smallest decode bucket built that holds head_dim (64 when the 32 or
+ * 64 bucket was built, 128, 256), 0 when none. */
+int fattn_cuda_decode_dpad(int64_t head_dim);
+/* An instance's keys per block tile (the split granularity) and dynamic
+ * shared memory; zeros when the instance was not built. */
+void fattn_cuda_decode_shape(fattn_dtype dtype, int dpad, int br, int *block_kv, int *smem_bytes);
+/* Blocks of an instance resident per SM on the current device. */
+cudaError_t fattn_cuda_decode_occupancy(fattn_dtype dtype, int dpad, int br, int *blocks_per_sm);
+/* Enqueues the decode kernel (not the combine): cudaErrorInvalidValue for
+ * an instance that was not built. */
+cudaError_t fattn_cuda_decode(const fattn_cuda_args *a, const fattn_cuda_decode_args *d,
+                              cudaStream_t stream);
 
 #ifdef __cplusplus
 }

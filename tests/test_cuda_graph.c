@@ -104,7 +104,9 @@ static float *cpu_result(fattn_context *cuda, const graph_problem *g) {
     float *q = download(cuda, g->q, g->nq), *k = download(cuda, g->k, g->nkv);
     float *v = download(cuda, g->v, g->nkv), *o = malloc(g->nq * sizeof *o);
     assert_non_null(o);
-    CHECK_OK(cpu, fattn_attention_host(cpu, &g->d, FATTN_LAYOUT_BSHD, q, k, v, o, NULL));
+    fattn_attention_desc d = g->d;
+    d.workspace = NULL; /* the CUDA context's buffer */
+    CHECK_OK(cpu, fattn_attention_host(cpu, &d, FATTN_LAYOUT_BSHD, q, k, v, o, NULL));
     free(q), free(k), free(v);
     fattn_context_free(cpu);
     return o;

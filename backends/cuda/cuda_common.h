@@ -4,6 +4,8 @@
  *   cuda_device.c  devices, the context state, streams, memory, marks,
  *                  buffers, and the error helpers every layer uses;
  *   cuda_launch.c  the kernels' arguments and the launch of each variant;
+ *   cuda_decode.c  the split-KV decode row (kernels_cu/decode.cu), which
+ *                  merges its splits with cuda_combine.c's kernel;
  *   cuda_naive.c   the cuBLAS baseline;
  *   cuda_combine.c fattn_combine's row (kernels_cu/combine.cu);
  *   cuda_plan.c    the variant table: which kernel runs, and how;
@@ -39,6 +41,17 @@ typedef struct cuda_state {
     cudaStream_t own_stream;
     cudaStream_t stream; /* own_stream, or the caller's */
     void *cublas;        /* cublasHandle_t, created on the first naive call */
+    /* The fault word kernels that read device-resident index tables record
+     * bad entries in (FATTN_FAULT_* bits; src/seam/backend.h, fattn_ragged):
+     * 4 bytes of device memory, zeroed at open. fault_armed: 0 when no
+     * ragged launch was enqueued since the last cuda_take_fault, which then
+     * reads nothing; 1 after one; 2 (kept) once one was captured into a CUDA
+     * graph, whose replays fattn does not see. */
+    unsigned *fault;
+    int fault_armed;
+    /* Blocks of each decode instance resident per SM, measured on first
+     * use (0: not yet): [dtype][dpad 64, 128, 256][rows 4, 8, 16]. */
+    int decode_occupancy[3][3][3];
 } cuda_state;
 
 /* A fattn buffer's mem is the device pointer itself (the core keeps whether
@@ -79,6 +92,9 @@ void *cuda_buffer_native(void *state, void *mem);
 fattn_status cuda_buffer_region(void *state, void *mem, const void **root, uint64_t *start,
                                 fattn_msg *msg);
 fattn_status cuda_device_memory(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg);
+/* The vtable's take_fault: the context's fault word, read (blocking, on the
+ * context's stream) and cleared when a ragged launch may have written it. */
+fattn_status cuda_take_fault(void *state, fattn_msg *msg);
 fattn_status cuda_mark(void *state, void **mark, fattn_msg *msg);
 fattn_status cuda_mark_elapsed(void *state, void *start, void *stop, double *ms, fattn_msg *msg);
 void cuda_mark_free(void *state, void *mark);
@@ -87,24 +103,30 @@ void cuda_mark_free(void *state, void *mark);
 
 /* The rows of the variant table, in the order the planner tries them. */
 typedef enum cuda_variant {
-    CUDA_VARIANT_MMA = 0,     /* tensor cores: f16/bf16 on compute 8.0+ */
-    CUDA_VARIANT_SIMT = 1,    /* CUDA cores: f32 anywhere, f16/bf16 below 8.0 */
-    CUDA_VARIANT_NAIVE = 2,   /* cuBLAS, S and P materialised: the baseline */
-    CUDA_VARIANT_COMBINE = 3, /* fattn_combine: the log-sum-exp merge of partial results */
+    CUDA_VARIANT_DECODE = 0,  /* split-KV decoding with GQA packing: seq_q <= 16 */
+    CUDA_VARIANT_MMA = 1,     /* tensor cores: f16/bf16 on compute 8.0+ */
+    CUDA_VARIANT_SIMT = 2,    /* CUDA cores: f32 anywhere, f16/bf16 below 8.0 */
+    CUDA_VARIANT_NAIVE = 3,   /* cuBLAS, S and P materialised: the baseline */
+    CUDA_VARIANT_COMBINE = 4, /* fattn_combine: the log-sum-exp merge of partial results */
     CUDA_VARIANT_COUNT
 } cuda_variant;
 
 /* How a variant runs: the typed view of fattn_plan's area. */
 typedef struct cuda_plan {
-    int dpad;  /* mma, simt: the head-dim bucket whose instance runs (32..256) */
-    int small; /* simt: 1 = the small-shared-memory tile shape */
+    int dpad;      /* mma, simt, decode: the head-dim bucket whose instance runs (32..256) */
+    int small;     /* simt: 1 = the small-shared-memory tile shape */
+    int br;        /* decode: packed query rows per block (4, 8, 16) */
+    int row_tiles; /* decode: blocks per (sequence, K/V head) along the rows */
+    int splits;    /* decode: key splits; 1 = no workspace, no combine */
 } cuda_plan;
 FATTN_PLAN_FITS(cuda_plan);
 
 /* ---- cuda_launch.c ------------------------------------------------------- */
 
-/* The kernels' view of a problem with operands. */
-void cuda_args(const fattn_problem *p, fattn_cuda_args *a);
+/* The kernels' view of a problem with operands; for a ragged one, the
+ * tables and the context's fault word, which it arms (cuda_take_fault will
+ * read it), so call it only for a launch that follows. */
+void cuda_args(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a);
 
 /* O = 0 and lse = -inf: the output when seq_kv = 0 (no key), for every
  * variant. The device must be current. */
@@ -116,6 +138,15 @@ fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan 
                           fattn_msg *msg);
 fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan *plan,
                            fattn_msg *msg);
+
+/* ---- cuda_decode.c ------------------------------------------------------- */
+
+/* The decode row (FATTN_OP_FORWARD, before the tiled ones): seq_q <= 16,
+ * every dtype, head dims 1..256, dense or ragged; see cuda_decode.c. */
+fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                                fattn_msg *msg);
+fattn_status cuda_decode_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                             fattn_msg *msg);
 
 /* ---- cuda_naive.c -------------------------------------------------------- */
 

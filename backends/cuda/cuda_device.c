@@ -75,6 +75,7 @@ fattn_status cuda_device_name(const fattn_settings *settings, int device, char *
 void cuda_close_state(cuda_state *s) {
     if (!s) return;
     cuda_use_quiet(s);
+    if (s->fault) cudaFree(s->fault); /* waits for the kernels that may write it */
     if (s->own_stream) cudaStreamDestroy(s->own_stream); /* never the caller's stream */
     free(s);
 }
@@ -112,6 +113,14 @@ fattn_status cuda_open(const fattn_open_args *args, void **state, fattn_msg *msg
     }
     if (err == cudaSuccess && st == FATTN_OK)
         err = cudaStreamCreateWithFlags(&s->own_stream, cudaStreamNonBlocking);
+    /* The fault word (cuda_common.h), zero before open returns: the
+     * context's stream does not wait for the legacy one a plain cudaMemset
+     * would go on, so it is cleared there and waited for. */
+    if (err == cudaSuccess && st == FATTN_OK)
+        err = cudaMalloc((void **)&s->fault, sizeof *s->fault);
+    if (err == cudaSuccess && st == FATTN_OK)
+        err = cudaMemsetAsync(s->fault, 0, sizeof *s->fault, s->own_stream);
+    if (err == cudaSuccess && st == FATTN_OK) err = cudaStreamSynchronize(s->own_stream);
     if (err != cudaSuccess) st = cuda_fail(msg, err, "opening the CUDA device");
     if (st == FATTN_OK && s->prop.major < 7)
         st = fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
@@ -282,6 +291,25 @@ fattn_status cuda_buffer_region(void *state, void *mem, const void **root, uint6
     *root = NULL;
     *start = (uint64_t)(uintptr_t)mem;
     return FATTN_OK;
+}
+
+/* Reads the word on the context's stream, after the work queued there (the
+ * core calls this after synchronising), and clears it for the launches that
+ * follow before reporting. A launch enqueued on another stream (the context's
+ * stream changed since) is not waited for. */
+fattn_status cuda_take_fault(void *state, fattn_msg *msg) {
+    cuda_state *s = state;
+    if (!s->fault_armed) return FATTN_OK; /* no ragged launch since the last check */
+    unsigned bits = 0;
+    fattn_status st = cuda_use(s, msg);
+    if (st != FATTN_OK) return st;
+    CU_TRY(msg, cudaMemcpyAsync(&bits, s->fault, sizeof bits, cudaMemcpyDeviceToHost, s->stream));
+    CU_TRY(msg, cudaStreamSynchronize(s->stream));
+    if (s->fault_armed == 1) s->fault_armed = 0;
+    if (!bits) return FATTN_OK;
+    CU_TRY(msg, cudaMemsetAsync(s->fault, 0, sizeof *s->fault, s->stream));
+    CU_TRY(msg, cudaStreamSynchronize(s->stream));
+    return fattn_fault_fail(bits, msg);
 }
 
 fattn_status cuda_device_memory(void *state, uint64_t *used, uint64_t *total, fattn_msg *msg) {

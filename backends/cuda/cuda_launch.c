@@ -24,7 +24,46 @@ static int kernel_offset(const fattn_problem *p) {
     return (int)off;
 }
 
-void cuda_args(const fattn_problem *p, fattn_cuda_args *a) {
+/* An int32 index table's first element, NULL when absent. */
+static const int32_t *table(const fattn_operand *t) {
+    return t->mem ? (const int32_t *)cuda_ptr(t) + t->offset : NULL;
+}
+
+/* Page sizes and counts are int64 in the problem, ints in the kernels,
+ * whose keys are below 2^31: clamped to 2^31 - 1, a page still holds every
+ * key it held, and a sequence still reaches every key it reached. */
+static int clamp_int(int64_t x) { return x > FATTN_INT32_MAX ? (int)FATTN_INT32_MAX : (int)x; }
+
+/* The ragged part of the arguments (src/seam/backend.h, fattn_ragged):
+ * tables at their offsets, their strides, and the context's fault word. */
+static void ragged_args(cuda_state *s, const fattn_problem *p, fattn_cuda_ragged *r) {
+    const fattn_ragged *g = &p->rag;
+    r->on = 1;
+    r->cu_q = table(&g->cu_seqlens_q);
+    r->cu_kv = table(&g->cu_seqlens_kv);
+    r->used = table(&g->seqused_kv);
+    r->table = table(&g->block_table);
+    r->cu_q_s = g->cu_seqlens_q.stride_seq;
+    r->cu_kv_s = g->cu_seqlens_kv.stride_seq;
+    r->used_s = g->seqused_kv.stride_seq;
+    r->table_sb = g->block_table.stride_batch;
+    r->table_ss = g->block_table.stride_seq;
+    r->total_q = g->total_q;
+    r->total_kv = g->total_kv;
+    r->num_pages = g->num_pages;
+    r->page_size = clamp_int(g->page_size);
+    r->pages_per_seq = clamp_int(g->pages_per_seq);
+    r->top_left = g->top_left;
+    r->fault = s->fault;
+    /* The launch that follows may record a fault: the next check reads the
+     * word. A launch captured into a CUDA graph may record one at any replay,
+     * so from then on every check does. */
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s->stream, &cap) != cudaSuccess) cudaGetLastError();
+    if (s->fault_armed < 2) s->fault_armed = cap == cudaStreamCaptureStatusActive ? 2 : 1;
+}
+
+void cuda_args(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a) {
     const size_t es = (size_t)fattn_esize(p->dtype);
     memset(a, 0, sizeof *a);
     a->q = at(&p->q, es);
@@ -47,6 +86,7 @@ void cuda_args(const fattn_problem *p, fattn_cuda_args *a) {
     a->causal = p->causal;
     a->causal_offset = kernel_offset(p);
     a->dtype = p->dtype;
+    if (p->rag.on) ragged_args(s, p, &a->rag);
 }
 
 fattn_status cuda_run_zero(cuda_state *s, const fattn_cuda_args *a, fattn_msg *msg) {
@@ -59,7 +99,7 @@ fattn_status cuda_run_zero(cuda_state *s, const fattn_cuda_args *a, fattn_msg *m
 static fattn_status begin(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a,
                           fattn_msg *msg) {
     fattn_status st = cuda_use(s, msg);
-    if (st == FATTN_OK) cuda_args(p, a);
+    if (st == FATTN_OK) cuda_args(s, p, a);
     return st;
 }
 

@@ -35,7 +35,9 @@ static const fattn_backend_vtable cuda_vtable = {
     .mark = cuda_mark,
     .mark_elapsed = cuda_mark_elapsed,
     .mark_free = cuda_mark_free,
-    /* cuda_plan.c, over the variants in cuda_launch.c and cuda_naive.c */
+    .take_fault = cuda_take_fault,
+    /* cuda_plan.c, over the variants in cuda_launch.c, cuda_decode.c, cuda_naive.c and
+     * cuda_combine.c */
     .plan = cuda_plan_problem,
     .run = cuda_run,
 };

@@ -169,7 +169,7 @@ fattn_status cuda_run_naive(void *state, const fattn_problem *p, const fattn_pla
     if (st == FATTN_OK) st = cuda_use(s, msg);
     if (st != FATTN_OK) return st;
     fattn_cuda_args a;
-    cuda_args(p, &a);
+    cuda_args(s, p, &a);
     if (p->seq_kv == 0) return cuda_run_zero(s, &a, msg);
     if ((st = cuda_naive_load(msg)) != FATTN_OK) return st;
     cublasStatus_t bs;

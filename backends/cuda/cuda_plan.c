@@ -19,8 +19,6 @@ static int dpad_for(int64_t D) {
  * rows and keys with ints; batch and heads are any size, folded into the
  * grid), no tile override, and a built head-dim bucket. */
 static fattn_status tiled_common(const fattn_problem *p, int *dpad, fattn_msg *msg) {
-    fattn_status st = fattn_dense_only(p, "the CUDA backend (so far)", msg);
-    if (st != FATTN_OK) return st;
     if (p->seq_q > FATTN_INT32_MAX || p->seq_kv > FATTN_INT32_MAX)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "seq_q = %lld, seq_kv = %lld: the CUDA kernels take sequences below 2^31",
@@ -153,10 +151,12 @@ static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan
 }
 
 /* Tried in this order for the problem's op: for FATTN_OP_FORWARD the
- * tensor-core kernel where it serves (f16/bf16, compute 8.0+), else the
- * CUDA-core one; the CUDA-core row is last, so its reason is the one a
- * caller sees when neither runs. */
+ * split-KV decode kernel where it pays (seq_q <= 16 and a long cache, or a
+ * ragged batch: cuda_decode.c), then the tensor-core kernel where it serves
+ * (f16/bf16, compute 8.0+), else the CUDA-core one; the CUDA-core row is
+ * last, so its reason is the one a caller sees when none runs. */
 static const fattn_variant cuda_variants[CUDA_VARIANT_COUNT] = {
+    [CUDA_VARIANT_DECODE] = {"decode", FATTN_OP_FORWARD, cuda_decode_accept, cuda_decode_run},
     [CUDA_VARIANT_MMA] = {"mma", FATTN_OP_FORWARD, accept_mma, cuda_run_mma},
     [CUDA_VARIANT_SIMT] = {"simt", FATTN_OP_FORWARD, accept_simt, cuda_run_simt},
     [CUDA_VARIANT_NAIVE] = {"naive", FATTN_OP_FORWARD_NAIVE, accept_naive, cuda_run_naive},

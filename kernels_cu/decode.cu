@@ -1,0 +1,656 @@
+// Split-KV decoding with GQA packing (flash-decoding) on the CUDA cores: the
+// first launch of the CUDA "decode" variant (backends/cuda/cuda_decode.c);
+// with more than one split, kernels_cu/combine.cu merges the partial results.
+//
+// Design. Decoding reads each K/V element once and does little arithmetic on
+// it, so the kernel is built around the memory stream, in float32:
+// - Rows. The R = group * seq_q query rows that read one K/V head (row rr =
+//   g * seq_q + i: query head hk * group + g, query row i) are packed into
+//   tiles of BR = 4, 8 or 16 rows; a block owns one tile, so every K/V
+//   element it streams serves BR rows (all the heads of the group when
+//   R <= BR) instead of one.
+// - Keys. Grid x is (b, hk, row tile), grid y the key split: split s of a
+//   sequence with T block tiles (of BKV keys) takes tiles [s*T/S, (s+1)*T/S),
+//   clipped to the keys its rows see (causal) and, when paged, checked page
+//   by page first (ragged_pages_ok: a bad page leaves the block no keys).
+// - Warps. The block's W warps are independent streams: warp w takes keys
+//   w*KW .. w*KW+KW-1 of every block tile, through its own STAGES-deep ring of
+//   K+V tiles in shared memory filled by 16-byte cp.async (zero-filling the
+//   tail of a row and keys past the range), so the loop has no block barrier
+//   and each warp keeps STAGES-1 tiles (12 KiB at the defaults) in flight.
+//   A warp tile is KW keys (4 KiB of K+V at the defaults); LPK = 32/KW lanes
+//   share a key: each lane loads, and then dots with Q, the same LPK-strided
+//   16-byte chunks of its key's K row, so the scores need an LPK-lane
+//   shuffle sum and no barrier. Rows are XOR-swizzled by 16-byte chunk
+//   ((key * LPK) & 7) so those reads are free of bank conflicts, and so are
+//   the P.V reads, where the 32 lanes split the head dim of one V row.
+// - Softmax. Online, in base 2 (Q is pre-scaled by scale * log2 e), per
+//   warp: each warp keeps its own running max and sums; at the end the
+//   block merges its warps by the log-sum-exp rule through shared memory
+//   (the K/V ring, no longer needed, holds the warps' accumulators).
+// - Output. One split: O in the storage dtype and the lse, directly. More:
+//   a normalised float32 partial O and its natural-log lse per row into the
+//   workspace (-inf and zeros for a split that saw no key), for combine.cu.
+// Ragged problems (varlen, seqused_kv, paged with any page size) resolve
+// their sequence through kernels_cu/ragged.cuh; a query row past its
+// sequence is neither computed nor written.
+//
+// Budget (H200, bf16, d128, BR 4): a 4 KiB warp tile costs ~520 warp
+// instructions, about 60% of what the SM can issue in the time HBM
+// (4.8 TB/s over 132 SMs) delivers it, so the kernel stays memory-bound up
+// to BR 8; BR 16 (e.g. MQA, or 4 query rows of a GQA-4 group) becomes
+// issue-bound at roughly half the bandwidth.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "params.h"
+#include "device_util.cuh"
+#include "ragged.cuh"
+
+// Tunables, overridable at compile time for sweeps. Starting points from the
+// budget above (not yet measured on the H200): 4 warps of 4 stages of 4 KiB
+// is 64 KiB of ring per block, three blocks per SM.
+#ifndef FATTN_DECODE_WARPS
+#define FATTN_DECODE_WARPS 4
+#endif
+#ifndef FATTN_DECODE_STAGES
+#define FATTN_DECODE_STAGES 4
+#endif
+#ifndef FATTN_DECODE_TILE_BYTES
+#define FATTN_DECODE_TILE_BYTES 4096
+#endif
+
+// The shapes: compile-time data in a named namespace (in the anonymous one
+// nvcc warns, #177, about members that some build leaves unreferenced).
+namespace fattn_decode_shapes {
+
+constexpr int clampi(int x, int lo, int hi) { return x < lo ? lo : x > hi ? hi : x; }
+constexpr bool pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+template <int ESZ, int DPAD, int BR> struct Shape {
+    static constexpr int W = FATTN_DECODE_WARPS, NT = 32 * W, STAGES = FATTN_DECODE_STAGES;
+    static constexpr int RB = DPAD * ESZ;   // bytes of a K or V row in shared memory
+    static constexpr int CH = RB / 16;      // its 16-byte chunks
+    static constexpr int CE = 16 / ESZ;     // elements per chunk
+    // Keys per warp tile: FATTN_DECODE_TILE_BYTES of K and V together, 2..32
+    // (2: f32 at d256, whose 8 KiB tiles of 4 keys would leave room for one
+    // block per SM).
+    static constexpr int KW = clampi(FATTN_DECODE_TILE_BYTES / (2 * RB), 2, 32);
+    static constexpr int LPK = 32 / KW;    // lanes per key (loads and scores)
+    static constexpr int CPL = CH / LPK;   // chunks per lane per row
+    static constexpr int BKV = W * KW;     // keys per block tile
+    // P.V: each lane owns E = DPAD/32 elements of a V row, as NU units of UE
+    // contiguous elements (UB bytes, at most 16), unit u at element
+    // (u * 32 + lane) * UE: a warp reads a row in order, conflict-free.
+    static constexpr int E = DPAD / 32;
+    static constexpr int UB = E * ESZ < 16 ? E * ESZ : 16;
+    static constexpr int UE = UB / ESZ, NU = E / UE;
+    static constexpr int QH = CE / 4;           // float4s of Q per chunk of K
+    static constexpr int STAGE = 2 * KW * RB;   // one warp tile: K rows, then V rows
+    // Shared memory, in bytes: the rings, Q (float32, [BR][QH][CH] float4s,
+    // so the float4s the lanes of a key read at once are consecutive), P
+    // per warp [W][KW][BR], the warps' row maxima, sums and merge factors
+    // [W][BR] each, then the block's rows: sum, max, key limit.
+    static constexpr int RING = W * STAGES * STAGE;
+    static constexpr int QS = BR * DPAD * 4;
+    static constexpr int PS = W * KW * BR * 4;
+    static constexpr int STATS = (3 * W * BR + 3 * BR) * 4;
+    static constexpr int SMEM = RING + QS + PS + STATS;
+    static_assert(ESZ == 2 || ESZ == 4, "storage types are 2 or 4 bytes");
+    static_assert(pow2(KW) && KW <= 32 && CH >= 8 && CH % LPK == 0, "warp tile shape");
+    static_assert(E % UE == 0 && UB % ESZ == 0, "P.V units");
+    static_assert(BR % 4 == 0 && DPAD % 32 == 0, "rows come in float4s, lanes split the dims");
+    // The merge writes the warps' [BR][DPAD] float accumulators over the rings.
+    static_assert(W * BR * DPAD * 4 <= RING, "the merge does not fit in the rings");
+    static_assert(STAGES >= 2, "a ring needs two stages");
+};
+
+}   // namespace fattn_decode_shapes
+
+namespace {
+
+using fattn_decode_shapes::Shape;
+
+// What the launch adds to fattn_cuda_args.
+struct Params {
+    int splits, row_tiles, heads_kv;
+    int vec;        // 1: K and V rows are 16-byte aligned (cp.async), else element copies
+    Divisor page;   // page_size (paged caches only)
+    float *ws_o, *ws_lse;
+};
+
+template <typename T> struct Bits;   // the storage type's raw bits
+template <> struct Bits<float> { using type = uint32_t; };
+template <> struct Bits<__half> { using type = uint16_t; };
+template <> struct Bits<__nv_bfloat16> { using type = uint16_t; };
+
+__device__ __forceinline__ void from_f(float *p, float x) { *p = x; }
+__device__ __forceinline__ void from_f(__half *p, float x) { *p = __float2half_rn(x); }
+__device__ __forceinline__ void from_f(__nv_bfloat16 *p, float x) { *p = __float2bfloat16_rn(x); }
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// Two 16-bit elements of a 32-bit word (the lower first) as floats.
+template <typename T> __device__ __forceinline__ void unpack2(uint32_t w, float &lo, float &hi);
+template <>
+__device__ __forceinline__ void unpack2<__nv_bfloat16>(uint32_t w, float &lo, float &hi) {
+    lo = __uint_as_float(w << 16);   // bf16 is the upper half of a float
+    hi = __uint_as_float(w & 0xffff0000u);
+}
+template <> __device__ __forceinline__ void unpack2<__half>(uint32_t w, float &lo, float &hi) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w));
+    lo = f.x, hi = f.y;
+}
+
+// N 32-bit words of storage as floats (N for f32, 2N for the 16-bit types).
+template <typename T, int N> __device__ __forceinline__ void unpack(const uint32_t *w, float *f) {
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        if constexpr (sizeof(T) == 4)
+            f[k] = __uint_as_float(w[k]);
+        else
+            unpack2<T>(w[k], f[2 * k], f[2 * k + 1]);
+    }
+}
+
+// Elements d0 .. d0+n-1 of a row (B: the storage type's bits, 2 or 4 bytes;
+// n at most 16 bytes' worth) as 16 bytes, zeros after them: element loads,
+// for rows that are not 16-byte aligned.
+template <typename B> __device__ __forceinline__ uint4 gather16(const void *row, int d0, int n) {
+    const B *p = static_cast<const B *>(row) + d0;
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        if constexpr (sizeof(B) == 4) {
+            w[k] = k < n ? p[k] : 0u;
+        } else {
+            const uint32_t lo = 2 * k < n ? p[2 * k] : 0u, hi = 2 * k + 1 < n ? p[2 * k + 1] : 0u;
+            w[k] = lo | hi << 16;
+        }
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// 16 bytes global -> shared, of which the first `bytes` are read and the
+// rest zero-filled (0: no read, all zeros). dst and src 16-byte aligned;
+// bytes a multiple of the element size.
+__device__ __forceinline__ void cp_async16_fill(void *dst, const void *src, int bytes) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
+                 "r"(bytes)
+                 : "memory");
+#else
+    *static_cast<uint4 *>(dst) = gather16<uint16_t>(src, 0, bytes / 2);
+#endif
+}
+
+// Waits until at most N of this thread's cp.async groups are pending.
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+__device__ __forceinline__ int key_limit(int i, int len_kv, int off, int causal) {
+    if (!causal) return len_kv;
+    const long long lim = (long long)i + off + 1;
+    return lim < 0 ? 0 : (lim > len_kv ? len_kv : (int)lim);
+}
+
+template <typename T, int DPAD, int BR>
+__global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
+    decode_kernel(fattn_cuda_args a, Params prm) {
+    using C = Shape<sizeof(T), DPAD, BR>;
+    using B = typename Bits<T>::type;
+    constexpr int W = C::W, NT = C::NT, KW = C::KW, LPK = C::LPK, CH = C::CH, CE = C::CE;
+    constexpr int QH = C::QH, RB = C::RB, UE = C::UE, NU = C::NU, E = C::E, ESZ = sizeof(T);
+    extern __shared__ __align__(16) unsigned char smem[];
+    unsigned char *ring = smem;
+    float4 *Qs = reinterpret_cast<float4 *>(smem + C::RING);
+    float *Ps = reinterpret_cast<float *>(smem + C::RING + C::QS);
+    float *wm = Ps + W * KW * BR, *wl = wm + W * BR, *wf = wl + W * BR;
+    float *rowL = wf + W * BR, *rowM = rowL + BR;
+    int *rowlim = reinterpret_cast<int *>(rowM + BR);
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int split = blockIdx.y;
+    const unsigned unit = blockIdx.x;   // (b * heads_kv + hk) * row_tiles + rt, below 2^31
+    const int rt = (int)(unit % (unsigned)prm.row_tiles);
+    const unsigned bhk = unit / (unsigned)prm.row_tiles;
+    const int64_t hk = bhk % (unsigned)prm.heads_kv, b = bhk / (unsigned)prm.heads_kv;
+    const int Sq = a.seq_q, D = a.head_dim, group = (int)a.group;
+    const int R = group * Sq, r0 = rt * BR;   // R below 2^31: the planner checks
+    const Seq s = ragged_seq(a, b);
+
+    // The tile's rows: the keys each sees (0: not a row of the sequence).
+    if (tid < BR) {
+        const int rr = r0 + tid, i = rr % Sq;
+        rowlim[tid] = rr < R && i < s.len_q ? key_limit(i, s.len_kv, s.causal_offset, a.causal) : 0;
+    }
+    // Q, scaled by scale * log2 e (the softmax runs on exp2), zero past the
+    // head dim and on rows that are not the sequence's; element d of row r
+    // is float4 (r * QH + (d % CE) / 4) * CH + d / CE, component d % 4.
+    for (int idx = tid; idx < BR * DPAD / 4; idx += NT) {
+        const int r = idx / (DPAD / 4), d = 4 * (idx % (DPAD / 4)), rr = r0 + r;
+        const int g = rr / Sq, i = rr - g * Sq;
+        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (rr < R && i < s.len_q) {
+            const T *q = static_cast<const T *>(a.q) + s.q_batch * a.q_sb +
+                         (hk * group + g) * a.q_sh + (s.q_row0 + i) * a.q_ss;
+            if (d < D) x.x = to_f(q[d]) * a.scale_log2;
+            if (d + 1 < D) x.y = to_f(q[d + 1]) * a.scale_log2;
+            if (d + 2 < D) x.z = to_f(q[d + 2]) * a.scale_log2;
+            if (d + 3 < D) x.w = to_f(q[d + 3]) * a.scale_log2;
+        }
+        Qs[(r * QH + (d % CE) / 4) * CH + d / CE] = x;
+    }
+    __syncthreads();
+
+    // This split's keys: [k0, k_hi), ending where its last-seeing row stops.
+    int maxlim = 0;
+#pragma unroll
+    for (int r = 0; r < BR; r++) maxlim = max(maxlim, rowlim[r]);
+    const int len = s.len_kv;   // below 2^31 - 4096: the planner checks
+    const int tiles = (len + C::BKV - 1) / C::BKV;
+    const int t0 = (int)((int64_t)split * tiles / prm.splits);
+    const int t1 = (int)((int64_t)(split + 1) * tiles / prm.splits);
+    const int k0 = t0 * C::BKV;
+    int k_hi = min(min(t1 * C::BKV, len), maxlim);
+    if (!ragged_pages_ok(a, b, k0, k_hi)) k_hi = k0;   // every thread: it is a barrier
+    const int nt = k_hi > k0 ? (k_hi - k0 + C::BKV - 1) / C::BKV : 0;
+
+    // This lane's key in a warp tile, and the chunks of its row it moves.
+    const int jj = lane / LPK, part = lane % LPK;
+    const int sw = (jj * LPK) & 7;   // the row's chunk swizzle
+    unsigned char *wring = ring + warp * C::STAGES * C::STAGE;
+    const fattn_cuda_ragged &rg = a.rag;
+    const bool paged = rg.on && rg.page_size;
+    const int64_t k_head = hk * a.k_sh, v_head = hk * a.v_sh;
+
+    // Warp tile t into stage t % STAGES: one cp.async group per call, empty
+    // past the last tile, so that the group count stays in step.
+    auto issue = [&](int t) {
+        if (t < nt) {
+            const int kj = k0 + t * C::BKV + warp * KW + jj;
+            const bool valid = kj < k_hi;
+            const int kc = valid ? kj : k_hi - 1;   // an address in range either way
+            int64_t ko, vo;
+            if (paged) {
+                const int64_t pi = divide(kc, prm.page), slot = kc - pi * rg.page_size;
+                const int64_t pg = __ldg(rg.table + b * rg.table_sb + pi * rg.table_ss);
+                ko = pg * a.k_sb + k_head + slot * a.k_ss;
+                vo = pg * a.v_sb + v_head + slot * a.v_ss;
+            } else {
+                ko = s.kv_batch * a.k_sb + k_head + (s.kv_row0 + kc) * a.k_ss;
+                vo = s.kv_batch * a.v_sb + v_head + (s.kv_row0 + kc) * a.v_ss;
+            }
+            const T *krow = static_cast<const T *>(a.k) + ko;
+            const T *vrow = static_cast<const T *>(a.v) + vo;
+            unsigned char *st = wring + (t % C::STAGES) * C::STAGE;
+            unsigned char *kdst = st + jj * RB, *vdst = st + (KW + jj) * RB;
+            // Chunk c of the row: n elements to read (the rest of the 16 bytes
+            // zero), stored at chunk c ^ sw.
+            if (prm.vec) {
+#pragma unroll
+                for (int ci = 0; ci < C::CPL; ci++) {
+                    const int c = part + ci * LPK, d0 = c * CE, pc = (c ^ sw) * 16;
+                    const int n = valid ? min(max(D - d0, 0), CE) : 0;
+                    cp_async16_fill(kdst + pc, n ? krow + d0 : krow, n * ESZ);
+                    cp_async16_fill(vdst + pc, n ? vrow + d0 : vrow, n * ESZ);
+                }
+            } else {
+                // Unaligned rows: element loads, then one 16-byte store. Not
+                // unrolled: the rare path must not cost the common one registers.
+#pragma unroll 1
+                for (int ci = 0; ci < C::CPL; ci++) {
+                    const int c = part + ci * LPK, d0 = c * CE, pc = (c ^ sw) * 16;
+                    const int n = valid ? min(max(D - d0, 0), CE) : 0;
+                    *reinterpret_cast<uint4 *>(kdst + pc) = gather16<B>(krow, d0, n);
+                    *reinterpret_cast<uint4 *>(vdst + pc) = gather16<B>(vrow, d0, n);
+                }
+            }
+        }
+        cp_async_commit();
+    };
+
+    // Per row: running max (base 2, every lane the same), this lane's share
+    // of the sum, and its E elements of the accumulator.
+    float m[BR], l[BR], acc[BR][E];
+#pragma unroll
+    for (int r = 0; r < BR; r++) {
+        m[r] = -INFINITY, l[r] = 0.f;
+#pragma unroll
+        for (int e = 0; e < E; e++) acc[r][e] = 0.f;
+    }
+    float *wps = Ps + warp * KW * BR;
+
+#pragma unroll
+    for (int t = 0; t < C::STAGES - 1; t++) issue(t);
+    for (int t = 0; t < nt; t++) {
+        // The stage this fills was read in iteration t - 1, which every lane
+        // finished (the __syncwarp that ends it).
+        issue(t + C::STAGES - 1);
+        cp_async_wait<C::STAGES - 1>();   // this lane's copies of tile t landed
+        __syncwarp();                     // and every lane's (V is read across lanes)
+        const unsigned char *st = wring + (t % C::STAGES) * C::STAGE;
+        const int kj = k0 + t * C::BKV + warp * KW + jj;
+
+        // Scores of this lane's key over its chunks, then summed over the
+        // key's LPK lanes.
+        float sc[BR];
+#pragma unroll
+        for (int r = 0; r < BR; r++) sc[r] = 0.f;
+        const uint4 *krow = reinterpret_cast<const uint4 *>(st + jj * RB);
+#pragma unroll
+        for (int ci = 0; ci < C::CPL; ci++) {
+            const int c = part + ci * LPK;
+            const uint4 raw = krow[c ^ sw];
+            float kf[CE];
+            unpack<T, 4>(reinterpret_cast<const uint32_t *>(&raw), kf);
+#pragma unroll
+            for (int r = 0; r < BR; r++) {
+#pragma unroll
+                for (int hq = 0; hq < QH; hq++) {
+                    const float4 q = Qs[(r * QH + hq) * CH + c];
+                    float x = sc[r];
+                    x = fmaf(q.x, kf[4 * hq], x);
+                    x = fmaf(q.y, kf[4 * hq + 1], x);
+                    x = fmaf(q.z, kf[4 * hq + 2], x);
+                    x = fmaf(q.w, kf[4 * hq + 3], x);
+                    sc[r] = x;
+                }
+            }
+        }
+
+        const bool in_range = kj < k_hi;
+#pragma unroll
+        for (int r = 0; r < BR; r++) {
+#pragma unroll
+            for (int off = 1; off < LPK; off <<= 1)
+                sc[r] += __shfl_xor_sync(0xffffffffu, sc[r], off);
+            if (!in_range || kj >= rowlim[r]) sc[r] = -INFINITY;
+            float mx = sc[r];
+#pragma unroll
+            for (int off = LPK; off < 32; off <<= 1)
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            // While a row has seen no key, m stays -inf and its exponents are
+            // taken against 0: masked scores weigh 0, not NaN. A NaN score
+            // (fmaxf drops it from m) or a +inf one makes the row NaN.
+            const float m_new = fmaxf(m[r], mx);
+            const float m_use = m_new == -INFINITY ? 0.f : m_new;
+            const float alpha = ex2(m[r] - m_use);
+            const float p = ex2(sc[r] - m_use);
+            m[r] = m_new;
+            // One lane per (key, row) counts p and publishes it.
+            const bool mine = (r % LPK) == part;
+            l[r] = fmaf(l[r], alpha, mine ? p : 0.f);
+            if (mine) wps[jj * BR + r] = p;
+#pragma unroll
+            for (int e = 0; e < E; e++) acc[r][e] *= alpha;
+        }
+        __syncwarp();   // P is written
+
+        // O += P V over the warp tile's keys; V row j's chunks are swizzled
+        // by (j * LPK) & 7.
+        const unsigned char *vt = st + KW * RB;
+#pragma unroll
+        for (int j = 0; j < KW; j++) {
+            float pr[BR];
+#pragma unroll
+            for (int r4 = 0; r4 < BR / 4; r4++) {
+                const float4 x = *reinterpret_cast<const float4 *>(wps + j * BR + 4 * r4);
+                pr[4 * r4] = x.x, pr[4 * r4 + 1] = x.y, pr[4 * r4 + 2] = x.z, pr[4 * r4 + 3] = x.w;
+            }
+            const int swj = (j * LPK) & 7;
+#pragma unroll
+            for (int u = 0; u < NU; u++) {
+                const int byte = (u * 32 + lane) * C::UB;
+                const unsigned char *src = vt + j * RB + (((byte >> 4) ^ swj) << 4) + (byte & 15);
+                uint32_t w[C::UB / 4];
+                if constexpr (C::UB == 16) {
+                    const uint4 x = *reinterpret_cast<const uint4 *>(src);
+                    w[0] = x.x, w[1] = x.y, w[2] = x.z, w[3] = x.w;
+                } else if constexpr (C::UB == 8) {
+                    const uint2 x = *reinterpret_cast<const uint2 *>(src);
+                    w[0] = x.x, w[1] = x.y;
+                } else {
+                    w[0] = *reinterpret_cast<const uint32_t *>(src);
+                }
+                float vf[UE];
+                unpack<T, C::UB / 4>(w, vf);
+#pragma unroll
+                for (int r = 0; r < BR; r++)
+#pragma unroll
+                    for (int e = 0; e < UE; e++)
+                        acc[r][u * UE + e] = fmaf(pr[r], vf[e], acc[r][u * UE + e]);
+            }
+        }
+        __syncwarp();   // the stage and P are read before they are written again
+    }
+
+    // Merge the warps: each publishes its rows' max and sum, the block finds
+    // the rows' max M and each warp's factor exp2(m_w - M) (0 for a warp
+    // that saw no key: its accumulator is 0, or NaN, which stays), and
+    // L = sum of l_w times the factor.
+#pragma unroll
+    for (int r = 0; r < BR; r++) {
+        float x = l[r];
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
+        if (lane == 0) wm[warp * BR + r] = m[r], wl[warp * BR + r] = x;
+    }
+    cp_async_wait<0>();   // nothing is in flight into the rings (the last groups are empty)
+    __syncthreads();
+    if (tid < BR) {
+        float M = -INFINITY, L = 0.f;
+        for (int w = 0; w < W; w++) M = fmaxf(M, wm[w * BR + tid]);
+        for (int w = 0; w < W; w++) {
+            const float mw = wm[w * BR + tid];
+            const float f = mw == -INFINITY ? 0.f : ex2(mw - M);
+            wf[w * BR + tid] = f;
+            L = fmaf(wl[w * BR + tid], f, L);
+        }
+        rowM[tid] = M, rowL[tid] = L;
+    }
+    __syncthreads();
+    float *Ow = reinterpret_cast<float *>(ring);   // [W][BR][DPAD], over the rings
+#pragma unroll
+    for (int r = 0; r < BR; r++) {
+        const float f = wf[warp * BR + r];
+#pragma unroll
+        for (int u = 0; u < NU; u++)
+#pragma unroll
+            for (int e = 0; e < UE; e++)
+                Ow[(warp * BR + r) * DPAD + (u * 32 + lane) * UE + e] = acc[r][u * UE + e] * f;
+    }
+    __syncthreads();
+
+    // O = sum over the warps / L (0 where L = 0: no key; NaN stays NaN).
+    const int64_t Hq = a.heads_q;
+    for (int idx = tid; idx < BR * DPAD; idx += NT) {
+        const int r = idx / DPAD, dd = idx % DPAD, rr = r0 + r;
+        const int g = rr / Sq, i = rr - g * Sq;
+        if (dd >= D || rr >= R || i >= s.len_q) continue;
+        float x = 0.f;
+#pragma unroll
+        for (int w = 0; w < W; w++) x += Ow[(w * BR + r) * DPAD + dd];
+        const float L = rowL[r];
+        x *= L == 0.f ? 0.f : 1.f / L;
+        const int64_t h = hk * group + g;
+        if (prm.splits == 1) {
+            T *o =
+                static_cast<T *>(a.o) + s.q_batch * a.o_sb + h * a.o_sh + (s.q_row0 + i) * a.o_ss;
+            from_f(o + dd, x);
+        } else {
+            const int64_t row = (((int64_t)split * a.batch + b) * Hq + h) * Sq + i;
+            prm.ws_o[row * D + dd] = x;
+        }
+    }
+    if (tid < BR) {
+        const int rr = r0 + tid, g = rr / Sq, i = rr - g * Sq;
+        if (rr < R && i < s.len_q) {
+            const float L = rowL[tid];
+            const float lse = L == 0.f ? -INFINITY : (rowM[tid] + log2f(L)) * kLn2;
+            const int64_t h = hk * group + g;
+            if (prm.splits == 1) {
+                if (a.lse) a.lse[s.q_batch * a.l_sb + h * a.l_sh + (s.q_row0 + i) * a.l_ss] = lse;
+            } else {
+                prm.ws_lse[(((int64_t)split * a.batch + b) * Hq + h) * Sq + i] = lse;
+            }
+        }
+    }
+}
+
+// Buckets built (FATTN_CUDA_HEAD_DIMS): the decode kernel's 64 serves the
+// 32 bucket too (a warp splits at least 64 dims: 2 per lane).
+constexpr bool kBuilt64 = FATTN_CUDA_DPAD_32 || FATTN_CUDA_DPAD_64;
+constexpr bool kBuilt128 = FATTN_CUDA_DPAD_128;
+constexpr bool kBuilt256 = FATTN_CUDA_DPAD_256;
+
+// K and V rows can be copied in 16-byte pieces: both bases and every stride
+// the kernel uses are multiples of 16 bytes (the head dim need not be: the
+// copies zero-fill past it).
+bool vec_rows(const fattn_cuda_args *a) {
+    const int64_t es = a->dtype == FATTN_F32 ? 4 : 2;
+    // With packed keys (cu_seqlens_kv) the batch index is 0: its stride is never used.
+    const bool batch_used = !(a->rag.on && a->rag.cu_kv);
+    const int64_t strides[] = {
+        a->k_sh, a->k_ss, a->v_sh, a->v_ss, batch_used ? a->k_sb : 0, batch_used ? a->v_sb : 0};
+    for (int64_t st : strides)
+        if (st * es % 16 != 0) return false;
+    return (uintptr_t)a->k % 16 == 0 && (uintptr_t)a->v % 16 == 0;
+}
+
+// The kernel's attributes, before a launch or an occupancy query: its
+// dynamic shared memory (above 48 KiB a block must opt in), and all of the
+// SM's unified L1/shared storage as shared memory, so that as many blocks
+// fit as the registers allow (the copies bypass L1: cp.async.cg).
+template <typename K> cudaError_t set_attributes(K kernel, int smem) {
+    cudaError_t err =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (err == cudaSuccess)
+        err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   cudaSharedmemCarveoutMaxShared);
+    return err;
+}
+
+template <typename T, int DPAD, int BR>
+cudaError_t launch(const fattn_cuda_args *a, const fattn_cuda_decode_args *d, cudaStream_t stream) {
+    using C = Shape<sizeof(T), DPAD, BR>;
+    auto kernel = decode_kernel<T, DPAD, BR>;
+    cudaError_t err = set_attributes(kernel, C::SMEM);
+    if (err != cudaSuccess) return err;
+    const int64_t heads_kv = a->heads_q / a->group;
+    const int64_t units = a->batch * heads_kv * d->row_tiles;   // the planner keeps it below 2^31
+    Params prm;
+    prm.splits = d->splits;
+    prm.row_tiles = d->row_tiles;
+    prm.heads_kv = (int)heads_kv;
+    prm.vec = vec_rows(a);
+    prm.page = make_divisor(a->rag.on && a->rag.page_size ? (uint64_t)a->rag.page_size : 1);
+    prm.ws_o = d->ws_o;
+    prm.ws_lse = d->ws_lse;
+    const dim3 grid((unsigned)units, (unsigned)d->splits);
+    kernel<<<grid, C::NT, C::SMEM, stream>>>(*a, prm);
+    return cudaGetLastError();
+}
+
+template <typename T, int DPAD>
+cudaError_t by_rows(const fattn_cuda_args *a, const fattn_cuda_decode_args *d,
+                    cudaStream_t stream) {
+    if (d->br == 4) return launch<T, DPAD, 4>(a, d, stream);
+    if (d->br == 8) return launch<T, DPAD, 8>(a, d, stream);
+    if constexpr (DPAD <= 128)
+        if (d->br == 16) return launch<T, DPAD, 16>(a, d, stream);
+    return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t by_dpad(const fattn_cuda_args *a, const fattn_cuda_decode_args *d,
+                    cudaStream_t stream) {
+    if constexpr (kBuilt64)
+        if (d->dpad == 64) return by_rows<T, 64>(a, d, stream);
+    if constexpr (kBuilt128)
+        if (d->dpad == 128) return by_rows<T, 128>(a, d, stream);
+    if constexpr (kBuilt256)
+        if (d->dpad == 256) return by_rows<T, 256>(a, d, stream);
+    return cudaErrorInvalidValue;
+}
+
+// The instance for (dtype, dpad, br), handed to f as a kernel pointer and its
+// shared memory; false when it was not built.
+template <typename T, int DPAD, typename F> bool with_rows(int br, F f) {
+    if (br == 4)
+        return f(decode_kernel<T, DPAD, 4>, Shape<sizeof(T), DPAD, 4>::SMEM,
+                 Shape<sizeof(T), DPAD, 4>::BKV);
+    if (br == 8)
+        return f(decode_kernel<T, DPAD, 8>, Shape<sizeof(T), DPAD, 8>::SMEM,
+                 Shape<sizeof(T), DPAD, 8>::BKV);
+    if constexpr (DPAD <= 128)
+        if (br == 16)
+            return f(decode_kernel<T, DPAD, 16>, Shape<sizeof(T), DPAD, 16>::SMEM,
+                     Shape<sizeof(T), DPAD, 16>::BKV);
+    return false;
+}
+template <typename T, typename F> bool with_dpad(int dpad, int br, F f) {
+    if constexpr (kBuilt64)
+        if (dpad == 64) return with_rows<T, 64>(br, f);
+    if constexpr (kBuilt128)
+        if (dpad == 128) return with_rows<T, 128>(br, f);
+    if constexpr (kBuilt256)
+        if (dpad == 256) return with_rows<T, 256>(br, f);
+    return false;
+}
+template <typename F> bool with_instance(fattn_dtype dt, int dpad, int br, F f) {
+    if (dt == FATTN_F32) return with_dpad<float>(dpad, br, f);
+    if (dt == FATTN_F16) return with_dpad<__half>(dpad, br, f);
+    if (dt == FATTN_BF16) return with_dpad<__nv_bfloat16>(dpad, br, f);
+    return false;
+}
+
+}   // namespace
+
+extern "C" int fattn_cuda_decode_dpad(int64_t head_dim) {
+    if (head_dim < 1) return 0;
+    if (head_dim <= 64 && kBuilt64) return 64;
+    if (head_dim <= 128 && kBuilt128) return 128;
+    if (head_dim <= 256 && kBuilt256) return 256;
+    return 0;
+}
+
+extern "C" void fattn_cuda_decode_shape(fattn_dtype dtype, int dpad, int br, int *block_kv,
+                                        int *smem_bytes) {
+    *block_kv = *smem_bytes = 0;
+    with_instance(dtype, dpad, br, [&](auto, int smem, int bkv) {
+        *block_kv = bkv, *smem_bytes = smem;
+        return true;
+    });
+}
+
+extern "C" cudaError_t fattn_cuda_decode_occupancy(fattn_dtype dtype, int dpad, int br,
+                                                   int *blocks_per_sm) {
+    cudaError_t err = cudaErrorInvalidValue;
+    *blocks_per_sm = 0;
+    with_instance(dtype, dpad, br, [&](auto kernel, int smem, int) {
+        // The attributes first: without them a block of more than 48 KiB counts as not fitting.
+        err = set_attributes(kernel, smem);
+        if (err == cudaSuccess)
+            err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, kernel,
+                                                                32 * FATTN_DECODE_WARPS, smem);
+        return true;
+    });
+    return err;
+}
+
+extern "C" cudaError_t fattn_cuda_decode(const fattn_cuda_args *a, const fattn_cuda_decode_args *d,
+                                         cudaStream_t stream) {
+    if (a->batch <= 0 || a->heads_q <= 0 || a->seq_q <= 0) return cudaSuccess;
+    if (d->splits < 1 || d->row_tiles < 1 || a->group < 1 || a->head_dim < 1 ||
+        a->head_dim > d->dpad || (d->splits > 1 && (!d->ws_o || !d->ws_lse)))
+        return cudaErrorInvalidValue;
+    if (a->dtype == FATTN_F32) return by_dpad<float>(a, d, stream);
+    if (a->dtype == FATTN_F16) return by_dpad<__half>(a, d, stream);
+    if (a->dtype == FATTN_BF16) return by_dpad<__nv_bfloat16>(a, d, stream);
+    return cudaErrorInvalidValue;
+}
