@@ -30,6 +30,10 @@ const char *fattn_env_kernel_dir(void);
 /* FATTN_OPENCL_TILES: tile overrides per head-dim bucket,
  * "DPAD:BQxBKV/TQxTK[,...]" (parsed by the OpenCL tuning code). */
 const char *fattn_env_opencl_tiles(void);
+/* FATTN_DECODE_TUNE: the split-KV decode paths' tuning constants for
+ * sweeps, "name=value[,...]" (each backend documents its names); unset =
+ * the measured defaults. */
+const char *fattn_env_decode_tune(void);
 /* FATTN_OPENCL_OPTIONS: extra OpenCL compiler options for every kernel build. */
 const char *fattn_env_opencl_options(void);
 /* CUDA settings:

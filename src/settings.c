@@ -55,7 +55,8 @@ fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backe
              keep(out, fattn_env_xdg_cache(), &s->xdg_cache) &&
              keep(out, fattn_env_kernel_dir(), &s->kernel_dir) &&
              keep(out, fattn_env_opencl_options(), &s->opencl_options) &&
-             keep(out, fattn_env_opencl_tiles(), &s->opencl_tiles);
+             keep(out, fattn_env_opencl_tiles(), &s->opencl_tiles) &&
+             keep(out, fattn_env_decode_tune(), &s->decode_tune);
     s->cuda_small_tiles = fattn_env_cuda_small_tiles();
     if (!ok) {
         fattn_settings_free(out);

@@ -8,7 +8,7 @@
 
 typedef struct fattn_settings_store {
     fattn_settings s;
-    char *owned[10];
+    char *owned[12];
     int count;
 } fattn_settings_store;
 

@@ -7,6 +7,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fattn.h"
 
@@ -76,8 +78,25 @@ typedef struct fattn_settings {
     const char *kernel_dir;
     const char *opencl_options;
     const char *opencl_tiles;
+    const char *decode_tune; /* FATTN_DECODE_TUNE: "name=value,..." for the decode paths */
     int cuda_small_tiles;
 } fattn_settings;
+
+/* The value of `name` in a FATTN_DECODE_TUNE-style list "a=1,b=2" (a
+ * kernel-development knob), else def. A malformed value is def too. */
+static inline long fattn_tune_value(const char *list, const char *name, long def) {
+    const size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        if (!strncmp(p, name, n) && p[n] == '=') {
+            char *end;
+            const long v = strtol(p + n + 1, &end, 10);
+            return end != p + n + 1 && (*end == ',' || !*end) ? v : def;
+        }
+        p = strchr(p, ',');
+        p = p ? p + 1 : NULL;
+    }
+    return def;
+}
 
 /* What open() receives: the device and settings, and the caller's native
  * objects when the context is built around them (see fattn_context_params). */
