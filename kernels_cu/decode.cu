@@ -1,4 +1,5 @@
-// Split-KV decoding with GQA packing (flash-decoding) on the CUDA cores: the
+// Split-KV decoding with GQA packing (flash-decoding): f32 on the CUDA cores,
+// f16/bf16 on the tensor cores (decode_mma_kernel, below); the
 // first launch of the CUDA "decode" variant (backends/cuda/cuda_decode.c);
 // with more than one split, kernels_cu/combine.cu merges the partial results.
 //
@@ -42,6 +43,9 @@
 // issue-bound at roughly half the bandwidth.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <cstring>
+#include <type_traits>
 
 #include "params.h"
 #include "device_util.cuh"
@@ -128,17 +132,17 @@ __device__ __forceinline__ void from_f(float *p, float x) { *p = x; }
 __device__ __forceinline__ void from_f(__half *p, float x) { *p = __float2half_rn(x); }
 __device__ __forceinline__ void from_f(__nv_bfloat16 *p, float x) { *p = __float2bfloat16_rn(x); }
 __device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+[[maybe_unused]] __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+[[maybe_unused]] __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
 
 // Two 16-bit elements of a 32-bit word (the lower first) as floats.
 template <typename T> __device__ __forceinline__ void unpack2(uint32_t w, float &lo, float &hi);
 template <>
-__device__ __forceinline__ void unpack2<__nv_bfloat16>(uint32_t w, float &lo, float &hi) {
+[[maybe_unused]] __device__ __forceinline__ void unpack2<__nv_bfloat16>(uint32_t w, float &lo, float &hi) {
     lo = __uint_as_float(w << 16);   // bf16 is the upper half of a float
     hi = __uint_as_float(w & 0xffff0000u);
 }
-template <> __device__ __forceinline__ void unpack2<__half>(uint32_t w, float &lo, float &hi) {
+template <> [[maybe_unused]] __device__ __forceinline__ void unpack2<__half>(uint32_t w, float &lo, float &hi) {
     const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w));
     lo = f.x, hi = f.y;
 }
@@ -502,6 +506,393 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
     }
 }
 
+}   // namespace
+
+// ---- The tensor-core path (f16, bf16) ----
+// The CUDA-core kernel above spends ~450 warp instructions on each 8-key
+// (4 KiB) warp tile of bf16 d128: the Q loads from shared memory, the
+// conversions, the FMAs and the shuffle sums scale with rows * keys * dims,
+// so the 16-bit types, at half the bytes per key of f32, were issue-bound
+// (56% of HBM at b1 128k, against f32's 80%). This kernel does the same work
+// with mma.sync m16n8k16 (f32 accumulate), as FlashInfer does for GQA
+// decoding: the BR packed rows are the M = 16 rows of the A operand (rows
+// past BR are zeros: free in a memory-bound kernel), so a warp tile of 16
+// keys costs 2 * DPAD/16 mma for Q.K^T and DPAD/8 for P.V, one ldmatrix per
+// 512 bytes of K or V, and a softmax over 4 scores per lane with a 2-step
+// quad shuffle, about 190 warp instructions per 8 KiB at d128.
+// - Q: unscaled, in the storage type, as A fragments in registers (exact:
+//   it is the input); the scores are scaled by scale * log2 e in float32.
+// - Warp tiles of KW = 16 keys, streamed through each warp's own ring as
+//   before (cp.async, 2 lanes per key, zero-filled past the head dim and
+//   past the key range); chunk c of key j sits at chunk c ^ (j & 7), so the
+//   8 rows of an ldmatrix matrix fall in 8 distinct 16-byte bank groups.
+// - P is rounded to the storage type for P.V (as in FlashAttention-2); the
+//   row sums use the float32 p.
+// Prologue, merge of the warps and output are the CUDA-core kernel's.
+#ifndef FATTN_DECODE_MMA_RING
+#define FATTN_DECODE_MMA_RING 98304   // bytes of rings per block: d128 gets 3 stages, 2 blocks/SM
+#endif
+
+namespace fattn_decode_shapes {
+
+template <int DPAD, int BR> struct MShape {
+    static constexpr int W = FATTN_DECODE_WARPS, NT = 32 * W;
+    static constexpr int KW = 16;              // keys per warp tile: one k-step of P.V
+    static constexpr int RB = DPAD * 2;        // bytes of a K or V row
+    static constexpr int CH = RB / 16;         // its 16-byte chunks
+    static constexpr int CPL = CH / 2;         // chunks per lane per row (2 lanes per key)
+    static constexpr int KS = DPAD / 16;       // k-steps of Q.K^T
+    static constexpr int NV = DPAD / 8;        // n-tiles of P.V (8 dims each)
+    static constexpr int MH = BR > 8 ? 2 : 1;  // row halves of the M = 16 tile in use
+    static constexpr int STAGE = 2 * KW * RB;  // one warp tile: K rows, then V rows
+    static constexpr int STAGES = clampi(FATTN_DECODE_MMA_RING / (W * STAGE), 2, FATTN_DECODE_STAGES);
+    static constexpr int BKV = W * KW;         // keys per block tile
+    static constexpr int RING = W * STAGES * STAGE;
+    static constexpr int STATS = (3 * W * BR + 3 * BR) * 4;
+    static constexpr int SMEM = RING + STATS;
+    static_assert(CH >= 8 && CH % 8 == 0, "the swizzle spans 8 chunks");
+    static_assert(BR % 4 == 0 && BR <= 16, "one M = 16 tile of rows");
+    static_assert(W * BR * DPAD * 4 <= RING, "the merge does not fit in the rings");
+    static_assert(STAGES >= 2, "a ring needs two stages");
+};
+
+}   // namespace fattn_decode_shapes
+
+namespace {
+
+using fattn_decode_shapes::MShape;
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+// volatile: they read shared memory that cp.async writes, between __syncwarps.
+__device__ __forceinline__ void dec_ldsm_x4(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void dec_ldsm_x4_t(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+#endif
+
+// c += a * b for one m16n8k16 tile, f32 accumulate.
+template <typename T>
+__device__ __forceinline__ void dec_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    if constexpr (std::is_same<T, __nv_bfloat16>::value)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats as one register of the storage type, lo in the low half.
+template <typename T> __device__ __forceinline__ uint32_t dec_pack2(float lo, float hi) {
+    uint32_t r;
+    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+        const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+        memcpy(&r, &v, 4);
+    } else {
+        const __half2 v = __floats2half2_rn(lo, hi);
+        memcpy(&r, &v, 4);
+    }
+    return r;
+}
+
+template <typename T, int DPAD, int BR>
+__global__ void __launch_bounds__(MShape<DPAD, BR>::NT)
+    decode_mma_kernel(fattn_cuda_args a, Params prm) {
+#if __CUDA_ARCH__ >= 800
+    using C = MShape<DPAD, BR>;
+    constexpr int W = C::W, NT = C::NT, KW = C::KW, RB = C::RB, KS = C::KS;
+    constexpr int NV = C::NV, MH = C::MH, ESZ = 2, CE = 8;
+    extern __shared__ __align__(16) unsigned char smem[];
+    unsigned char *ring = smem;
+    float *wm = reinterpret_cast<float *>(smem + C::RING), *wl = wm + W * BR, *wf = wl + W * BR;
+    float *rowL = wf + W * BR, *rowM = rowL + BR;
+    int *rowlim = reinterpret_cast<int *>(rowM + BR);
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int split = blockIdx.y;
+    const unsigned unit = blockIdx.x;   // (b * heads_kv + hk) * row_tiles + rt, below 2^31
+    const int rt = (int)(unit % (unsigned)prm.row_tiles);
+    const unsigned bhk = unit / (unsigned)prm.row_tiles;
+    const int64_t hk = bhk % (unsigned)prm.heads_kv, b = bhk / (unsigned)prm.heads_kv;
+    const int Sq = a.seq_q, D = a.head_dim, group = (int)a.group;
+    const int R = group * Sq, r0 = rt * BR;
+    const Seq s = ragged_seq(a, b);
+
+    if (tid < BR) {
+        const int rr = r0 + tid, i = rr % Sq;
+        rowlim[tid] = rr < R && i < s.len_q ? key_limit(i, s.len_kv, s.causal_offset, a.causal) : 0;
+    }
+    // Q as A fragments: this lane's rows qr and qr + 8 of the tile, dims
+    // 16 ks + qc, +1 (registers 0, 1) and 16 ks + 8 + qc, +1 (2, 3); zeros
+    // past the head dim and on rows that are not the tile's or the sequence's.
+    const int qr = lane >> 2, qc = (lane & 3) * 2;
+    uint32_t qa[KS][4];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int r = qr + 8 * h, rr = r0 + r, g = rr / Sq, i = rr - g * Sq;
+        const bool ok = r < BR && rr < R && i < s.len_q;
+        const uint16_t *q = ok ? static_cast<const uint16_t *>(a.q) + s.q_batch * a.q_sb +
+                                     (hk * group + g) * a.q_sh + (s.q_row0 + i) * a.q_ss
+                               : nullptr;
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                const int d = ks * 16 + half * 8 + qc;
+                uint32_t w = 0;
+                if (ok) {
+                    const uint32_t lo = d < D ? q[d] : 0u, hi = d + 1 < D ? q[d + 1] : 0u;
+                    w = lo | hi << 16;
+                }
+                qa[ks][2 * half + h] = w;
+            }
+        }
+    }
+    __syncthreads();
+
+    // This split's keys: [k0, k_hi), ending where its last-seeing row stops.
+    int maxlim = 0;
+#pragma unroll
+    for (int r = 0; r < BR; r++) maxlim = max(maxlim, rowlim[r]);
+    const int len = s.len_kv;
+    const int tiles = (len + C::BKV - 1) / C::BKV;
+    const int t0 = (int)((int64_t)split * tiles / prm.splits);
+    const int t1 = (int)((int64_t)(split + 1) * tiles / prm.splits);
+    const int k0 = t0 * C::BKV;
+    int k_hi = min(min(t1 * C::BKV, len), maxlim);
+    if (!ragged_pages_ok(a, b, k0, k_hi)) k_hi = k0;   // every thread: it is a barrier
+    const int nt = k_hi > k0 ? (k_hi - k0 + C::BKV - 1) / C::BKV : 0;
+    // The keys this lane's rows see (0 for rows past the tile).
+    int lim[MH];
+#pragma unroll
+    for (int h = 0; h < MH; h++) lim[h] = qr + 8 * h < BR ? min(rowlim[qr + 8 * h], k_hi) : 0;
+
+    // Loads: key jj of a warp tile, chunks part, part + 2, ... of its rows.
+    const int jj = lane >> 1, part = lane & 1;
+    unsigned char *wring = ring + warp * C::STAGES * C::STAGE;
+    const fattn_cuda_ragged &rg = a.rag;
+    const bool paged = rg.on && rg.page_size;
+    const int64_t k_head = hk * a.k_sh, v_head = hk * a.v_sh;
+
+    auto issue = [&](int t) {
+        if (t < nt) {
+            const int kj = k0 + t * C::BKV + warp * KW + jj;
+            const bool valid = kj < k_hi;
+            const int kc = valid ? kj : k_hi - 1;   // an address in range either way
+            int64_t ko, vo;
+            if (paged) {
+                const int64_t pi = divide(kc, prm.page), slot = kc - pi * rg.page_size;
+                const int64_t pg = __ldg(rg.table + b * rg.table_sb + pi * rg.table_ss);
+                ko = pg * a.k_sb + k_head + slot * a.k_ss;
+                vo = pg * a.v_sb + v_head + slot * a.v_ss;
+            } else {
+                ko = s.kv_batch * a.k_sb + k_head + (s.kv_row0 + kc) * a.k_ss;
+                vo = s.kv_batch * a.v_sb + v_head + (s.kv_row0 + kc) * a.v_ss;
+            }
+            const T *krow = static_cast<const T *>(a.k) + ko;
+            const T *vrow = static_cast<const T *>(a.v) + vo;
+            unsigned char *st = wring + (t % C::STAGES) * C::STAGE;
+            unsigned char *kdst = st + jj * RB, *vdst = st + (KW + jj) * RB;
+            if (prm.vec) {
+#pragma unroll
+                for (int ci = 0; ci < C::CPL; ci++) {
+                    const int c = part + ci * 2, d0 = c * CE, pc = (c ^ (jj & 7)) * 16;
+                    const int n = valid ? min(max(D - d0, 0), CE) : 0;
+                    cp_async16_fill(kdst + pc, n ? krow + d0 : krow, n * ESZ);
+                    cp_async16_fill(vdst + pc, n ? vrow + d0 : vrow, n * ESZ);
+                }
+            } else {
+#pragma unroll 1
+                for (int ci = 0; ci < C::CPL; ci++) {
+                    const int c = part + ci * 2, d0 = c * CE, pc = (c ^ (jj & 7)) * 16;
+                    const int n = valid ? min(max(D - d0, 0), CE) : 0;
+                    *reinterpret_cast<uint4 *>(kdst + pc) = gather16<uint16_t>(krow, d0, n);
+                    *reinterpret_cast<uint4 *>(vdst + pc) = gather16<uint16_t>(vrow, d0, n);
+                }
+            }
+        }
+        cp_async_commit();
+    };
+
+    // ldmatrix rows. K (B of Q.K^T): matrices (keys 0-7, chunk 2ks),
+    // (0-7, 2ks+1), (8-15, 2ks), (8-15, 2ks+1). V (B of P.V, transposed):
+    // (keys 0-7, chunk 2v), (8-15, 2v), (0-7, 2v+1), (8-15, 2v+1).
+    const int kk = (lane & 7) + ((lane >> 4) << 3), kh = (lane >> 3) & 1;
+    const int kv = (lane & 7) + (((lane >> 3) & 1) << 3), vh = lane >> 4;
+
+    // Per row half: running max (base 2, the quad's lanes the same), this
+    // lane's share of the sum; O as C fragments (row qr + 8h: registers
+    // 2h, 2h+1 at dims 8n + qc, +1).
+    float m[MH], l[MH], o[NV][4];
+#pragma unroll
+    for (int h = 0; h < MH; h++) m[h] = -INFINITY, l[h] = 0.f;
+#pragma unroll
+    for (int n = 0; n < NV; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    const float sl2 = a.scale_log2;
+
+#pragma unroll
+    for (int t = 0; t < C::STAGES - 1; t++) issue(t);
+    for (int t = 0; t < nt; t++) {
+        issue(t + C::STAGES - 1);
+        cp_async_wait<C::STAGES - 1>();
+        __syncwarp();
+        const unsigned char *st = wring + (t % C::STAGES) * C::STAGE;
+
+        // S = Q K^T: two n-tiles of 8 keys; sc[n][2h + e] is row qr + 8h,
+        // key 8n + qc + e.
+        float sc[2][4];
+#pragma unroll
+        for (int n = 0; n < 2; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            uint32_t kb[4];
+            dec_ldsm_x4(kb, st + kk * RB + (((2 * ks + kh) ^ (kk & 7)) << 4));
+            dec_mma<T>(sc[0], qa[ks], kb[0], kb[1]);
+            dec_mma<T>(sc[1], qa[ks], kb[2], kb[3]);
+        }
+
+        // Online softmax per row; P as the A fragment of P.V.
+        const int kb0 = k0 + t * C::BKV + warp * KW + qc;
+        uint32_t pa[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+        for (int h = 0; h < MH; h++) {
+            float x[4];
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 2; e++)
+                    x[2 * n + e] = kb0 + 8 * n + e < lim[h] ? sc[n][2 * h + e] * sl2 : -INFINITY;
+            float mx = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            // As in the CUDA-core kernel: while a row has seen no key, m
+            // stays -inf and exponents are taken against 0.
+            const float m_new = fmaxf(m[h], mx);
+            const float m_use = m_new == -INFINITY ? 0.f : m_new;
+            const float alpha = ex2(m[h] - m_use);
+            m[h] = m_new;
+            float p[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++) p[k] = ex2(x[k] - m_use);
+            l[h] = fmaf(l[h], alpha, (p[0] + p[1]) + (p[2] + p[3]));
+            pa[h] = dec_pack2<T>(p[0], p[1]);
+            pa[2 + h] = dec_pack2<T>(p[2], p[3]);
+#pragma unroll
+            for (int n = 0; n < NV; n++) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;
+        }
+
+        // O += P V.
+        const unsigned char *vt = st + KW * RB;
+#pragma unroll
+        for (int v = 0; v < NV / 2; v++) {
+            uint32_t vb[4];
+            dec_ldsm_x4_t(vb, vt + kv * RB + (((2 * v + vh) ^ (kv & 7)) << 4));
+            dec_mma<T>(o[2 * v], pa, vb[0], vb[1]);
+            dec_mma<T>(o[2 * v + 1], pa, vb[2], vb[3]);
+        }
+        __syncwarp();   // the stage is read before it is written again
+    }
+
+    // Merge the warps, as in the CUDA-core kernel.
+#pragma unroll
+    for (int h = 0; h < MH; h++) {
+        float x = l[h];
+        x += __shfl_xor_sync(0xffffffffu, x, 1);
+        x += __shfl_xor_sync(0xffffffffu, x, 2);
+        const int r = qr + 8 * h;
+        if ((lane & 3) == 0 && r < BR) wm[warp * BR + r] = m[h], wl[warp * BR + r] = x;
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+    if (tid < BR) {
+        float M = -INFINITY, L = 0.f;
+        for (int w = 0; w < W; w++) M = fmaxf(M, wm[w * BR + tid]);
+        for (int w = 0; w < W; w++) {
+            const float mw = wm[w * BR + tid];
+            const float f = mw == -INFINITY ? 0.f : ex2(mw - M);
+            wf[w * BR + tid] = f;
+            L = fmaf(wl[w * BR + tid], f, L);
+        }
+        rowM[tid] = M, rowL[tid] = L;
+    }
+    __syncthreads();
+    float *Ow = reinterpret_cast<float *>(ring);   // [W][BR][DPAD], over the rings
+#pragma unroll
+    for (int h = 0; h < MH; h++) {
+        const int r = qr + 8 * h;
+        if (r < BR) {
+            const float f = wf[warp * BR + r];
+#pragma unroll
+            for (int n = 0; n < NV; n++) {
+                float2 x = make_float2(o[n][2 * h] * f, o[n][2 * h + 1] * f);
+                *reinterpret_cast<float2 *>(Ow + (warp * BR + r) * DPAD + 8 * n + qc) = x;
+            }
+        }
+    }
+    __syncthreads();
+
+    const int64_t Hq = a.heads_q;
+    for (int idx = tid; idx < BR * DPAD; idx += NT) {
+        const int r = idx / DPAD, dd = idx % DPAD, rr = r0 + r;
+        const int g = rr / Sq, i = rr - g * Sq;
+        if (dd >= D || rr >= R || i >= s.len_q) continue;
+        float x = 0.f;
+#pragma unroll
+        for (int w = 0; w < W; w++) x += Ow[(w * BR + r) * DPAD + dd];
+        const float L = rowL[r];
+        x *= L == 0.f ? 0.f : 1.f / L;
+        const int64_t h = hk * group + g;
+        if (prm.splits == 1) {
+            T *o_ =
+                static_cast<T *>(a.o) + s.q_batch * a.o_sb + h * a.o_sh + (s.q_row0 + i) * a.o_ss;
+            from_f(o_ + dd, x);
+        } else {
+            const int64_t row = (((int64_t)split * a.batch + b) * Hq + h) * Sq + i;
+            prm.ws_o[row * D + dd] = x;
+        }
+    }
+    if (tid < BR) {
+        const int rr = r0 + tid, g = rr / Sq, i = rr - g * Sq;
+        if (rr < R && i < s.len_q) {
+            const float L = rowL[tid];
+            const float lse = L == 0.f ? -INFINITY : (rowM[tid] + log2f(L)) * kLn2;
+            const int64_t h = hk * group + g;
+            if (prm.splits == 1) {
+                if (a.lse) a.lse[s.q_batch * a.l_sb + h * a.l_sh + (s.q_row0 + i) * a.l_ss] = lse;
+            } else {
+                prm.ws_lse[(((int64_t)split * a.batch + b) * Hq + h) * Sq + i] = lse;
+            }
+        }
+    }
+#endif
+}
+
+// The instance for (T, DPAD, BR): the tensor-core kernel for the 16-bit
+// types, the CUDA-core one for f32; its shared memory and block tile.
+template <typename T, int DPAD, int BR> struct Inst {
+    static constexpr bool kMma = sizeof(T) == 2;
+    using S = Shape<sizeof(T), DPAD, BR>;
+    using M = MShape<DPAD, BR>;
+    static constexpr int SMEM = kMma ? M::SMEM : S::SMEM;
+    static constexpr int BKV = kMma ? M::BKV : S::BKV;
+    static constexpr int NT = 32 * FATTN_DECODE_WARPS;
+    static auto kernel() {
+        if constexpr (kMma)
+            return decode_mma_kernel<T, DPAD, BR>;
+        else
+            return decode_kernel<T, DPAD, BR>;
+    }
+};
+
 // Buckets built (FATTN_CUDA_HEAD_DIMS): the decode kernel's 64 serves the
 // 32 bucket too (a warp splits at least 64 dims: 2 per lane).
 constexpr bool kBuilt64 = FATTN_CUDA_DPAD_32 || FATTN_CUDA_DPAD_64;
@@ -537,8 +928,8 @@ template <typename K> cudaError_t set_attributes(K kernel, int smem) {
 
 template <typename T, int DPAD, int BR>
 cudaError_t launch(const fattn_cuda_args *a, const fattn_cuda_decode_args *d, cudaStream_t stream) {
-    using C = Shape<sizeof(T), DPAD, BR>;
-    auto kernel = decode_kernel<T, DPAD, BR>;
+    using C = Inst<T, DPAD, BR>;
+    auto kernel = C::kernel();
     cudaError_t err = set_attributes(kernel, C::SMEM);
     if (err != cudaSuccess) return err;
     const int64_t heads_kv = a->heads_q / a->group;
@@ -581,16 +972,11 @@ cudaError_t by_dpad(const fattn_cuda_args *a, const fattn_cuda_decode_args *d,
 // The instance for (dtype, dpad, br), handed to f as a kernel pointer and its
 // shared memory; false when it was not built.
 template <typename T, int DPAD, typename F> bool with_rows(int br, F f) {
-    if (br == 4)
-        return f(decode_kernel<T, DPAD, 4>, Shape<sizeof(T), DPAD, 4>::SMEM,
-                 Shape<sizeof(T), DPAD, 4>::BKV);
-    if (br == 8)
-        return f(decode_kernel<T, DPAD, 8>, Shape<sizeof(T), DPAD, 8>::SMEM,
-                 Shape<sizeof(T), DPAD, 8>::BKV);
+    if (br == 4) return f(Inst<T, DPAD, 4>::kernel(), Inst<T, DPAD, 4>::SMEM, Inst<T, DPAD, 4>::BKV);
+    if (br == 8) return f(Inst<T, DPAD, 8>::kernel(), Inst<T, DPAD, 8>::SMEM, Inst<T, DPAD, 8>::BKV);
     if constexpr (DPAD <= 128)
         if (br == 16)
-            return f(decode_kernel<T, DPAD, 16>, Shape<sizeof(T), DPAD, 16>::SMEM,
-                     Shape<sizeof(T), DPAD, 16>::BKV);
+            return f(Inst<T, DPAD, 16>::kernel(), Inst<T, DPAD, 16>::SMEM, Inst<T, DPAD, 16>::BKV);
     return false;
 }
 template <typename T, typename F> bool with_dpad(int dpad, int br, F f) {

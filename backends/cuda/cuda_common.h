@@ -36,7 +36,8 @@ typedef struct cuda_state {
     /* 1: the caller's context, current on the calling thread, is used as
      * it is: fattn never calls cudaSetDevice. */
     int native_current;
-    int small_tiles; /* settings->cuda_small_tiles, read at open */
+    int small_tiles;         /* settings->cuda_small_tiles, read at open */
+    const char *decode_tune; /* settings->decode_tune (lives as long as the context), or NULL */
     struct cudaDeviceProp prop;
     cudaStream_t own_stream;
     cudaStream_t stream; /* own_stream, or the caller's */

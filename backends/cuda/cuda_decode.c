@@ -46,21 +46,45 @@
  * near-equal fills, because each split costs its partial rows in the
  * workspace, their reading by the combine, and a pipeline ramp per block;
  * at least CUDA_DEC_MIN_KEYS keys per split so that ramp stays small. One
- * split is a valid outcome (large batches): GQA packing still pays. The
- * constants are starting points from that reasoning, not yet measured: the
- * H200 session tunes them and records the numbers here. */
+ * split is a valid outcome (large batches): GQA packing still pays.
+ *
+ * Measured (H200, bf16 GQA 32/8 d128 seq_q 1, the tensor-core kernel,
+ * bench/tune_cuda_decode.sh, 2026-11-22; results/2026-11-22-h200-decode-v2):
+ * min_keys 256 -> 2048 takes b1 32k from 0.0724 to 0.0625 ms (16 splits
+ * instead of 33: less ramp and combine) and b8 32k from 0.381 to 0.366 ms;
+ * b1 128k (0.202 ms) and b64 32k (2.71 ms) do not move; max_splits 32 and a
+ * 5% wave slack change nothing; assuming 3 blocks per SM (one more than fit)
+ * costs 13-20% at batch 1. The examples above predate the tensor-core
+ * kernel (2 blocks per SM at d128 now).
+ *
+ * Run-time overrides (a kernel-development knob, FATTN_DECODE_TUNE =
+ * "name=value,...", read through fattn_tune_value; bench/tune_cuda_decode.sh
+ * sweeps them): min_seq_kv (CUDA_DEC_MIN_SEQ_KV), min_keys
+ * (CUDA_DEC_MIN_KEYS), max_splits (CUDA_DEC_MAX_SPLITS), slack_pm
+ * (CUDA_DEC_WAVE_SLACK in thousandths), blocks_per_sm (the slots per SM the
+ * heuristic assumes; 0: measured). The compile-time shapes are
+ * kernels_cu/decode.cu's FATTN_DECODE_* defines. */
 #include <string.h>
 
 #include "cuda_common.h"
 
 #define CUDA_DEC_MAX_SEQ_Q 16    /* query rows per sequence this variant takes */
 #define CUDA_DEC_MIN_SEQ_KV 512  /* kv_splits = 0, dense: shorter caches go to the tiled rows */
-#define CUDA_DEC_MIN_KEYS 256    /* kv_splits = 0: keys per split, at least */
+#define CUDA_DEC_MIN_KEYS 2048   /* kv_splits = 0: keys per split, at least (measured) */
 #define CUDA_DEC_MAX_SPLITS 128  /* kv_splits = 0: splits, at most */
 #define CUDA_DEC_WAVE_SLACK 0.02 /* kv_splits = 0: slot fill given up for fewer splits */
 #define CUDA_DEC_GRID_Y 65535    /* splits are grid y: a forced count stops here */
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The FATTN_DECODE_TUNE list (settings->decode_tune, kept at open). */
+static const char *decode_tune(const cuda_state *s) { return s->decode_tune; }
+
+/* Knob `name` of the list, def when absent, clamped to [lo, hi]. */
+static long tune(const cuda_state *s, const char *name, long def, long lo, long hi) {
+    const long v = fattn_tune_value(decode_tune(s), name, def);
+    return v < lo ? lo : v > hi ? hi : v;
+}
 
 /* The packed rows per block for R rows: the smallest instance that holds
  * them, 16 at most (8 at head dims above 128, where 16 rows of accumulators
@@ -100,14 +124,14 @@ static double wave_fill(int64_t blocks, int64_t slots) {
 }
 
 /* kv_splits = 0: the heuristic at the top of this file. */
-static int64_t choose_splits(int64_t units, int64_t slots, int64_t max_splits) {
+static int64_t choose_splits(int64_t units, int64_t slots, int64_t max_splits, double slack) {
     double best = 0.0;
     for (int64_t n = 1; n <= max_splits; n++) {
         const double f = wave_fill(units * n, slots);
         if (f > best) best = f;
     }
     for (int64_t n = 1; n <= max_splits; n++)
-        if (wave_fill(units * n, slots) >= best - CUDA_DEC_WAVE_SLACK) return n;
+        if (wave_fill(units * n, slots) >= best - slack) return n;
     return 1;
 }
 
@@ -127,10 +151,11 @@ fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan 
     if (!ragged && p->seq_kv < 1)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "seq_kv = 0: the tiled rows write the zero output");
-    if (!ragged && !forced && p->seq_kv < CUDA_DEC_MIN_SEQ_KV)
+    const long min_seq_kv = tune(s, "min_seq_kv", CUDA_DEC_MIN_SEQ_KV, 1, FATTN_INT32_MAX);
+    if (!ragged && !forced && p->seq_kv < min_seq_kv)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "seq_kv %lld: below %d keys splitting does not pay", (long long)p->seq_kv,
-                          CUDA_DEC_MIN_SEQ_KV);
+                          "seq_kv %lld: below %ld keys splitting does not pay",
+                          (long long)p->seq_kv, min_seq_kv);
     /* Keys, rows and blocks are ints in the kernel; a split's last tile may
      * reach a block tile (at most 128 keys) past seq_kv, a row tile 15 rows
      * past R. */
@@ -166,7 +191,9 @@ fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan 
                           "%lld blocks per key split: more than a CUDA grid's x dimension holds",
                           (long long)units);
 
-    const int per_sm = blocks_per_sm(s, p->dtype, dpad, br, smem);
+    const long per_sm_tuned = tune(s, "blocks_per_sm", 0, 0, 64);
+    const int per_sm =
+        per_sm_tuned ? (int)per_sm_tuned : blocks_per_sm(s, p->dtype, dpad, br, smem);
     const int64_t slots = (int64_t)s->prop.multiProcessorCount * per_sm;
     const int64_t tiles = ceil_div(p->seq_kv, bkv); /* 0 for a ragged batch without keys */
     int64_t splits = 1;
@@ -174,10 +201,13 @@ fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan 
         splits = forced < tiles ? forced : tiles;
         if (splits > CUDA_DEC_GRID_Y) splits = CUDA_DEC_GRID_Y;
     } else if (forced == 0 && tiles > 1) {
-        int64_t max_splits = p->seq_kv / CUDA_DEC_MIN_KEYS;
+        int64_t max_splits = p->seq_kv / tune(s, "min_keys", CUDA_DEC_MIN_KEYS, 1, FATTN_INT32_MAX);
+        const long cap = tune(s, "max_splits", CUDA_DEC_MAX_SPLITS, 1, CUDA_DEC_GRID_Y);
         if (max_splits > tiles) max_splits = tiles;
-        if (max_splits > CUDA_DEC_MAX_SPLITS) max_splits = CUDA_DEC_MAX_SPLITS;
-        if (max_splits > 1) splits = choose_splits(units, slots, max_splits);
+        if (max_splits > cap) max_splits = cap;
+        const double slack =
+            tune(s, "slack_pm", (long)(CUDA_DEC_WAVE_SLACK * 1000 + 0.5), 0, 1000) / 1000.0;
+        if (max_splits > 1) splits = choose_splits(units, slots, max_splits, slack);
     }
     if (splits < 1) splits = 1;
     /* The partial rows: splits * batch * heads_q * seq_q of head_dim + 1

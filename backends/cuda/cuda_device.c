@@ -98,6 +98,7 @@ fattn_status cuda_open(const fattn_open_args *args, void **state, fattn_msg *msg
      * kernel's small shapes anywhere, so that their path is tested on the
      * GPUs that would not need them. */
     s->small_tiles = args->settings && args->settings->cuda_small_tiles;
+    s->decode_tune = args->settings ? args->settings->decode_tune : NULL;
     fattn_status st = FATTN_OK;
     cudaError_t err = cudaGetDeviceProperties(&s->prop, s->device);
     if (err == cudaSuccess && !s->native_current) err = cudaSetDevice(s->device);
