@@ -430,13 +430,29 @@ typedef struct fattn_mask_desc {
 } fattn_mask_desc;
 #define FATTN_MASK_DESC_INIT {sizeof(fattn_mask_desc), -1, -1, 0.0f, NULL, NULL, NULL}
 
-/* Variable-length batches (reserved, as the mask above). Sequences packed
- * without padding: Q and O are [1, heads_q, total_q, head_dim] tensors whose
+/* Variable-length batches. Sequences packed without padding: Q and O are
+ * [1, heads_q, total_q, head_dim] tensors (lse [1, heads_q, total_q]) whose
  * rows cu_seqlens_q[b] .. cu_seqlens_q[b+1]-1 belong to sequence b; K and V
- * likewise with cu_seqlens_kv and total_kv. desc->seq_q and desc->seq_kv
- * are then the longest sequence's lengths. seqused_kv[b] keys of sequence
- * b's are used (a padded cache). All three are int32 vectors in device
- * memory (fattn_tensor_init_index); NULL = not given. */
+ * likewise with cu_seqlens_kv and total_kv. Without cu_seqlens_q, Q, O and
+ * lse stay [batch, heads_q, seq_q, ...]; without cu_seqlens_kv, K and V stay
+ * [batch, heads_kv, seq_kv, head_dim] (or paged, below). desc->seq_q and
+ * desc->seq_kv are then the longest sequence's lengths. With seqused_kv,
+ * only the first seqused_kv[b] keys of sequence b are used (a padded
+ * cache). All three are int32 vectors on the context's buffers
+ * (fattn_tensor_init_index); NULL = not given.
+ * Causal masking aligns per sequence: bottom-right, query row i of a
+ * sequence with len_q rows and len_kv keys sees keys j <= i + len_kv -
+ * len_q; top-left, j <= i. A sequence with no keys gets O = 0 and lse =
+ * -inf; rows of packed O and lse past cu_seqlens_q[batch] are not written.
+ * The tables are bad when an offset is negative, decreases or passes its
+ * total, a sequence is longer than desc->seq_q / desc->seq_kv, or
+ * seqused_kv[b] is negative or more than the keys sequence b holds (its
+ * cu_seqlens_kv span, else desc->seq_kv). Tables the backend checks on the
+ * host (the CPU) make the call return FATTN_ERR_INDEX_TABLE naming the
+ * table, before anything runs; GPU backends that read them in their kernels
+ * never follow a bad entry (what it names is left out of the result) and
+ * report FATTN_ERR_INDEX_TABLE, naming the table, at the next
+ * fattn_context_synchronize or fattn_buffer_read on the context. */
 typedef struct fattn_varlen_desc {
     size_t size;                        /* FATTN_VARLEN_DESC_INIT */
     const fattn_tensor *cu_seqlens_q;   /* [batch + 1], from 0, non-decreasing */
@@ -447,12 +463,16 @@ typedef struct fattn_varlen_desc {
 } fattn_varlen_desc;
 #define FATTN_VARLEN_DESC_INIT {sizeof(fattn_varlen_desc), NULL, NULL, NULL, 0, 0}
 
-/* A paged K/V cache (reserved, as the mask above): K and V are
- * [num_pages, heads_kv, page_size, head_dim] tensors (the batch dimension
- * indexes pages), and key p * page_size + s of sequence b lies in slot s of
- * page block_table[b][p], an int32 [batch, pages_per_seq] table. The keys
- * used per sequence come from the varlen description's seqused_kv (else
- * desc->seq_kv each). */
+/* A paged K/V cache: K and V are [num_pages, heads_kv, page_size,
+ * head_dim] tensors (the batch dimension indexes pages), and key
+ * p * page_size + s of sequence b lies in slot s of page block_table[b][p],
+ * an int32 [batch, pages_per_seq] table; any page_size >= 1, and
+ * seq_kv <= pages_per_seq * page_size. The keys used per sequence come from
+ * the varlen description's seqused_kv (else desc->seq_kv each); Q may be
+ * dense or packed (cu_seqlens_q), cu_seqlens_kv is not taken. Only the
+ * entries of pages that hold used keys are read: they must lie in
+ * 0..num_pages-1, or the table is bad (FATTN_ERR_INDEX_TABLE, reported as
+ * for the varlen tables above); entries past them may hold anything. */
 typedef struct fattn_paged_kv_desc {
     size_t size;                      /* FATTN_PAGED_KV_DESC_INIT */
     const fattn_tensor *block_table;  /* element (b, p) at offset + b*stride_batch + p*stride_seq */

@@ -1042,6 +1042,35 @@ static void test_varlen_bad_values(void **state) {
     vl.total_q = full.batch * full.seq_q;
     vl.total_kv = -3;
     EXPECT_REJECTED_T(&p, &d, pt, FATTN_ERR_INVALID_SIZE, "total_kv");
+    vl.total_kv = full.batch * full.seq_kv;
+
+    /* Table contents, checked on the host before anything runs: offsets
+     * that decrease or pass the total, a sequence longer than seq_q, keys
+     * used past what a sequence holds. */
+    const int32_t down[] = {0, 5, 4}, past[] = {0, 7, 15}, longer[] = {0, 6, 10}, over[] = {7, 8};
+    fattn_buffer *bdown = alloc_ints(ctx, down, 3), *bpast = alloc_ints(ctx, past, 3);
+    fattn_buffer *blonger = alloc_ints(ctx, longer, 3), *bover = alloc_ints(ctx, over, 2);
+    fattn_tensor tdown, tpast, tlonger, tover;
+    EXPECT_OK(NULL, fattn_tensor_init_index(bdown, 1, 3, 0, &tdown));
+    EXPECT_OK(NULL, fattn_tensor_init_index(bpast, 1, 3, 0, &tpast));
+    EXPECT_OK(NULL, fattn_tensor_init_index(blonger, 1, 3, 0, &tlonger));
+    EXPECT_OK(NULL, fattn_tensor_init_index(bover, 1, 2, 0, &tover));
+    vl.cu_seqlens_q = &tdown;
+    EXPECT_REJECTED_T(&p, &d, pt, FATTN_ERR_INDEX_TABLE, "cu_seqlens_q");
+    vl.cu_seqlens_q = &tlonger;
+    EXPECT_REJECTED_T(&p, &d, pt, FATTN_ERR_INDEX_TABLE, "cu_seqlens_q");
+    vl.cu_seqlens_q = &tq;
+    vl.cu_seqlens_kv = &tpast;
+    EXPECT_REJECTED_T(&p, &d, pt, FATTN_ERR_INDEX_TABLE, "cu_seqlens_kv");
+    vl.cu_seqlens_kv = &tkv;
+    vl.seqused_kv = &tover;
+    EXPECT_REJECTED_T(&p, &d, pt, FATTN_ERR_INDEX_TABLE, "seqused_kv");
+    vl.seqused_kv = &tused; /* the good tables run */
+    EXPECT_OK(ctx, prob_call_with(&p, 0, &d, pt));
+    fattn_buffer_free(bdown);
+    fattn_buffer_free(bpast);
+    fattn_buffer_free(blonger);
+    fattn_buffer_free(bover);
 
     fattn_buffer_free(bq);
     fattn_buffer_free(bkv);
@@ -1094,16 +1123,78 @@ static void test_paged_bad_values(void **state) {
     pg.block_table = &tshort;
     EXPECT_REJECTED(&p, &d, FATTN_ERR_BUFFER_TOO_SMALL, "block_table");
 
+    /* Pages outside 0..num_pages-1 and keys past the cache, checked on the
+     * host before anything runs. */
+    const int32_t neg[] = {-1, 1}, past[] = {0, 2}, over[] = {7, 8};
+    fattn_buffer *bneg = alloc_ints(ctx, neg, 2), *bpast = alloc_ints(ctx, past, 2);
+    fattn_buffer *bover = alloc_ints(ctx, over, 2);
+    fattn_tensor tneg, tpast, tover;
+    EXPECT_OK(NULL, fattn_tensor_init_index(bneg, 2, 1, 0, &tneg));
+    EXPECT_OK(NULL, fattn_tensor_init_index(bpast, 2, 1, 0, &tpast));
+    EXPECT_OK(NULL, fattn_tensor_init_index(bover, 1, 2, 0, &tover));
+    pg.block_table = &tneg;
+    EXPECT_REJECTED(&p, &d, FATTN_ERR_INDEX_TABLE, "block_table");
+    pg.block_table = &tpast;
+    EXPECT_REJECTED(&p, &d, FATTN_ERR_INDEX_TABLE, "block_table");
+    pg.block_table = &tbl;
+    fattn_varlen_desc vl = FATTN_VARLEN_DESC_INIT;
+    vl.seqused_kv = &tover;
+    d.varlen = &vl;
+    EXPECT_REJECTED(&p, &d, FATTN_ERR_INDEX_TABLE, "seqused_kv");
+    d.varlen = NULL;
+    EXPECT_OK(ctx, prob_call(&p, 0, &d)); /* the good table runs */
+    fattn_buffer_free(bneg);
+    fattn_buffer_free(bpast);
+    fattn_buffer_free(bover);
+
     fattn_buffer_free(bt);
     fattn_buffer_free(bshort);
     prob_free(&p);
     fattn_context_free(ctx);
 }
 
-/* Every well-formed reserved request returns UNSUPPORTED naming it, and a
- * mask equal to FATTN_MASK_DESC_INIT or a varlen description with nothing
- * given asks for nothing (bitwise the same output as none). On every
- * backend: the refusal must come before any backend runs anything. */
+/* A ragged request (varlen, paged) on path `naive`: the CPU's tiled path
+ * must run it; a backend that does not take ragged problems yet, and the
+ * naive baselines, decline it with UNSUPPORTED naming it and write nothing.
+ * Returns 1 when it ran. */
+static int ragged_ran_(problem *p, fattn_backend_kind kind, int naive,
+                       const fattn_attention_desc *d, const fattn_tensor *const *tt,
+                       const char *needles, const char *file, int line) {
+    const fattn_status st = prob_call_with(p, naive, d, tt);
+    const char *call = naive ? "fattn_forward_naive" : "fattn_forward";
+    if (st == FATTN_ERR_UNSUPPORTED && (naive || kind != FATTN_BACKEND_CPU)) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", fattn_error_message(p->ctx));
+        expect_(st, FATTN_ERR_UNSUPPORTED, why, needles, call, file, line);
+        expect_outputs_untouched_(p, file, line);
+        print_message("[     NOTE ] %s: %s declines it: %s\n", fattn_context_backend_name(p->ctx),
+                      call, why);
+        return 0;
+    }
+    expect_(st, FATTN_OK, fattn_error_message(p->ctx), "", call, file, line);
+    return 1;
+}
+
+/* The packed view of p's buffers (packed_tensors) is the dense problem p->d
+ * with sequence b at rows b * seq of each head: checks O and lse so. */
+static void check_packed_(problem *p, const char *what, const char *file, int line) {
+    const fattn_attention_desc *d = &p->d;
+    const int64_t B = d->batch, D = d->head_dim, Sq = d->seq_q, Sk = d->seq_kv;
+    prob_read_outputs(p);
+    const hview q = {p->host[TQ], 0, Sq * D, B * Sq * D, D},
+                k = {p->host[TK], 0, Sk * D, B * Sk * D, D},
+                v = {p->host[TV], 0, Sk * D, B * Sk * D, D},
+                o = {p->host[TO], 0, Sq * D, B * Sq * D, D}, l = {p->host[TL], 0, Sq, B * Sq, 1};
+    check_views_(d, &q, &k, &v, &o, &l, what, file, line);
+}
+
+/* Every well-formed request for a feature this release only reserves (the
+ * mask's) returns UNSUPPORTED naming it, and a mask equal to
+ * FATTN_MASK_DESC_INIT or a varlen description with nothing given asks for
+ * nothing (bitwise the same output as none). On every backend: the refusal
+ * must come before any backend runs anything. Variable-length batches and
+ * paged caches are no longer reserved: the CPU runs them (checked against
+ * the reference), other backends run them or decline them. */
 static void reserved_features(fattn_backend_kind kind) {
     fattn_context *ctx = open_backend(kind);
     problem p;
@@ -1162,8 +1253,8 @@ static void reserved_features(fattn_backend_kind kind) {
     d.mask = NULL;
 
     /* Variable-length: packed Q is [1, Hq, B*Sq, D], on the same buffers as
-     * the dense tensors here, so only the feature itself is missing. */
-    const int32_t cu_q[] = {0, 5, 10}, cu_kv[] = {0, 7, 14}, used[] = {7, 6}, table[] = {0, 1};
+     * the dense tensors here, so each sequence is a dense problem of its own. */
+    const int32_t cu_q[] = {0, 5, 10}, cu_kv[] = {0, 7, 14}, used[] = {7, 7}, table[] = {0, 1};
     fattn_buffer *bq = alloc_ints(ctx, cu_q, 3), *bkv = alloc_ints(ctx, cu_kv, 3);
     fattn_buffer *bused = alloc_ints(ctx, used, 2), *btab = alloc_ints(ctx, table, 2);
     fattn_tensor tq, tkv, tused, ttab;
@@ -1180,22 +1271,35 @@ static void reserved_features(fattn_backend_kind kind) {
     fattn_tensor packed[NT];
     const fattn_tensor *pt[NT];
     packed_tensors(&p, packed, pt);
-    expect_rejected_(&p, paths, &d, pt, FATTN_ERR_UNSUPPORTED, "varlen|variable-length", __FILE__,
-                     __LINE__);
-    fattn_varlen_desc padded = FATTN_VARLEN_DESC_INIT; /* a padded cache: seqused_kv alone */
+    for (int naive = 0; naive <= 1; naive++) {
+        if (!(paths & (naive ? PATH_NAIVE : PATH_TILED))) continue;
+        if (ragged_ran_(&p, kind, naive, &d, pt, "varlen|variable-length", __FILE__, __LINE__))
+            check_packed_(&p, "packed variable-length sequences", __FILE__, __LINE__);
+    }
+    /* A padded cache: seqused_kv alone, every key used, so the dense answer. */
+    fattn_varlen_desc padded = FATTN_VARLEN_DESC_INIT;
     padded.seqused_kv = &tused;
     d.varlen = &padded;
-    expect_rejected_(&p, paths, &d, NULL, FATTN_ERR_UNSUPPORTED, "varlen|variable-length", __FILE__,
-                     __LINE__);
+    for (int naive = 0; naive <= 1; naive++) {
+        if (!(paths & (naive ? PATH_NAIVE : PATH_TILED))) continue;
+        if (ragged_ran_(&p, kind, naive, &d, NULL, "varlen|variable-length", __FILE__, __LINE__))
+            PROB_CHECK(&p, "seqused_kv with every key used");
+    }
     d.varlen = NULL;
 
+    /* Paged: one page of seq_kv keys per sequence, page b for sequence b, so
+     * the dense K and V are the cache and the answer is the dense one. */
     fattn_paged_kv_desc pg = FATTN_PAGED_KV_DESC_INIT;
     pg.block_table = &ttab;
     pg.pages_per_seq = 1;
     pg.page_size = full.seq_kv;
     pg.num_pages = full.batch;
     d.paged_kv = &pg;
-    expect_rejected_(&p, paths, &d, NULL, FATTN_ERR_UNSUPPORTED, "paged", __FILE__, __LINE__);
+    for (int naive = 0; naive <= 1; naive++) {
+        if (!(paths & (naive ? PATH_NAIVE : PATH_TILED))) continue;
+        if (ragged_ran_(&p, kind, naive, &d, NULL, "paged", __FILE__, __LINE__))
+            PROB_CHECK(&p, "a paged cache, page b for sequence b");
+    }
     d.paged_kv = NULL;
 
     fattn_buffer *const bufs[] = {slopes, bias, bq, bkv, bused, btab};

@@ -46,6 +46,19 @@ void cpu_finish_row(const fattn_problem *p, int64_t b, int64_t h, int64_t i, flo
 fattn_status cpu_combine(void *state, const fattn_problem *p, const fattn_plan *plan,
                          fattn_msg *msg);
 
+/* The tiled variant's launch parameters (plan->area): the keys of each row
+ * are cut into `splits` parts of `chunk` keys (a multiple of tile_kv),
+ * computed as separate work items into the workspace and merged by the
+ * log-sum-exp rule; splits 1 runs unsplit and needs no workspace. */
+typedef struct cpu_tiled_plan {
+    int64_t splits, chunk;
+} cpu_tiled_plan;
+FATTN_PLAN_FITS(cpu_tiled_plan);
+
+/* Workspace bytes of a split plan: m, l and D accumulators per split and
+ * output row, plus room to align the start to 64 bytes. */
+uint64_t cpu_split_workspace(const fattn_problem *p, int64_t splits);
+
 /* The two variants' run functions (cpu_attention.c). */
 fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_plan *plan,
                                fattn_msg *msg);

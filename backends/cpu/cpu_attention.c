@@ -1,6 +1,8 @@
-/* CPU attention: the tiled online-softmax algorithm (FlashAttention-2's work
- * split: one work item per (batch, head, query tile), streaming key/value
- * tiles), and the naive baseline that materialises scores and probabilities. */
+/* CPU attention: the tiled online-softmax algorithm (one work item per
+ * (sequence, KV head, tile of its query heads' rows, key split), streaming
+ * key/value tiles; variable-length sequences and paged caches resolved per
+ * sequence through backend.h's rules), and the naive baseline that
+ * materialises scores and probabilities. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,17 +10,45 @@
 #include "cpu.h"
 #include "half.h"
 
-void cpu_load_row(float *dst, const void *src, fattn_dtype t, int64_t n, float mul) {
+/* The tiled loop is built twice: for the baseline the library targets, and
+ * for AVX2 with F16C (x86-64 since 2013), picked at run time; the build's
+ * baseline x86-64 does float math 4 lanes wide. Both do the same float
+ * operations in the same order (no FMA contraction in ISO C mode), so they
+ * give the same bits. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__FLT16_MAX__)
+#define CPU_HAVE_F16 1 /* GCC 12+: _Float16, converted by F16C where enabled */
+#define CPU_HAVE_AVX2 1
+#endif
+#define CPU_INLINE static inline __attribute__((always_inline))
+
+/* Converts n elements to float, times mul. With f16c (the AVX2 build of the
+ * tiled loop), f16 goes through the hardware conversion, which is exact like
+ * fattn_f16_to_f32 (a NaN may come out quieted, still NaN). */
+CPU_INLINE void load_row(float *restrict dst, const void *src, fattn_dtype t, int64_t n, float mul,
+                         int f16c) {
     if (t == FATTN_F32) {
-        const float *s = src;
+        const float *restrict s = src;
         for (int64_t i = 0; i < n; i++) dst[i] = s[i] * mul;
-    } else {
-        const uint16_t *s = src;
-        if (t == FATTN_F16)
-            for (int64_t i = 0; i < n; i++) dst[i] = fattn_f16_to_f32(s[i]) * mul;
-        else
-            for (int64_t i = 0; i < n; i++) dst[i] = fattn_bf16_to_f32(s[i]) * mul;
+        return;
     }
+    const uint16_t *restrict s = src;
+#ifdef CPU_HAVE_F16
+    if (f16c && t == FATTN_F16) {
+        const _Float16 *restrict h = src;
+        for (int64_t i = 0; i < n; i++) dst[i] = (float)h[i] * mul;
+        return;
+    }
+#else
+    (void)f16c;
+#endif
+    if (t == FATTN_F16)
+        for (int64_t i = 0; i < n; i++) dst[i] = fattn_f16_to_f32(s[i]) * mul;
+    else
+        for (int64_t i = 0; i < n; i++) dst[i] = fattn_bf16_to_f32(s[i]) * mul;
+}
+
+void cpu_load_row(float *dst, const void *src, fattn_dtype t, int64_t n, float mul) {
+    load_row(dst, src, t, n, mul, 0);
 }
 
 void cpu_store_row(void *dst, const float *src, fattn_dtype t, int64_t n) {
@@ -33,10 +63,67 @@ void cpu_store_row(void *dst, const float *src, fattn_dtype t, int64_t n) {
     }
 }
 
-static float dot(const float *restrict a, const float *restrict b, int64_t n) {
-    float s = 0.0f;
-    for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+/* Asks for the cache lines of a row that will be read soon. */
+CPU_INLINE void prefetch_row(const void *row, int64_t bytes) {
+    for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)row + off);
+}
+
+/* Eight lanes of floats (GCC and clang vector extensions): one AVX
+ * register, or two SSE registers in the baseline build. Helpers take and
+ * give them through pointers, which keeps vectors out of the calling
+ * convention (they are inlined anyway). */
+typedef float v8f __attribute__((vector_size(32)));
+#define LD8(p) (*(const v8f_u *)(const void *)(p))
+#define ST8(p, x) (*(v8f_u *)(void *)(p) = (x))
+typedef float v8f_u __attribute__((vector_size(32), aligned(4), may_alias));
+CPU_INLINE float sum8(const v8f *v) {
+    const v8f s = *v;
+    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+/* Eight partial sums (lane x sums elements x, x + 8, ...), then the lanes
+ * and the tail: the one order every score is formed in. */
+CPU_INLINE float dot(const float *restrict a, const float *restrict b, int64_t n) {
+    v8f s = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) s += LD8(a + i) * LD8(b + i);
+    float t = 0.0f;
+    for (; i < n; i++) t += a[i] * b[i];
+    return sum8(&s) + t;
+}
+
+/* dot(q, k[c], n) for four keys at once: four independent chains hide the
+ * adds' latency, and each sum is formed in dot's order, so a score does not
+ * depend on which keys were grouped. */
+CPU_INLINE void dot4(const float *restrict q, const float *const k[4], int64_t n, float out[4]) {
+    v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const v8f qx = LD8(q + i);
+        s0 += qx * LD8(k[0] + i);
+        s1 += qx * LD8(k[1] + i);
+        s2 += qx * LD8(k[2] + i);
+        s3 += qx * LD8(k[3] + i);
+    }
+    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (; i < n; i++)
+        for (int c = 0; c < 4; c++) t[c] += q[i] * k[c][i];
+    out[0] = sum8(&s0) + t[0];
+    out[1] = sum8(&s1) + t[1];
+    out[2] = sum8(&s2) + t[2];
+    out[3] = sum8(&s3) + t[3];
+}
+
+/* a += p[0] v[0] + ... + p[3] v[3], added in that order (as four single
+ * updates would), with one pass over a instead of four. */
+CPU_INLINE void axpy4(float *restrict a, const float p[4], const float *const v[4], int64_t n) {
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8)
+        ST8(a + d,
+            (((LD8(a + d) + p[0] * LD8(v[0] + d)) + p[1] * LD8(v[1] + d)) + p[2] * LD8(v[2] + d)) +
+                p[3] * LD8(v[3] + d));
+    for (; d < n; d++)
+        a[d] = (((a[d] + p[0] * v[0][d]) + p[1] * v[1][d]) + p[2] * v[2][d]) + p[3] * v[3][d];
 }
 
 /* Keys j < key_limit(p, i) are visible to query row i (either causal
@@ -63,82 +150,250 @@ void cpu_finish_row(const fattn_problem *p, int64_t b, int64_t h, int64_t i, flo
     }
 }
 
+/* Output rows of O (and lse): [batch, heads_q, seq_q], or [1, heads_q,
+ * total_q] for packed variable-length queries. */
+static int64_t out_rows_per_head(const fattn_problem *p) {
+    return p->rag.on && p->rag.cu_seqlens_q.mem ? p->rag.total_q : p->seq_q;
+}
+static int64_t out_batches(const fattn_problem *p) {
+    return p->rag.on && p->rag.cu_seqlens_q.mem ? 1 : p->batch;
+}
+
+uint64_t cpu_split_workspace(const fattn_problem *p, int64_t splits) {
+    if (splits <= 1) return 0;
+    uint64_t n;
+    const uint64_t rows = (uint64_t)out_batches(p) * (uint64_t)p->heads_q,
+                   per = (uint64_t)p->head_dim + 2;
+    if (__builtin_mul_overflow(rows, (uint64_t)out_rows_per_head(p), &n) ||
+        __builtin_mul_overflow(n, per, &n) || __builtin_mul_overflow(n, (uint64_t)splits, &n) ||
+        __builtin_mul_overflow(n, (uint64_t)sizeof(float), &n) || n > UINT64_MAX - 64)
+        return UINT64_MAX;
+    return n + 64;
+}
+
+/* One work item of the tiled path: a tile of tq rows of one (sequence, KV
+ * head)'s query heads, packed row-major as r = i * group + g (query row i
+ * of head hk * group + g), so that each K/V tile is loaded once for every
+ * query head that reads it (GQA packing), against one split of the keys. */
 typedef struct tiled_job {
     const fattn_problem *p;
-    int64_t tq, tkv, tiles_per_head;
+    int64_t tq, tkv, group, tiles, splits, chunk;
+    const void *cu_q, *cu_kv, *used, *table; /* host pointers of the index tables */
+    float *part;                             /* splits > 1: [split][out row][m, l, acc[D]] */
+    int64_t part_rows;                       /* output rows, for the split stride */
 } tiled_job;
 
 /* Scratch layout per thread, in floats. */
 static size_t tiled_scratch(int64_t tq, int64_t tkv, int64_t D) {
-    return (size_t)(tq * D /*Q*/ + 2 * tkv * D /*K,V*/ + tkv /*scores*/ + tq * D /*acc*/ + 2 * tq);
+    return (size_t)(4 * tkv /*K,V row pointers*/ + tq * D /*Q*/ + 2 * tkv * D /*K,V*/ +
+                    tkv /*scores*/ + tq * D /*acc*/ + 2 * tq);
+}
+
+/* Keys j < seq_limit(...) of a sequence with len_kv keys are visible to its
+ * query row i: backend.h's rule per sequence, clamped to 0..len_kv. */
+static inline int64_t seq_limit(int causal, int64_t offset, int64_t len_kv, int64_t i) {
+    if (!causal) return len_kv;
+    const int64_t lim = i + offset + 1;
+    return lim < 0 ? 0 : (lim > len_kv ? len_kv : lim);
+}
+
+/* Key j of sequence b: its row in K or V (a page's slot when paged). */
+static inline const unsigned char *key_row(const tiled_job *job, const fattn_operand *x,
+                                           const fattn_seq *s, int64_t b, int64_t hk, int64_t j) {
+    const fattn_problem *p = job->p;
+    if (p->rag.page_size) {
+        const int64_t ps = p->rag.page_size;
+        const int64_t page = fattn_table_at(&p->rag.block_table, job->table, b, j / ps);
+        return cpu_elem(x, p->dtype, page, hk, j % ps);
+    }
+    return cpu_elem(x, p->dtype, s->kv_batch, hk, s->kv_row0 + j);
+}
+
+/* Index of an output row in the partial results of one split. */
+static inline int64_t part_row(const tiled_job *job, const fattn_seq *s, int64_t h, int64_t i) {
+    const fattn_problem *p = job->p;
+    return (s->q_batch * p->heads_q + h) * out_rows_per_head(p) + s->q_row0 + i;
+}
+
+/* The tiled loop's body; avx2 1 where it is built for AVX2 and F16C. */
+CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
+    const tiled_job *job = arg;
+    const fattn_problem *p = job->p;
+    const int64_t D = p->head_dim, tq = job->tq, tkv = job->tkv, group = job->group;
+    const int64_t split = item % job->splits;
+    const int64_t tile = (item / job->splits) % job->tiles;
+    const int64_t bh = item / job->splits / job->tiles;
+    const int64_t b = bh / p->heads_kv, hk = bh % p->heads_kv;
+    fattn_seq s;
+    fattn_seq_resolve(p, job->cu_q, job->cu_kv, job->used, b, &s);
+    const int64_t r0 = tile * tq, rows = s.len_q * group;
+    if (r0 >= rows) return; /* a shorter sequence than the longest */
+    const int64_t nr = (rows - r0) < tq ? (rows - r0) : tq;
+
+    /* Rows of the K and V tile: float32 inputs are read where they lie,
+     * others converted into K and V. */
+    const float **Kp = (const float **)(void *)scratch, **Vp = Kp + tkv;
+    float *Q = scratch + 4 * tkv, *K = Q + tq * D, *V = K + tkv * D, *S = V + tkv * D;
+    float *acc = S + tkv, *m = acc + tq * D, *l = m + tq;
+    for (int64_t r = 0; r < nr; r++) {
+        const int64_t i = (r0 + r) / group, h = hk * group + (r0 + r) % group;
+        /* Folding the scale into Q saves a multiply per score. */
+        load_row(Q + r * D, cpu_elem(&p->q, p->dtype, s.q_batch, h, s.q_row0 + i), p->dtype, D,
+                 p->scale, avx2);
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+    memset(acc, 0, (size_t)(nr * D) * sizeof(float));
+
+    /* This split's keys; keys past what the tile's last row sees are never
+     * loaded: causal tiles above the diagonal are skipped, not masked. */
+    const int64_t k_lo = split * job->chunk, row_bytes = D * fattn_esize(p->dtype);
+    int64_t k_hi = seq_limit(p->causal, s.causal_offset, s.len_kv, (r0 + nr - 1) / group);
+    if (job->splits > 1 && k_hi > k_lo + job->chunk) k_hi = k_lo + job->chunk;
+    for (int64_t j0 = k_lo; j0 < k_hi; j0 += tkv) {
+        const int64_t nk = (k_hi - j0) < tkv ? (k_hi - j0) : tkv;
+        for (int64_t j = 0; j < nk; j++) {
+            /* The next tile's rows are fetched while this one is computed:
+             * a head's key rows lie apart (BSHD, pages), which the hardware
+             * prefetchers do not follow; decoding is bound by this stream. */
+            if (j0 + j + tkv < k_hi) {
+                prefetch_row(key_row(job, &p->k, &s, b, hk, j0 + j + tkv), row_bytes);
+                prefetch_row(key_row(job, &p->v, &s, b, hk, j0 + j + tkv), row_bytes);
+            }
+            const void *kr = key_row(job, &p->k, &s, b, hk, j0 + j);
+            const void *vr = key_row(job, &p->v, &s, b, hk, j0 + j);
+            if (p->dtype == FATTN_F32) {
+                Kp[j] = kr, Vp[j] = vr;
+                continue;
+            }
+            load_row(K + j * D, kr, p->dtype, D, 1.0f, avx2);
+            load_row(V + j * D, vr, p->dtype, D, 1.0f, avx2);
+            Kp[j] = K + j * D, Vp[j] = V + j * D;
+        }
+        for (int64_t r = 0; r < nr; r++) {
+            int64_t jn = seq_limit(p->causal, s.causal_offset, s.len_kv, (r0 + r) / group) - j0;
+            if (jn > nk) jn = nk;
+            if (jn <= 0) continue;
+            const float *q = Q + r * D;
+            int64_t j = 0;
+            for (; j + 4 <= jn; j += 4) dot4(q, Kp + j, D, S + j);
+            for (; j < jn; j++) S[j] = dot(q, Kp[j], D);
+            float mx = -INFINITY;
+            for (j = 0; j < jn; j++) mx = S[j] > mx ? S[j] : mx;
+            const float m_new = mx > m[r] ? mx : m[r];
+            const float shift = shift_of(m_new);
+            const float alpha = expf(m[r] - shift); /* 0 while m[r] is -inf */
+            float sum = 0.0f, pj[4];
+            float *a = acc + r * D;
+            for (int64_t d = 0; d < D; d++) a[d] *= alpha;
+            for (j = 0; j + 4 <= jn; j += 4) {
+                for (int c = 0; c < 4; c++) sum += pj[c] = expf(S[j + c] - shift);
+                axpy4(a, pj, Vp + j, D);
+            }
+            for (; j < jn; j++) {
+                const float w = expf(S[j] - shift);
+                const float *vj = Vp[j];
+                sum += w;
+                for (int64_t d = 0; d < D; d++) a[d] += w * vj[d];
+            }
+            l[r] = l[r] * alpha + sum;
+            m[r] = m_new;
+        }
+    }
+    for (int64_t r = 0; r < nr; r++) {
+        const int64_t i = (r0 + r) / group, h = hk * group + (r0 + r) % group;
+        if (job->splits == 1) {
+            cpu_finish_row(p, s.q_batch, h, s.q_row0 + i, acc + r * D, m[r], l[r]);
+            continue;
+        }
+        /* A split writes its running state; an empty split writes m = -inf,
+         * l = 0, which the merge skips. */
+        float *out = job->part + (split * job->part_rows + part_row(job, &s, h, i)) * (D + 2);
+        out[0] = m[r];
+        out[1] = l[r];
+        memcpy(out + 2, acc + r * D, (size_t)D * sizeof(float));
+    }
 }
 
 static void tiled_item(void *arg, int64_t item, float *scratch) {
+    tiled_body(arg, item, scratch, 0);
+}
+
+#ifdef CPU_HAVE_AVX2
+__attribute__((target("avx2,f16c"))) static void tiled_item_avx2(void *arg, int64_t item,
+                                                                 float *scratch) {
+    tiled_body(arg, item, scratch, 1);
+}
+#endif
+
+/* The build of the tiled loop this CPU runs. */
+static cpu_item_fn tiled_fn(void) {
+#ifdef CPU_HAVE_AVX2
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return tiled_item_avx2;
+#endif
+    return tiled_item;
+}
+
+/* The merge of a row's splits, by fattn_combine's rule on the running
+ * states: shift by the largest m, weigh each split's l and acc by
+ * exp(m_split - shift). A NaN l (a NaN or +inf score) reaches the row. */
+static void merge_item(void *arg, int64_t item, float *scratch) {
     const tiled_job *job = arg;
     const fattn_problem *p = job->p;
-    const int64_t D = p->head_dim, tq = job->tq, tkv = job->tkv;
-    const int64_t tile = item % job->tiles_per_head;
-    const int64_t bh = item / job->tiles_per_head;
+    const int64_t D = p->head_dim, i = item % p->seq_q, bh = item / p->seq_q;
     const int64_t b = bh / p->heads_q, h = bh % p->heads_q;
-    const int64_t hk = h / (p->heads_q / p->heads_kv);
-    const int64_t q0 = tile * tq;
-    const int64_t nq = (p->seq_q - q0) < tq ? (p->seq_q - q0) : tq;
-
-    float *Q = scratch, *K = Q + tq * D, *V = K + tkv * D, *S = V + tkv * D;
-    float *acc = S + tkv, *m = acc + tq * D, *l = m + tq;
-    for (int64_t i = 0; i < nq; i++) {
-        /* Folding the scale into Q saves a multiply per score. */
-        cpu_load_row(Q + i * D, cpu_elem(&p->q, p->dtype, b, h, q0 + i), p->dtype, D, p->scale);
-        m[i] = -INFINITY;
-        l[i] = 0.0f;
+    fattn_seq s;
+    fattn_seq_resolve(p, job->cu_q, job->cu_kv, job->used, b, &s);
+    if (i >= s.len_q) return;
+    const int64_t row = part_row(job, &s, h, i), stride = job->part_rows * (D + 2);
+    const float *part = job->part + row * (D + 2);
+    float mx = -INFINITY;
+    for (int64_t k = 0; k < job->splits; k++) mx = part[k * stride] > mx ? part[k * stride] : mx;
+    const float shift = shift_of(mx);
+    float l = 0.0f, *acc = scratch;
+    memset(acc, 0, (size_t)D * sizeof(float));
+    for (int64_t k = 0; k < job->splits; k++) {
+        const float *x = part + k * stride;
+        if (x[1] == 0.0f) continue; /* no key in this split */
+        const float w = expf(x[0] - shift);
+        l += x[1] * w;
+        for (int64_t d = 0; d < D; d++) acc[d] += w * x[2 + d];
     }
-    memset(acc, 0, (size_t)(nq * D) * sizeof(float));
-
-    /* Keys past what the tile's last row sees are never loaded: causal tiles
-     * above the diagonal are skipped, not masked. */
-    const int64_t kv_end = key_limit(p, q0 + nq - 1);
-    for (int64_t j0 = 0; j0 < kv_end; j0 += tkv) {
-        const int64_t nk = (kv_end - j0) < tkv ? (kv_end - j0) : tkv;
-        for (int64_t j = 0; j < nk; j++) {
-            cpu_load_row(K + j * D, cpu_elem(&p->k, p->dtype, b, hk, j0 + j), p->dtype, D, 1.0f);
-            cpu_load_row(V + j * D, cpu_elem(&p->v, p->dtype, b, hk, j0 + j), p->dtype, D, 1.0f);
-        }
-        for (int64_t i = 0; i < nq; i++) {
-            int64_t jn = key_limit(p, q0 + i) - j0;
-            if (jn > nk) jn = nk;
-            if (jn <= 0) continue;
-            float mx = -INFINITY;
-            for (int64_t j = 0; j < jn; j++) {
-                S[j] = dot(Q + i * D, K + j * D, D);
-                mx = S[j] > mx ? S[j] : mx;
-            }
-            const float m_new = mx > m[i] ? mx : m[i];
-            const float shift = shift_of(m_new);
-            const float alpha = expf(m[i] - shift); /* 0 while m[i] is -inf */
-            float sum = 0.0f;
-            float *a = acc + i * D;
-            for (int64_t d = 0; d < D; d++) a[d] *= alpha;
-            for (int64_t j = 0; j < jn; j++) {
-                const float pj = expf(S[j] - shift);
-                const float *vj = V + j * D;
-                sum += pj;
-                for (int64_t d = 0; d < D; d++) a[d] += pj * vj[d];
-            }
-            l[i] = l[i] * alpha + sum;
-            m[i] = m_new;
-        }
-    }
-    for (int64_t i = 0; i < nq; i++) cpu_finish_row(p, b, h, q0 + i, acc + i * D, m[i], l[i]);
+    cpu_finish_row(p, s.q_batch, h, s.q_row0 + i, acc, mx, l);
 }
 
 fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_plan *plan,
                                fattn_msg *msg) {
-    const cpu_state *s = state;
-    tiled_job job = {p, plan->tiling.tile_q, plan->tiling.tile_kv, 0};
-    job.tiles_per_head = (p->seq_q + job.tq - 1) / job.tq;
-    const int64_t items = p->batch * p->heads_q * job.tiles_per_head;
+    const cpu_state *st = state;
+    const cpu_tiled_plan *tp = FATTN_PLAN_AREA(plan, const cpu_tiled_plan);
+    const fattn_ragged *g = &p->rag;
+    tiled_job job = {.p = p,
+                     .tq = plan->tiling.tile_q,
+                     .tkv = plan->tiling.tile_kv,
+                     .group = p->heads_q / p->heads_kv,
+                     .splits = tp->splits > 1 ? tp->splits : 1,
+                     .chunk = tp->chunk,
+                     /* A CPU buffer is its address: the tables are host memory. */
+                     .cu_q = g->on ? g->cu_seqlens_q.mem : NULL,
+                     .cu_kv = g->on ? g->cu_seqlens_kv.mem : NULL,
+                     .used = g->on ? g->seqused_kv.mem : NULL,
+                     .table = g->on ? g->block_table.mem : NULL};
+    job.tiles = (p->seq_q * job.group + job.tq - 1) / job.tq;
+    job.part_rows = out_batches(p) * p->heads_q * out_rows_per_head(p);
+    if (job.splits > 1) {
+        if (!p->workspace.mem)
+            return fattn_fail(msg, FATTN_ERR_INTERNAL, "a split plan was run without workspace");
+        const uintptr_t at = (uintptr_t)p->workspace.mem + (uintptr_t)p->workspace.offset;
+        job.part = (float *)(void *)((at + 63) & ~(uintptr_t)63);
+    }
+    const int threads = cpu_threads(st, p);
+    const int64_t items = p->batch * p->heads_kv * job.tiles * job.splits;
     const size_t scratch = tiled_scratch(job.tq, job.tkv, p->head_dim) * sizeof(float);
-    return cpu_parallel_for(cpu_threads(s, p), items, scratch, tiled_item, &job, msg);
+    fattn_status s = cpu_parallel_for(threads, items, scratch, tiled_fn(), &job, msg);
+    if (s != FATTN_OK || job.splits == 1) return s;
+    return cpu_parallel_for(threads, p->batch * p->heads_q * p->seq_q,
+                            (size_t)p->head_dim * sizeof(float), merge_item, &job, msg);
 }
 
 /* ---- Naive baseline --------------------------------------------------------- */
