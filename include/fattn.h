@@ -514,8 +514,10 @@ typedef struct fattn_attention_desc {
 #define FATTN_FLAGS_ALL_ FATTN_FLAG_ALLOW_TF32
 
 /* Bytes of workspace fattn_forward needs for desc on this context: 0 for
- * most plans; the split-KV decode plans (OpenCL so far) need room for the
- * partial results, splits * batch * heads_q * seq_q * (head_dim + 1) floats. */
+ * most plans; the split-KV decode plans (every backend) need room for the
+ * partial results, splits * batch * heads_q * seq_q * (head_dim + 1) floats.
+ * With desc->workspace given, fattn_forward allocates nothing and does not
+ * synchronise (CUDA graphs can capture it). */
 FATTN_API fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_attention_desc *desc,
                                             uint64_t *bytes);
 

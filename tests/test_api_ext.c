@@ -1,5 +1,5 @@
-/* The 0.2 API's new contracts: size-first (extensible) structs, the reserved
- * sub-descriptions (mask, varlen, paged K/V), causal alignment, context
+/* The 0.2 API's new contracts: size-first (extensible) structs, the
+ * sub-descriptions (the reserved mask, varlen and paged K/V, which run), causal alignment, context
  * parameters, fattn_context_create_with, const buffers, tensor initialisers,
  * the workspace and the module directory. Results are compared with a
  * double reference written here; outputs start poisoned so that an element

@@ -151,7 +151,7 @@ typedef struct fattn_tuning {
  * A table is bad when an offset is negative, decreases or passes its total,
  * a sequence is longer than seq_q / seq_kv (the longest, which size the
  * launch), seqused_kv[b] is negative or more keys than the sequence holds
- * (its cu_seqlens_kv span, pages_per_seq * page_size, or seq_kv), or a page
+ * (its cu_seqlens_kv span, else seq_kv, paged or not), or a page
  * a used key lies in is outside 0 .. num_pages-1. Host-visible tables are
  * checked before the call (fattn_check_tables, FATTN_ERR_INDEX_TABLE);
  * kernels that read device-resident ones never follow a bad entry: they set
