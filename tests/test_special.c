@@ -80,15 +80,6 @@ static float rng_range(uint64_t *s, float lo, float hi) {
     return lo + (hi - lo) * (float)((double)(rng_next(s) >> 11) / 9007199254740992.0);
 }
 
-static void put(void *base, fattn_dtype t, int64_t i, float x) {
-    if (t == FATTN_F32)
-        ((float *)base)[i] = x;
-    else if (t == FATTN_F16)
-        ((uint16_t *)base)[i] = fattn_f32_to_f16(x);
-    else
-        ((uint16_t *)base)[i] = fattn_f32_to_bf16(x);
-}
-
 /* One call's host data: BSHD with batch 1, so element (s, h, d) of a tensor
  * with H heads is at (s * H + h) * DIM + d. */
 typedef struct problem {
@@ -124,11 +115,11 @@ static void fill_random(problem *p, uint64_t seed) {
     const fattn_attention_desc *d = &p->desc;
     const fattn_dtype t = d->dtype;
     for (int64_t i = 0; i < d->heads_q * d->seq_q * DIM; i++)
-        put(p->q, t, i, rng_range(&seed, 0.1f, 1.0f));
+        harness_put(p->q, t, i, rng_range(&seed, 0.1f, 1.0f));
     for (int64_t i = 0; i < d->heads_kv * d->seq_kv * DIM; i++) {
         float x = rng_range(&seed, 0.1f, 1.0f), y = rng_range(&seed, 0.1f, 1.0f);
-        put(p->k, t, i, (rng_next(&seed) & 1) ? x : -x);
-        put(p->v, t, i, (rng_next(&seed) & 1) ? y : -y);
+        harness_put(p->k, t, i, (rng_next(&seed) & 1) ? x : -x);
+        harness_put(p->v, t, i, (rng_next(&seed) & 1) ? y : -y);
     }
 }
 
@@ -141,11 +132,11 @@ static void build_scenarios(problem *p, fattn_dtype t, uint64_t seed) {
     fill_random(p, seed);
     for (int h = 0; h < SCENARIOS; h++) {
         for (int j = 0; j < N_KEYS; j++)
-            if (neg_inf_key(h, j)) put(p->k, t, at(p, j, h, 0), -INFINITY);
-        if (h == NAN_Q) put(p->q, t, at(p, 1, h, 5), NAN); /* row 1 only */
-        if (h == NAN_K) put(p->k, t, at(p, 150, h, 7), NAN);
-        if (h == NAN_V) put(p->v, t, at(p, 150, h, 3), NAN);
-        if (h == POS_INF) put(p->k, t, at(p, 42, h, 0), INFINITY);
+            if (neg_inf_key(h, j)) harness_put(p->k, t, at(p, j, h, 0), -INFINITY);
+        if (h == NAN_Q) harness_put(p->q, t, at(p, 1, h, 5), NAN); /* row 1 only */
+        if (h == NAN_K) harness_put(p->k, t, at(p, 150, h, 7), NAN);
+        if (h == NAN_V) harness_put(p->v, t, at(p, 150, h, 3), NAN);
+        if (h == POS_INF) harness_put(p->k, t, at(p, 42, h, 0), INFINITY);
     }
 }
 
@@ -159,11 +150,11 @@ static void build_overflow(problem *p, fattn_dtype t, uint64_t seed) {
     fill_random(p, seed);
     p->desc.scale = 1e30f;
     for (int h = 0; h < 2; h++) {
-        for (int i = 0; i < 2; i++) put(p->q, t, at(p, i, h, 0), 60000.0f);
+        for (int i = 0; i < 2; i++) harness_put(p->q, t, at(p, i, h, 0), 60000.0f);
         for (int j = 0; j < N_KEYS; j++) {
-            for (int x = 0; x < DIM; x++) put(p->k, t, at(p, j, h, x), 0.0f);
+            for (int x = 0; x < DIM; x++) harness_put(p->k, t, at(p, j, h, x), 0.0f);
             /* head 0: the first 200 keys overflow; head 1: all but the last. */
-            if (h == 0 ? j < 200 : j != N_KEYS - 1) put(p->k, t, at(p, j, h, 0), -60000.0f);
+            if (h == 0 ? j < 200 : j != N_KEYS - 1) harness_put(p->k, t, at(p, j, h, 0), -60000.0f);
         }
     }
 }
@@ -173,7 +164,7 @@ static void build_causal_hidden(problem *p, fattn_dtype t, uint64_t seed) {
     problem_alloc(p, t, 1, 2, N_KEYS);
     fill_random(p, seed);
     p->desc.causal = FATTN_CAUSAL_BOTTOM_RIGHT;
-    put(p->k, t, at(p, N_KEYS - 1, 0, 2), NAN);
+    harness_put(p->k, t, at(p, N_KEYS - 1, 0, 2), NAN);
 }
 
 /* Top-left causal, seq_q 3: row i sees keys 0..i only, so the NaN in K of
@@ -182,8 +173,9 @@ static void build_causal_hidden_top_left(problem *p, fattn_dtype t, uint64_t see
     problem_alloc(p, t, 1, 3, N_KEYS);
     fill_random(p, seed);
     p->desc.causal = FATTN_CAUSAL_TOP_LEFT;
-    put(p->k, t, at(p, 3, 0, 0), NAN);
-    for (int j = 150; j < N_KEYS; j++) put(p->k, t, at(p, j, 0, 1), j % 2 ? -INFINITY : NAN);
+    harness_put(p->k, t, at(p, 3, 0, 0), NAN);
+    for (int j = 150; j < N_KEYS; j++)
+        harness_put(p->k, t, at(p, j, 0, 1), j % 2 ? -INFINITY : NAN);
 }
 
 static float get(const void *base, fattn_dtype t, int64_t i) {
@@ -206,7 +198,7 @@ static fattn_status run_on(fattn_context *ctx, const problem *p, int naive, void
     fattn_tensor t[5];
     fattn_status st = FATTN_OK;
     /* A finite sentinel, far from any answer, in O and LSE. */
-    for (size_t i = 0; i < nq; i++) put(o, d->dtype, (int64_t)i, SENTINEL);
+    for (size_t i = 0; i < nq; i++) harness_put(o, d->dtype, (int64_t)i, SENTINEL);
     for (size_t i = 0; i < rows; i++) lse[i] = SENTINEL;
     for (int i = 0; i < 5 && st == FATTN_OK; i++) {
         st = fattn_buffer_alloc(ctx, bytes[i], &b[i]);

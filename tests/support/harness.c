@@ -39,7 +39,7 @@ static float uniform(uint64_t *s, float mag) {
     return mag * (float)((double)(next_u64(s) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
 }
 
-static void put(void *base, fattn_dtype t, int64_t i, float x) {
+void harness_put(void *base, fattn_dtype t, int64_t i, float x) {
     if (t == FATTN_F32)
         ((float *)base)[i] = x;
     else if (t == FATTN_F16)
@@ -193,12 +193,13 @@ fattn_status harness_run(fattn_context *ctx, const fattn_case *c, fattn_dtype dt
      * bytes, a NaN in every dtype. */
     uint64_t rng = seed;
     for (int64_t i = 0; i < hb[BQ].elems; i++)
-        put(hb[BQ].data, dt, i, uniform(&rng, c->q_magnitude));
+        harness_put(hb[BQ].data, dt, i, uniform(&rng, c->q_magnitude));
     for (int b = BK; b <= BV; b++)
-        for (int64_t i = 0; i < hb[b].elems; i++) put(hb[b].data, dt, i, uniform(&rng, 1.0f));
+        for (int64_t i = 0; i < hb[b].elems; i++)
+            harness_put(hb[b].data, dt, i, uniform(&rng, 1.0f));
     if (c->storage == STORE_PACKED_QKV) /* K and V share Q's array: keep K's magnitude 1 */
         for (int64_t i = 0; i < hb[BQ].elems; i++)
-            if ((i / (Hq * D)) % 3 != 0) put(hb[BQ].data, dt, i, uniform(&rng, 1.0f));
+            if ((i / (Hq * D)) % 3 != 0) harness_put(hb[BQ].data, dt, i, uniform(&rng, 1.0f));
     memset(hb[BO].data, 0xff, (size_t)hb[BO].elems * fattn_dtype_size(dt));
     memset(hb[BL].data, 0xff, (size_t)hb[BL].elems * sizeof(float));
 

@@ -38,4 +38,7 @@ fattn_attention_desc harness_desc(const fattn_case *c, fattn_dtype dtype);
 
 const char *harness_dtype_name(fattn_dtype dtype);
 
+/* Stores x as element i of a host array of dtype t (rounded to nearest even). */
+void harness_put(void *base, fattn_dtype t, int64_t i, float x);
+
 #endif

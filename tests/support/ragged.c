@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "half.h"
+#include "harness.h"
 #include "ragged.h"
 #include "reference.h"
 #include "test_util.h"
@@ -56,15 +57,6 @@ struct rag_problem {
     unsigned char *owned_o, *owned_l; /* per element of O's and lse's buffers */
     int64_t o_lo, o_hi, l_lo, l_hi;   /* element ranges the views may write */
 };
-
-static void put(void *base, fattn_dtype t, int64_t i, float x) {
-    if (t == FATTN_F32)
-        ((float *)base)[i] = x;
-    else if (t == FATTN_F16)
-        ((uint16_t *)base)[i] = fattn_f32_to_f16(x);
-    else
-        ((uint16_t *)base)[i] = fattn_f32_to_bf16(x);
-}
 
 static double get(const void *base, fattn_dtype t, int64_t i) {
     return t == FATTN_F32   ? ((const float *)base)[i]
@@ -260,7 +252,7 @@ static int fill(rag_problem *rp, uint64_t *rng) {
     const int64_t D = rp->D, Hq = rp->Hq, Hk = rp->Hk;
     memset(rp->q.data, 0xff, (size_t)rp->q.elems * es); /* NaN in every dtype */
     memset(rp->k.data, 0xff, (size_t)rp->k.elems * es);
-    for (int64_t i = 0; i < rp->v.elems; i++) put(rp->v.data, dt, i, V_GARBAGE);
+    for (int64_t i = 0; i < rp->v.elems; i++) harness_put(rp->v.data, dt, i, V_GARBAGE);
     if (c->kv == RAG_KV_PAGED) { /* pages no entry uses: NaN in V too */
         unsigned char *usedp = calloc((size_t)rp->num_pages, 1);
         if (!usedp) return 0;
@@ -288,7 +280,7 @@ static int fill(rag_problem *rp, uint64_t *rng) {
             for (int64_t i = 0; i < nq; i++)
                 for (int64_t x = 0; x < D; x++) {
                     const int64_t li = (h * nq + i) * D + x;
-                    put(lq, dt, li, uniform(rng));
+                    harness_put(lq, dt, li, uniform(rng));
                     const int64_t qb = rp->packed_q ? 0 : b;
                     copy_elem(rp->q.data, at(&rp->gq, qb, h, rp->q_row0[b] + i) + x, lq, li, es);
                 }
@@ -298,8 +290,8 @@ static int fill(rag_problem *rp, uint64_t *rng) {
                 key_place(rp, b, j, &kb, &row);
                 for (int64_t x = 0; x < D; x++) {
                     const int64_t li = (h * nk + j) * D + x;
-                    put(lk, dt, li, uniform(rng));
-                    put(lv, dt, li, uniform(rng));
+                    harness_put(lk, dt, li, uniform(rng));
+                    harness_put(lv, dt, li, uniform(rng));
                     copy_elem(rp->k.data, at(&rp->gk, kb, h, row) + x, lk, li, es);
                     copy_elem(rp->v.data, at(&rp->gk, kb, h, row) + x, lv, li, es);
                 }
