@@ -532,6 +532,11 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
 #ifndef FATTN_DECODE_MMA_RING
 #define FATTN_DECODE_MMA_RING 98304   // bytes of rings per block: d128 gets 3 stages, 2 blocks/SM
 #endif
+// Blocks per SM the register allocation must allow (__launch_bounds__'s
+// second argument): 1 leaves ptxas free; sweeps try 3 with a smaller ring.
+#ifndef FATTN_DECODE_MMA_MINB
+#define FATTN_DECODE_MMA_MINB 1
+#endif
 
 namespace fattn_decode_shapes {
 
@@ -605,7 +610,7 @@ template <typename T> __device__ __forceinline__ uint32_t dec_pack2(float lo, fl
 }
 
 template <typename T, int DPAD, int BR>
-__global__ void __launch_bounds__(MShape<DPAD, BR>::NT)
+__global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     decode_mma_kernel(fattn_cuda_args a, Params prm) {
 #if __CUDA_ARCH__ >= 800
     using C = MShape<DPAD, BR>;
