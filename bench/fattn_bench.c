@@ -89,6 +89,7 @@ static void usage(void) {
         "                   [--budget SECONDS] [--csv FILE|-] [--json FILE|-] [--long [--long-seq "
         "N]]\n"
         "                   [--fail-above ERR] [--csv-header] [--hbm-gbps GBPS] [--no-stream]\n"
+        "                   [--layout bshd|bhsd]\n"
         "Default sweep: seq 512..16384, dim 64 and 128, causal and not, batch*seq = 16384, "
         "heads*dim = 2048,\n"
         "every dtype, every backend and device; 10 timed calls after 2 warm-ups.\n"
@@ -130,6 +131,9 @@ static void usage(void) {
         "  --kv-lens. A backend that answers FATTN_ERR_UNSUPPORTED to\n"
         "  a paged or variable-length cell gets 'unsupported: <its message>' there (not a\n"
         "  failure) and the run goes on. The check reads K/V through the same table or offsets.\n"
+        "--layout bhsd: dense cells lay Q, K, V and O out [batch, heads, seq, dim] (each head's\n"
+        "  keys contiguous, as PyTorch's tensors in peers_torch.py) instead of BSHD (the\n"
+        "  default, bshd); timing only, with --check-rows 0 (the check reads BSHD).\n"
         "--decode: instead of the papers' sweep, decoding: seq_q 1, not causal, batch\n"
         "  --batches (1,8,64) x seq_kv --seqs (4096,16384,32768,131072) x heads --heads\n"
         "  (32:8 GQA, 32:32 MHA) x dim --dims (64,128), every dtype; the tiled path only (as\n"
@@ -279,7 +283,7 @@ static int dtype_named(const char *v, size_t n) {
  * named fields (with the K/V storage and the dtype: lens, page, kv, dtype,
  * which need `pool`); 0 when bad, *why saying why. */
 static int parse_shape(const char *v, bench_shape *s, lens_pool *pool, char *why, size_t len) {
-    bench_shape sh = {1, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+    bench_shape sh = {1, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
     int64_t nlens = 0, maxlen = 0;
     int b_given = 0;
     if (strchr(v, '=')) {
@@ -461,17 +465,12 @@ static void add_decode(config *c, const int64_t *batches, int nb, const int64_t 
         for (int hi = 0; hi < nh; hi++)
             for (int bi = 0; bi < nb; bi++)
                 for (int si = 0; si < nseq && c->nshapes < MAX_SHAPES; si++)
-                    c->shapes[c->nshapes++] = (bench_shape){batches[bi],
-                                                            heads[hi][0],
-                                                            heads[hi][1],
-                                                            1,
-                                                            seqs[si],
-                                                            dims[di],
-                                                            0,
-                                                            0,
-                                                            NULL,
-                                                            0,
-                                                            0};
+                    c->shapes[c->nshapes++] = (bench_shape){.b = batches[bi],
+                                                            .hq = heads[hi][0],
+                                                            .hkv = heads[hi][1],
+                                                            .sq = 1,
+                                                            .skv = seqs[si],
+                                                            .d = dims[di]};
 }
 
 static bench_result *push(results *rs) {
@@ -720,10 +719,10 @@ int main(int argc, char **argv) {
             return 0;
         }
         static const char *const with_value[] = {
-            "--backend",   "--device",  "--dtype",    "--seqs",       "--dims",   "--causal",
-            "--shape",     "--iters",   "--warmup",   "--check-rows", "--budget", "--fail-above",
-            "--long-seq",  "--csv",     "--json",     "--batches",    "--heads",  "--hbm-gbps",
-            "--page-size", "--kv-lens", "--kv-layout"};
+            "--backend",   "--device",  "--dtype",     "--seqs",       "--dims",   "--causal",
+            "--shape",     "--iters",   "--warmup",    "--check-rows", "--budget", "--fail-above",
+            "--long-seq",  "--csv",     "--json",      "--batches",    "--heads",  "--hbm-gbps",
+            "--page-size", "--kv-lens", "--kv-layout", "--layout"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known |= !strcmp(a, with_value[k]);
@@ -766,6 +765,10 @@ int main(int argc, char **argv) {
                 if (!comma) break;
                 p = comma + 1;
             }
+        } else if (!strcmp(a, "--layout")) {
+            if (strcmp(v, "bshd") && strcmp(v, "bhsd"))
+                return bad_option(a, "'%s' is not bshd or bhsd", v);
+            c.opts.bhsd = !strcmp(v, "bhsd");
         } else if (!strcmp(a, "--hbm-gbps")) {
             if (!parse_num(v, 0, &x) || x <= 0)
                 return bad_option(a, "'%s' is not a bandwidth in GB/s > 0", v);
@@ -900,6 +903,8 @@ int main(int argc, char **argv) {
     }
     if (c.nshapes == 0 && !c.long_demo)
         return bad_option("--no-sweep", "no --shape given: nothing to measure");
+    if (c.opts.bhsd && c.opts.check_rows)
+        return bad_option("--layout", "bhsd is timing only: add --check-rows 0");
     /* --kv-lens and --kv-layout give every dense shape their lengths and
      * storage; --page-size then repeats each dense-layout or padded shape
      * once per page size (0: as it is). */

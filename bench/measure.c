@@ -365,8 +365,10 @@ static fattn_status cell_data(fattn_context *ctx, cell *c, int *no_room) {
         if (st == FATTN_OK && i < CO && c->n[i])
             st = fill_buffer(c->buf[i], c->t, c->n[i], 1234 + (uint64_t)i);
         if (st == FATTN_OK)
-            st = fattn_tensor_init(c->buf[i], c->t, FATTN_LAYOUT_BSHD, kv ? kb : qb,
-                                   kv ? sh.hkv : sh.hq, kv ? (ks ? ks : 1) : qs, sh.d, 0, &c->x[i]);
+            st = fattn_tensor_init(
+                c->buf[i], c->t,
+                sh.bhsd && bench_is_dense(sh) ? FATTN_LAYOUT_BHSD : FATTN_LAYOUT_BSHD, kv ? kb : qb,
+                kv ? sh.hkv : sh.hq, kv ? (ks ? ks : 1) : qs, sh.d, 0, &c->x[i]);
     }
     return st;
 }
@@ -670,6 +672,7 @@ static int inputs_fit(fattn_context *ctx, const bench_opts *o, double need, char
 }
 
 void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
+    if (o->bhsd && bench_is_dense(r->shape)) r->shape.bhsd = 1;
     const bench_shape sh = r->shape;
     const fattn_dtype t = r->dtype;
     snprintf(r->status, sizeof r->status, "ok");

@@ -32,11 +32,12 @@ typedef struct bench_shape {
     const int64_t *lens;
     int packed;
     int dtype1;
+    int bhsd; /* dense Q, K, V, O laid out [b, h, s, d] (--layout bhsd) instead of BSHD */
 } bench_shape;
 
 /* A square multi-head shape (the papers' sweep: hq = hkv, sq = skv). */
 static inline bench_shape bench_square(int64_t b, int64_t h, int64_t s, int64_t d, int causal) {
-    bench_shape sh = {b, h, h, s, s, d, causal, 0, NULL, 0, 0};
+    bench_shape sh = {b, h, h, s, s, d, causal, 0, NULL, 0, 0, 0};
     return sh;
 }
 
@@ -55,7 +56,11 @@ static inline int64_t bench_len(bench_shape sh, int64_t i) { return sh.lens ? sh
 /* "dense", "paged", "padded" (lens with seqused_kv) or "packed" (lens with
  * cu_seqlens). */
 static inline const char *bench_kv_layout(bench_shape sh) {
-    return sh.page ? "paged" : sh.packed ? "packed" : sh.lens ? "padded" : "dense";
+    return sh.page     ? "paged"
+           : sh.packed ? "packed"
+           : sh.lens   ? "padded"
+           : sh.bhsd   ? "dense-bhsd"
+                       : "dense";
 }
 
 typedef struct bench_opts {
@@ -68,6 +73,11 @@ typedef struct bench_opts {
      * are checked (the first and the last batch), so a 64 x 128k decode
      * cell reads back and recomputes two sequences, not the batch. */
     int check_rows;
+    /* --layout bhsd: dense cells lay Q, K, V and O out [b, h, s, d] (each
+     * head's keys contiguous, PyTorch's layout) instead of BSHD. Timing
+     * only: the float64 check reads BSHD, so fattn_bench asks for
+     * --check-rows 0 with it. */
+    int bhsd;
     /* Wall seconds the warmup + iters calls of one path (tiled, naive) may
      * take; 0: no limit. With a limit, the path first runs once untimed on a
      * small problem of the same dtype, head dim, GQA group and mask (kernel
