@@ -202,6 +202,50 @@ __device__ __forceinline__ int key_limit(int i, int len_kv, int off, int causal)
     return lim < 0 ? 0 : (lim > len_kv ? len_kv : (int)lim);
 }
 
+// The block's output, after the warps left their O rows in Ow ([W][BR][DPAD])
+// and the merged L and M in rowL/rowM: O = sum over the warps / L (0 where
+// L = 0: no key; NaN stays NaN) and the lse, to O and lse with one split,
+// else to the split's partial rows in the workspace. Both kernels end here.
+template <typename T, int W, int NT, int DPAD, int BR>
+__device__ __forceinline__ void write_rows(const fattn_cuda_args &a, const Params &prm, const Seq &s,
+                                           const float *Ow, const float *rowL, const float *rowM,
+                                           int tid, int r0, int R, int Sq, int D, int64_t hk,
+                                           int group, int split, int64_t b) {
+    const int64_t Hq = a.heads_q;
+    for (int idx = tid; idx < BR * DPAD; idx += NT) {
+        const int r = idx / DPAD, dd = idx % DPAD, rr = r0 + r;
+        const int g = rr / Sq, i = rr - g * Sq;
+        if (dd >= D || rr >= R || i >= s.len_q) continue;
+        float x = 0.f;
+#pragma unroll
+        for (int w = 0; w < W; w++) x += Ow[(w * BR + r) * DPAD + dd];
+        const float L = rowL[r];
+        x *= L == 0.f ? 0.f : 1.f / L;
+        const int64_t h = hk * group + g;
+        if (prm.splits == 1) {
+            T *o =
+                static_cast<T *>(a.o) + s.q_batch * a.o_sb + h * a.o_sh + (s.q_row0 + i) * a.o_ss;
+            from_f(o + dd, x);
+        } else {
+            const int64_t row = (((int64_t)split * a.batch + b) * Hq + h) * Sq + i;
+            prm.ws_o[row * D + dd] = x;
+        }
+    }
+    if (tid < BR) {
+        const int rr = r0 + tid, g = rr / Sq, i = rr - g * Sq;
+        if (rr < R && i < s.len_q) {
+            const float L = rowL[tid];
+            const float lse = L == 0.f ? -INFINITY : (rowM[tid] + log2f(L)) * kLn2;
+            const int64_t h = hk * group + g;
+            if (prm.splits == 1) {
+                if (a.lse) a.lse[s.q_batch * a.l_sb + h * a.l_sh + (s.q_row0 + i) * a.l_ss] = lse;
+            } else {
+                prm.ws_lse[(((int64_t)split * a.batch + b) * Hq + h) * Sq + i] = lse;
+            }
+        }
+    }
+}
+
 template <typename T, int DPAD, int BR>
 __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
     decode_kernel(fattn_cuda_args a, Params prm) {
@@ -471,39 +515,7 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
     __syncthreads();
 
     // O = sum over the warps / L (0 where L = 0: no key; NaN stays NaN).
-    const int64_t Hq = a.heads_q;
-    for (int idx = tid; idx < BR * DPAD; idx += NT) {
-        const int r = idx / DPAD, dd = idx % DPAD, rr = r0 + r;
-        const int g = rr / Sq, i = rr - g * Sq;
-        if (dd >= D || rr >= R || i >= s.len_q) continue;
-        float x = 0.f;
-#pragma unroll
-        for (int w = 0; w < W; w++) x += Ow[(w * BR + r) * DPAD + dd];
-        const float L = rowL[r];
-        x *= L == 0.f ? 0.f : 1.f / L;
-        const int64_t h = hk * group + g;
-        if (prm.splits == 1) {
-            T *o =
-                static_cast<T *>(a.o) + s.q_batch * a.o_sb + h * a.o_sh + (s.q_row0 + i) * a.o_ss;
-            from_f(o + dd, x);
-        } else {
-            const int64_t row = (((int64_t)split * a.batch + b) * Hq + h) * Sq + i;
-            prm.ws_o[row * D + dd] = x;
-        }
-    }
-    if (tid < BR) {
-        const int rr = r0 + tid, g = rr / Sq, i = rr - g * Sq;
-        if (rr < R && i < s.len_q) {
-            const float L = rowL[tid];
-            const float lse = L == 0.f ? -INFINITY : (rowM[tid] + log2f(L)) * kLn2;
-            const int64_t h = hk * group + g;
-            if (prm.splits == 1) {
-                if (a.lse) a.lse[s.q_batch * a.l_sb + h * a.l_sh + (s.q_row0 + i) * a.l_ss] = lse;
-            } else {
-                prm.ws_lse[(((int64_t)split * a.batch + b) * Hq + h) * Sq + i] = lse;
-            }
-        }
-    }
+    write_rows<T, W, NT, DPAD, BR>(a, prm, s, Ow, rowL, rowM, tid, r0, R, Sq, D, hk, group, split, b);
 }
 
 }   // namespace
@@ -845,39 +857,7 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     }
     __syncthreads();
 
-    const int64_t Hq = a.heads_q;
-    for (int idx = tid; idx < BR * DPAD; idx += NT) {
-        const int r = idx / DPAD, dd = idx % DPAD, rr = r0 + r;
-        const int g = rr / Sq, i = rr - g * Sq;
-        if (dd >= D || rr >= R || i >= s.len_q) continue;
-        float x = 0.f;
-#pragma unroll
-        for (int w = 0; w < W; w++) x += Ow[(w * BR + r) * DPAD + dd];
-        const float L = rowL[r];
-        x *= L == 0.f ? 0.f : 1.f / L;
-        const int64_t h = hk * group + g;
-        if (prm.splits == 1) {
-            T *o_ =
-                static_cast<T *>(a.o) + s.q_batch * a.o_sb + h * a.o_sh + (s.q_row0 + i) * a.o_ss;
-            from_f(o_ + dd, x);
-        } else {
-            const int64_t row = (((int64_t)split * a.batch + b) * Hq + h) * Sq + i;
-            prm.ws_o[row * D + dd] = x;
-        }
-    }
-    if (tid < BR) {
-        const int rr = r0 + tid, g = rr / Sq, i = rr - g * Sq;
-        if (rr < R && i < s.len_q) {
-            const float L = rowL[tid];
-            const float lse = L == 0.f ? -INFINITY : (rowM[tid] + log2f(L)) * kLn2;
-            const int64_t h = hk * group + g;
-            if (prm.splits == 1) {
-                if (a.lse) a.lse[s.q_batch * a.l_sb + h * a.l_sh + (s.q_row0 + i) * a.l_ss] = lse;
-            } else {
-                prm.ws_lse[(((int64_t)split * a.batch + b) * Hq + h) * Sq + i] = lse;
-            }
-        }
-    }
+    write_rows<T, W, NT, DPAD, BR>(a, prm, s, Ow, rowL, rowM, tid, r0, R, Sq, D, hk, group, split, b);
 #endif
 }
 
