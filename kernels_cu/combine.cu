@@ -40,6 +40,11 @@ __global__ void __launch_bounds__(WG)
     __shared__ float red[WG / 32];
     __shared__ float wts[WG];
     const int tid = threadIdx.x;
+#if __CUDA_ARCH__ >= 900
+    // Launched early (after_grid): the parts are complete and visible only
+    // once the kernel before us has finished. A no-op otherwise.
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
     const int64_t rows = a.batch * a.heads * a.seq;   // validated: no overflow
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const int64_t bh = divide(r, by_seq), i = r - bh * a.seq;
@@ -108,9 +113,22 @@ template <typename P, typename T>
 cudaError_t launch(const fattn_cuda_combine_args *a, cudaStream_t stream) {
     const int64_t rows = a->batch * a->heads * a->seq;
     const unsigned blocks = (unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks);
-    combine_rows<P, T><<<blocks, WG, 0, stream>>>(*a, make_divisor((uint64_t)a->seq),
-                                                  make_divisor((uint64_t)a->heads));
-    return cudaGetLastError();
+    const Divisor by_seq = make_divisor((uint64_t)a->seq), by_heads = make_divisor((uint64_t)a->heads);
+    if (!a->after_grid) {
+        combine_rows<P, T><<<blocks, WG, 0, stream>>>(*a, by_seq, by_heads);
+        return cudaGetLastError();
+    }
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(WG);
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const cudaError_t err = cudaLaunchKernelEx(&cfg, combine_rows<P, T>, *a, by_seq, by_heads);
+    return err != cudaSuccess ? err : cudaGetLastError();
 }
 
 template <typename P> cudaError_t by_out(const fattn_cuda_combine_args *a, cudaStream_t stream) {

@@ -196,6 +196,15 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// The keys are read: a combine launched after this kernel as its
+// programmatic dependent (cuda_decode.c) may start launching; it waits for
+// our results itself.
+__device__ __forceinline__ void allow_dependents() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ int key_limit(int i, int len_kv, int off, int causal) {
     if (!causal) return len_kv;
     const long long lim = (long long)i + off + 1;
@@ -488,6 +497,7 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
         for (int off = 1; off < 32; off <<= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
         if (lane == 0) wm[warp * BR + r] = m[r], wl[warp * BR + r] = x;
     }
+    allow_dependents();
     cp_async_wait<0>();   // nothing is in flight into the rings (the last groups are empty)
     __syncthreads();
     if (tid < BR) {
@@ -557,7 +567,6 @@ template <int DPAD, int BR> struct MShape {
     static constexpr int KW = 16;              // keys per warp tile: one k-step of P.V
     static constexpr int RB = DPAD * 2;        // bytes of a K or V row
     static constexpr int CH = RB / 16;         // its 16-byte chunks
-    static constexpr int CPL = CH / 2;         // chunks per lane per row (2 lanes per key)
     static constexpr int KS = DPAD / 16;       // k-steps of Q.K^T
     static constexpr int NV = DPAD / 8;        // n-tiles of P.V (8 dims each)
     static constexpr int MH = BR > 8 ? 2 : 1;  // row halves of the M = 16 tile in use
@@ -693,8 +702,14 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 #pragma unroll
     for (int h = 0; h < MH; h++) lim[h] = qr + 8 * h < BR ? min(rowlim[qr + 8 * h], k_hi) : 0;
 
-    // Loads: key jj of a warp tile, chunks part, part + 2, ... of its rows.
-    const int jj = lane >> 1, part = lane & 1;
+    // Loads. Lane jj (and jj + 16) finds the rows of key jj of the warp
+    // tile; the copies then go row by row: LPR lanes take the consecutive
+    // 16-byte chunks of one row and RPI rows go per instruction, so each
+    // instruction reads whole 128-byte lines (with one lane pair per key, as
+    // before, an instruction touched 16 lines and kept the L1TEX pipe busy),
+    // and each lane gets its row's offsets from the finder by shuffle.
+    constexpr int LPR = C::CH < 32 ? C::CH : 32, RPI = 32 / LPR;
+    const int jj = lane & (KW - 1), lc = lane % LPR, lr = lane / LPR;
     unsigned char *wring = ring + warp * C::STAGES * C::STAGE;
     const fattn_cuda_ragged &rg = a.rag;
     const bool paged = rg.on && rg.page_size;
@@ -702,10 +717,9 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 
     auto issue = [&](int t) {
         if (t < nt) {
-            const int kj = k0 + t * C::BKV + warp * KW + jj;
-            const bool valid = kj < k_hi;
-            const int kc = valid ? kj : k_hi - 1;   // an address in range either way
-            int64_t ko, vo;
+            const int kbase = k0 + t * C::BKV + warp * KW;
+            const int kc = min(kbase + jj, k_hi - 1);   // an address in range either way
+            long long ko, vo;
             if (paged) {
                 const int64_t pi = divide(kc, prm.page), slot = kc - pi * rg.page_size;
                 const int64_t pg = __ldg(rg.table + b * rg.table_sb + pi * rg.table_ss);
@@ -715,25 +729,22 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
                 ko = s.kv_batch * a.k_sb + k_head + (s.kv_row0 + kc) * a.k_ss;
                 vo = s.kv_batch * a.v_sb + v_head + (s.kv_row0 + kc) * a.v_ss;
             }
-            const T *krow = static_cast<const T *>(a.k) + ko;
-            const T *vrow = static_cast<const T *>(a.v) + vo;
             unsigned char *st = wring + (t % C::STAGES) * C::STAGE;
-            unsigned char *kdst = st + jj * RB, *vdst = st + (KW + jj) * RB;
-            if (prm.vec) {
+            const int d0 = lc * CE;
 #pragma unroll
-                for (int ci = 0; ci < C::CPL; ci++) {
-                    const int c = part + ci * 2, d0 = c * CE, pc = (c ^ (jj & 7)) * 16;
-                    const int n = valid ? min(max(D - d0, 0), CE) : 0;
-                    cp_async16_fill(kdst + pc, n ? krow + d0 : krow, n * ESZ);
-                    cp_async16_fill(vdst + pc, n ? vrow + d0 : vrow, n * ESZ);
-                }
-            } else {
-#pragma unroll 1
-                for (int ci = 0; ci < C::CPL; ci++) {
-                    const int c = part + ci * 2, d0 = c * CE, pc = (c ^ (jj & 7)) * 16;
-                    const int n = valid ? min(max(D - d0, 0), CE) : 0;
-                    *reinterpret_cast<uint4 *>(kdst + pc) = gather16<uint16_t>(krow, d0, n);
-                    *reinterpret_cast<uint4 *>(vdst + pc) = gather16<uint16_t>(vrow, d0, n);
+            for (int i = 0; i < KW / RPI; i++) {
+                const int key = i * RPI + lr;
+                const T *krow = static_cast<const T *>(a.k) + __shfl_sync(0xffffffffu, ko, key);
+                const T *vrow = static_cast<const T *>(a.v) + __shfl_sync(0xffffffffu, vo, key);
+                const int n = kbase + key < k_hi ? min(max(D - d0, 0), CE) : 0;
+                const int pc = (lc ^ (key & 7)) * 16;
+                unsigned char *kdst = st + key * RB + pc, *vdst = st + (KW + key) * RB + pc;
+                if (prm.vec) {
+                    cp_async16_fill(kdst, n ? krow + d0 : krow, n * ESZ);
+                    cp_async16_fill(vdst, n ? vrow + d0 : vrow, n * ESZ);
+                } else {
+                    *reinterpret_cast<uint4 *>(kdst) = gather16<uint16_t>(krow, d0, n);
+                    *reinterpret_cast<uint4 *>(vdst) = gather16<uint16_t>(vrow, d0, n);
                 }
             }
         }
@@ -828,6 +839,7 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
         const int r = qr + 8 * h;
         if ((lane & 3) == 0 && r < BR) wm[warp * BR + r] = m[h], wl[warp * BR + r] = x;
     }
+    allow_dependents();
     cp_async_wait<0>();
     __syncthreads();
     if (tid < BR) {

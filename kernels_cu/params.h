@@ -133,6 +133,11 @@ typedef struct fattn_cuda_combine_args {
     const int32_t *cu_q;
     int64_t cu_q_s;  /* element stride of cu_q */
     int64_t total_q; /* packed rows of O */
+    /* 1: launched as a programmatic dependent of the kernel before it on
+     * the stream (the split-KV decode, compute capability 9.0 and up): the
+     * launch overlaps that kernel's tail and the blocks wait for its
+     * results (griddepcontrol.wait) before reading the parts. */
+    int after_grid;
 } fattn_cuda_combine_args;
 
 /* The largest head dim the combine kernel takes. */

@@ -62,8 +62,10 @@
  * sweeps them): min_seq_kv (CUDA_DEC_MIN_SEQ_KV), min_keys
  * (CUDA_DEC_MIN_KEYS), max_splits (CUDA_DEC_MAX_SPLITS), slack_pm
  * (CUDA_DEC_WAVE_SLACK in thousandths), blocks_per_sm (the slots per SM the
- * heuristic assumes; 0: measured). The compile-time shapes are
- * kernels_cu/decode.cu's FATTN_DECODE_* defines. */
+ * heuristic assumes; 0: measured), pdl (1, the default: on 9.x the
+ * combine is launched as a programmatic dependent of the decode kernel; 0:
+ * plainly). The compile-time shapes are kernels_cu/decode.cu's
+ * FATTN_DECODE_* defines. */
 #include <string.h>
 
 #include "cuda_common.h"
@@ -287,6 +289,9 @@ fattn_status cuda_decode_run(void *state, const fattn_problem *p, const fattn_pl
     c.cu_q = a.rag.on ? a.rag.cu_q : NULL;
     c.cu_q_s = a.rag.cu_q_s;
     c.total_q = a.rag.total_q;
+    /* On 9.x the combine's launch overlaps the decode's last blocks
+     * (programmatic dependent launch; knob pdl=0 turns it off). */
+    c.after_grid = s->prop.major >= 9 && tune(s, "pdl", 1, 0, 1);
     err = fattn_cuda_combine(&c, s->stream);
     return err == cudaSuccess ? FATTN_OK
                               : cuda_fail(msg, err, "the split-KV decode's combine kernel");
