@@ -526,8 +526,9 @@ FATTN_API fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_atte
  * seq_kv = 0, K and V are not read and their buffers may be NULL. lse, if not
  * NULL, receives float32 natural-log log-sum-exp of the scaled scores per
  * (batch, head, query row), -inf for a row that sees no key. O and lse must
- * not overlap Q, K, V or each other (checked across wrappers of the same
- * memory), and every tensor's memory must be aligned to its element size
+ * not overlap Q, K, V, each other or the sub-descriptions' tensors (index
+ * tables, slopes, sinks, bias), nor may desc->workspace overlap any of them
+ * (checked across wrappers of the same memory), and every tensor's memory must be aligned to its element size
  * (FATTN_ERR_MISALIGNED otherwise). O and lse must not be on const
  * wrappers. Asynchronous on GPU backends: the queue
  * is ordered, and fattn_buffer_read or fattn_context_synchronize waits.

@@ -376,8 +376,17 @@ static want_ rows_of(const char *name, fattn_dtype dtype, int64_t b, int64_t h, 
  * block_table (mem NULL when absent). */
 enum { T_CU_Q, T_CU_KV, T_USED, T_TABLE, T_COUNT };
 
+/* The sub-descriptions' tensors, at most. */
+enum { X_COUNT = 7 };
+
+/* Checks them, each against the outputs too (outs[i] NULL when absent): a
+ * kernel reads an index table while other work-items write O, so a table
+ * inside O could change under it after the host checked it. Their ranges
+ * and names go to xr / xnames (NULL where absent) for the workspace check. */
 static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request *r,
-                                        fattn_operand tables[T_COUNT]) {
+                                        fattn_operand tables[T_COUNT], const range_ *const *outs,
+                                        const char *const *out_names, int nouts,
+                                        range_ xr[X_COUNT], const char *xnames[X_COUNT]) {
     const fattn_attention_desc *d = &r->d;
     const int64_t B = d->batch, Hq = d->heads_q;
     const fattn_mask_desc *m = r->has_mask ? &r->mask : NULL;
@@ -407,8 +416,20 @@ static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request 
     range_ rg;
     fattn_status st;
     const size_t n = sizeof extra / sizeof extra[0];
+    _Static_assert(sizeof extra / sizeof extra[0] == X_COUNT, "X_COUNT counts the rows above");
     for (size_t i = 0; i < n; i++) {
-        if (extra[i].t && (st = check_tensor(ctx, &extra[i].w, extra[i].t, &t, &rg))) return st;
+        xnames[i] = NULL;
+        if (extra[i].t) {
+            if ((st = check_tensor(ctx, &extra[i].w, extra[i].t, &t, &rg))) return st;
+            for (int j = 0; j < nouts; j++)
+                if (outs[j] && ranges_meet(&rg, outs[j]))
+                    return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                                          "%s overlaps %s in the same memory (an output must "
+                                          "not share memory with an input)",
+                                          extra[i].w.name, out_names[j]);
+            xr[i] = rg;
+            xnames[i] = extra[i].w.name;
+        }
         /* The last T_COUNT rows are the index tables, in enum order. */
         if (i >= n - T_COUNT)
             tables[i - (n - T_COUNT)] = extra[i].t ? operand(&t) : (fattn_operand){0};
@@ -513,11 +534,17 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
         if (lse && ranges_meet(&rl, &ro))
             return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
                                   "lse overlaps o in the same memory");
-        const range_ *all[5] = {&rq, &rk, &rv, &ro, lse ? &rl : NULL};
-        static const char *const all_names[5] = {"q", "k", "v", "o", "lse"};
-        if ((st = check_extra_tensors(ctx, r, tables)) ||
-            (st = check_workspace(ctx, d->workspace, all, all_names, 5)))
+        const range_ *all[5 + X_COUNT] = {&rq, &rk, &rv, &ro, lse ? &rl : NULL};
+        const char *all_names[5 + X_COUNT] = {"q", "k", "v", "o", "lse"};
+        range_ xr[X_COUNT];
+        const char *xnames[X_COUNT];
+        if ((st = check_extra_tensors(ctx, r, tables, all + 3, all_names + 3, 2, xr, xnames)))
             return st;
+        for (int i = 0; i < X_COUNT; i++) {
+            all[5 + i] = xnames[i] ? &xr[i] : NULL;
+            all_names[5 + i] = xnames[i];
+        }
+        if ((st = check_workspace(ctx, d->workspace, all, all_names, 5 + X_COUNT))) return st;
         p->q = operand(&tq);
         p->k = operand(&tk);
         p->v = operand(&tv);

@@ -814,6 +814,31 @@ static void test_overlap(void **state) {
     EXPECT_ACCEPTED(fx, &self, t);
 }
 
+/* An index table must not share bytes with an output or the workspace: a
+ * kernel reads the table while other work-items write O, so a table inside
+ * O could change after the host checked it (the CPU read a page index out
+ * of range that way). */
+static void test_overlap_index_tables(void **state) {
+    fixture *fx = *state;
+    fattn_attention_desc d = fx->desc;
+    fattn_tensor t[NT], used;
+    fattn_varlen_desc vl = FATTN_VARLEN_DESC_INIT;
+    copy_tensors(t, fx);
+    vl.seqused_kv = &used;
+    d.varlen = &vl;
+    assert_int_equal(fattn_tensor_init_index(t[TO].buffer, 1, d.batch, t[TO].offset + 1, &used),
+                     FATTN_OK);
+    EXPECT_REJECTED(fx, &d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "seqused_kv overlaps o");
+    assert_int_equal(fattn_tensor_init_index(t[TL].buffer, 1, d.batch, t[TL].offset, &used),
+                     FATTN_OK);
+    EXPECT_REJECTED(fx, &d, t, 0, FATTN_ERR_INVALID_ARGUMENT, "seqused_kv overlaps lse");
+    fattn_buffer *ws = fx_alloc(fx, 4096);
+    assert_int_equal(fattn_tensor_init_index(ws, 1, d.batch, 8, &used), FATTN_OK);
+    d.workspace = ws;
+    EXPECT_REJECTED(fx, &d, t, 0, FATTN_ERR_INVALID_ARGUMENT,
+                    "desc->workspace overlaps desc->varlen->seqused_kv");
+}
+
 /* Two wrappers of the same memory are one memory: O written through one must
  * not overlap Q read through the other. */
 static void test_overlap_across_wrappers(void **state) {
@@ -1435,6 +1460,7 @@ int main(void) {
         T_(test_invalid_argument),
         T_(test_overlap),
         T_(test_overlap_across_wrappers),
+        T_(test_overlap_index_tables),
         T_(test_misaligned),
         T_(test_stride),
         T_(test_buffer_too_small),
