@@ -1,6 +1,7 @@
 /* Settings resolution: an explicit API value wins, then the environment
  * variable, then the default. The strings are copied so that a caller may
  * free its own after fattn_context_create_with returns. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,45 @@ static int keep(fattn_settings_store *st, const char *v, const char **out) {
 static const char *pick(const char *api, const char *env) {
     if (api) return *api ? api : NULL;
     return env;
+}
+
+/* Every FATTN_DECODE_TUNE knob a backend reads (fattn_tune_value): a
+ * backend that adds one adds it here, so a misspelt name or value is an
+ * error rather than a silent default. */
+static const char *const decode_knobs[] = {
+    "min_seq_kv", "min_keys", "max_splits", "slack_pm", "blocks_per_sm",
+    "pdl", /* CUDA */
+    "waves",      "nt",       "tile",       "bkv",      "br",
+    "vec", /* OpenCL */
+};
+
+/* The list's syntax: name=integer, comma-separated, known names only. */
+static fattn_status check_decode_tune(const char *list, fattn_msg *msg) {
+    for (const char *p = list; p && *p;) {
+        const char *eq = strchr(p, '='), *comma = strchr(p, ',');
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        int known = 0;
+        if (eq && (!comma || eq < comma))
+            for (size_t i = 0; i < sizeof decode_knobs / sizeof decode_knobs[0]; i++)
+                known |= strlen(decode_knobs[i]) == (size_t)(eq - p) &&
+                         !strncmp(p, decode_knobs[i], (size_t)(eq - p));
+        char *end = NULL;
+        errno = 0;
+        if (known) (void)strtol(eq + 1, &end, 10);
+        if (!known || end == eq + 1 || errno == ERANGE || (*end != ',' && *end)) {
+            char names[160] = "";
+            for (size_t i = 0; i < sizeof decode_knobs / sizeof decode_knobs[0]; i++) {
+                if (i) strcat(names, ", ");
+                strcat(names, decode_knobs[i]);
+            }
+            return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
+                              "FATTN_DECODE_TUNE: \"%.*s\" is not name=integer with a known "
+                              "name (%s); unset it for the defaults",
+                              (int)(len > 64 ? 64 : len), p, names);
+        }
+        p = comma ? comma + 1 : NULL;
+    }
+    return FATTN_OK;
 }
 
 fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backend_kind kind,
@@ -58,6 +98,13 @@ fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backe
              keep(out, fattn_env_opencl_tiles(), &s->opencl_tiles) &&
              keep(out, fattn_env_decode_tune(), &s->decode_tune);
     s->cuda_small_tiles = fattn_env_cuda_small_tiles();
+    if (ok && s->decode_tune) {
+        const fattn_status st = check_decode_tune(s->decode_tune, msg);
+        if (st != FATTN_OK) {
+            fattn_settings_free(out);
+            return st;
+        }
+    }
     if (!ok) {
         fattn_settings_free(out);
         return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot copy the context's settings");

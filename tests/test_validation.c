@@ -1408,9 +1408,10 @@ static void test_backend_limits(void **state) {
 static void test_environment(void **state) {
     (void)state;
     test_env saved[] = {env_save("FATTN_BACKEND"), env_save("FATTN_DEVICE"),
-                        env_save("FATTN_CPU_THREADS")};
+                        env_save("FATTN_CPU_THREADS"), env_save("FATTN_DECODE_TUNE")};
     unsetenv("FATTN_DEVICE");
     unsetenv("FATTN_CPU_THREADS");
+    unsetenv("FATTN_DECODE_TUNE");
     fattn_context *c = NULL;
 
     setenv("FATTN_BACKEND", "tpu", 1);
@@ -1444,6 +1445,20 @@ static void test_environment(void **state) {
     setenv("FATTN_CPU_THREADS", "2", 1);
     assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_OK);
     assert_string_equal(fattn_error_message(NULL), "");
+    fattn_context_free(c);
+    c = NULL;
+
+    /* The decode knobs: a misspelt name or value is an error, not a default. */
+    const char *const bad_tune[] = {"min_key=1", "min_keys", "min_keys=", "min_keys=4k",
+                                    "pdl=0,,nt=64", "min_keys=99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad_tune / sizeof bad_tune[0]; i++) {
+        setenv("FATTN_DECODE_TUNE", bad_tune[i], 1);
+        EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_ERR_ENVIRONMENT,
+               "FATTN_DECODE_TUNE");
+        assert_null(c);
+    }
+    setenv("FATTN_DECODE_TUNE", "min_keys=512,pdl=0", 1);
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_OK);
     fattn_context_free(c);
 
     for (size_t i = 0; i < sizeof saved / sizeof saved[0]; i++) env_restore(&saved[i]);
