@@ -695,6 +695,8 @@ static void test_options_checked(void **state) {
         {"-I", "'-I'"},
         {"-I /usr/include", "'-I'"},
         {"-D=1", "-D=1"},
+        {"-cl-mad-enable -cl-finite-math-only", "-cl-finite-math-only"},
+        {"-cl-fast-relaxed-math", "-cl-fast-relaxed-math"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         setenv("FATTN_OPENCL_OPTIONS", refused[i][0], 1);

@@ -558,6 +558,15 @@ static fattn_status check_options(const char *extra, fattn_msg *msg) {
                         "FATTN_OPENCL_TILES)",
                         (int)n, t, ocl_kernel_macros[i]);
         }
+        /* Options that let the compiler assume no inf or NaN would break the
+         * special-value rules every backend keeps (include/fattn.h). */
+        static const char *const unsafe[] = {"-cl-finite-math-only", "-cl-fast-relaxed-math"};
+        for (size_t i = 0; i < sizeof unsafe / sizeof unsafe[0]; i++)
+            if (strlen(unsafe[i]) == n && memcmp(t, unsafe[i], n) == 0)
+                return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
+                                  "FATTN_OPENCL_OPTIONS: %s lets the compiler assume no inf or "
+                                  "NaN, which fattn's -inf and NaN rules need; remove it",
+                                  unsafe[i]);
         t += n;
     }
     return FATTN_OK;
