@@ -12,7 +12,8 @@
 #   compare  bench/compare.sh --long: every backend and device over the papers' sweep, the
 #          long-sequence demonstration and the PyTorch peers, one table and the charts
 #   sanitize  compute-sanitizer memcheck, racecheck, synccheck and initcheck over a few CUDA
-#          conformance cases and test_special
+#          conformance cases, test_special and the decode cases with 3 forced splits;
+#          memcheck and racecheck also over test_ragged and test_combine
 #   decode  fattn_bench --decode on CUDA and NVIDIA OpenCL, and the PyTorch peers on the same
 #          shapes (bf16 and f16), in one call
 #   decodebars  the issue's decode bars only, in one call (a few minutes in all): bf16 and f16,
@@ -95,6 +96,20 @@ if has sanitize; then
         continue
       fi
       FATTN_TEST_BACKENDS=cuda FATTN_TEST_CASES="$cases" compute-sanitizer "${opts[@]}" "./build/$bin" > "$log" 2>&1
+      echo "compute-sanitizer $tool $bin exit status: $?" | tee -a "$log"
+      grep -E "ERROR SUMMARY|FAILED" "$log" | head -5
+    done
+    # The split-KV decode and its combine (forced splits, odd lengths), and for
+    # memcheck and racecheck the ragged suite (varlen, paged, bad tables) and
+    # fattn_combine's own tests.
+    log="$out/sanitize_${tool}_decode.log"
+    FATTN_TEST_BACKENDS=cuda FATTN_TEST_KV_SPLITS=3 "FATTN_TEST_CASES=decode 1/4099,decode 8/777,decode 4/40000" \
+      compute-sanitizer "${opts[@]}" ./build/test_conformance > "$log" 2>&1
+    echo "compute-sanitizer $tool decode exit status: $?" | tee -a "$log"
+    [ "$tool" = memcheck ] || [ "$tool" = racecheck ] || continue
+    for bin in test_ragged test_combine; do
+      log="$out/sanitize_${tool}_$bin.log"
+      FATTN_TEST_BACKENDS=cuda compute-sanitizer "${opts[@]}" "./build/$bin" > "$log" 2>&1
       echo "compute-sanitizer $tool $bin exit status: $?" | tee -a "$log"
       grep -E "ERROR SUMMARY|FAILED" "$log" | head -5
     done
