@@ -1,6 +1,9 @@
 /* Allocation failures: fails the 1st, 2nd, ... allocation that fattn's own
  * code makes during a whole run (create a context, allocate and write
- * buffers, forward, read, the host call, a timer, free everything) until a
+ * buffers, forward, read, the host call, a timer, a decode forced into key
+ * splits with no caller workspace (the context's split workspace and the
+ * merge), a paged cache with seqused_kv (the tables read to check them),
+ * fattn_combine, free everything) until a
  * run sees no injected failure. Every step must return a known status, a
  * failed create must leave NULL and a message, a run that still succeeds must
  * give the right answer, and what fattn allocated must all be freed.
@@ -277,20 +280,37 @@ static int status_known(fattn_status st) {
 enum { B = 1, HQ = 4, HKV = 2, SQ = 33, SKV = 47, D = 40 };
 enum { NQ = B * HQ * SQ * D, NKV = B * HKV * SKV * D, NL = B * HQ * SQ };
 
+/* A decode shape with the keys forced into splits and no caller workspace
+ * (the context allocates the split workspace, then the merge runs), and a
+ * paged cache with seqused_kv (the CPU reads the tables to check them). */
+enum { DHQ = 8, DHKV = 2, DSKV = 520, DSPLITS = 3 };
+enum { NDQ = DHQ * D, NDKV = DHKV * DSKV * D, NDL = DHQ };
+enum { PB = 2, PSQ = 3, PAGE = 8, PPS = 3, PAGES = 6, PSKV = PAGE * PPS };
+enum { NPQ = PB * HQ * PSQ * D, NPKV = PAGES * HKV * PAGE * D, NPL = PB * HQ * PSQ };
+/* fattn_combine of CPARTS parts of [1, HQ, SQ, D]. */
+enum { CPARTS = 3 };
+
 typedef struct run_out {
     float o[NQ], lse[NL], host_o[NQ];
+    float dec_o[NDQ], dec_lse[NDL], pag_o[NPQ], pag_lse[NPL], comb_o[NQ], comb_lse[NL];
     int ok;           /* every step succeeded */
     const char *step; /* the step that failed */
     fattn_status st;
 } run_out;
 
 static float q_host[NQ], k_host[NKV], v_host[NKV];
+static float dq_host[NDQ], dk_host[NDKV], dv_host[NDKV];
+static float pq_host[NPQ], pk_host[NPKV], pv_host[NPKV];
+static float co_host[CPARTS * NQ], cl_host[CPARTS * NL];
+static const int32_t page_table[PB * PPS] = {4, 1, 5, 0, 3, 2}, page_used[PB] = {13, 20};
 
 static void fill_inputs(void) {
     uint64_t s = 0x0a11;
-    float *arrays[3] = {q_host, k_host, v_host};
-    const int counts[3] = {NQ, NKV, NKV};
-    for (int a = 0; a < 3; a++)
+    float *arrays[11] = {q_host,  k_host,  v_host,  dq_host, dk_host, dv_host,
+                         pq_host, pk_host, pv_host, co_host, cl_host};
+    const int counts[11] = {NQ,  NKV,  NKV,  NDQ,         NDKV,       NDKV,
+                            NPQ, NPKV, NPKV, CPARTS * NQ, CPARTS * NL};
+    for (int a = 0; a < 11; a++)
         for (int i = 0; i < counts[a]; i++) {
             s = s * 6364136223846793005ull + 1442695040888963407ull;
             arrays[a][i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
@@ -318,9 +338,126 @@ static void check_failure(fattn_status st, const fattn_context *ctx, const char 
         }                                                                                          \
     } while (0)
 
+/* Buffers of a step, freed at the run's end. */
+enum { MAX_BUFS = 24 };
+typedef struct bufs {
+    fattn_buffer *b[MAX_BUFS];
+    int n;
+} bufs;
+
+static fattn_status buf_with(fattn_context *ctx, bufs *bs, const void *src, size_t bytes,
+                             fattn_buffer **out) {
+    *out = NULL;
+    fattn_status st = fattn_buffer_alloc(ctx, bytes, out);
+    if (st != FATTN_OK) return st;
+    bs->b[bs->n++] = *out;
+    return src ? fattn_buffer_write(*out, 0, src, bytes) : FATTN_OK;
+}
+
+/* The split decode without a workspace, on the context's own. */
+static fattn_status run_decode(fattn_context *ctx, bufs *bs, run_out *out) {
+    fattn_buffer *b[5];
+    fattn_tensor t[5];
+    fattn_status st;
+    if ((st = buf_with(ctx, bs, dq_host, sizeof dq_host, &b[0])) ||
+        (st = buf_with(ctx, bs, dk_host, sizeof dk_host, &b[1])) ||
+        (st = buf_with(ctx, bs, dv_host, sizeof dv_host, &b[2])) ||
+        (st = buf_with(ctx, bs, NULL, sizeof out->dec_o, &b[3])) ||
+        (st = buf_with(ctx, bs, NULL, sizeof out->dec_lse, &b[4])))
+        return st;
+    if ((st = fattn_tensor_init(b[0], FATTN_F32, FATTN_LAYOUT_BSHD, 1, DHQ, 1, D, 0, &t[0])) ||
+        (st = fattn_tensor_init(b[1], FATTN_F32, FATTN_LAYOUT_BSHD, 1, DHKV, DSKV, D, 0, &t[1])) ||
+        (st = fattn_tensor_init(b[2], FATTN_F32, FATTN_LAYOUT_BSHD, 1, DHKV, DSKV, D, 0, &t[2])) ||
+        (st = fattn_tensor_init(b[3], FATTN_F32, FATTN_LAYOUT_BSHD, 1, DHQ, 1, D, 0, &t[3])) ||
+        (st = fattn_tensor_init_lse(b[4], 1, DHQ, 1, 0, &t[4])))
+        return st;
+    const fattn_attention_desc desc = {.size = sizeof desc,
+                                       .batch = 1,
+                                       .heads_q = DHQ,
+                                       .heads_kv = DHKV,
+                                       .seq_q = 1,
+                                       .seq_kv = DSKV,
+                                       .head_dim = D,
+                                       .dtype = FATTN_F32};
+    if ((st = fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, DSPLITS)) ||
+        (st = fattn_forward(ctx, &desc, &t[0], &t[1], &t[2], &t[3], &t[4])) ||
+        (st = fattn_context_synchronize(ctx)) ||
+        (st = fattn_buffer_read(b[3], 0, out->dec_o, sizeof out->dec_o)) ||
+        (st = fattn_buffer_read(b[4], 0, out->dec_lse, sizeof out->dec_lse)))
+        return st;
+    return fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, 0);
+}
+
+/* A paged cache: pages of PAGE keys through a block table, seqused_kv. */
+static fattn_status run_paged(fattn_context *ctx, bufs *bs, run_out *out) {
+    fattn_buffer *b[7];
+    fattn_tensor t[7];
+    fattn_status st;
+    if ((st = buf_with(ctx, bs, pq_host, sizeof pq_host, &b[0])) ||
+        (st = buf_with(ctx, bs, pk_host, sizeof pk_host, &b[1])) ||
+        (st = buf_with(ctx, bs, pv_host, sizeof pv_host, &b[2])) ||
+        (st = buf_with(ctx, bs, NULL, sizeof out->pag_o, &b[3])) ||
+        (st = buf_with(ctx, bs, NULL, sizeof out->pag_lse, &b[4])) ||
+        (st = buf_with(ctx, bs, page_table, sizeof page_table, &b[5])) ||
+        (st = buf_with(ctx, bs, page_used, sizeof page_used, &b[6])))
+        return st;
+    if ((st = fattn_tensor_init(b[0], FATTN_F32, FATTN_LAYOUT_BSHD, PB, HQ, PSQ, D, 0, &t[0])) ||
+        (st = fattn_tensor_init(b[1], FATTN_F32, FATTN_LAYOUT_BSHD, PAGES, HKV, PAGE, D, 0,
+                                &t[1])) ||
+        (st = fattn_tensor_init(b[2], FATTN_F32, FATTN_LAYOUT_BSHD, PAGES, HKV, PAGE, D, 0,
+                                &t[2])) ||
+        (st = fattn_tensor_init(b[3], FATTN_F32, FATTN_LAYOUT_BSHD, PB, HQ, PSQ, D, 0, &t[3])) ||
+        (st = fattn_tensor_init_lse(b[4], PB, HQ, PSQ, 0, &t[4])) ||
+        (st = fattn_tensor_init_index(b[5], PB, PPS, 0, &t[5])) ||
+        (st = fattn_tensor_init_index(b[6], 1, PB, 0, &t[6])))
+        return st;
+    fattn_varlen_desc vl = FATTN_VARLEN_DESC_INIT;
+    vl.seqused_kv = &t[6];
+    fattn_paged_kv_desc pg = FATTN_PAGED_KV_DESC_INIT;
+    pg.block_table = &t[5];
+    pg.pages_per_seq = PPS;
+    pg.page_size = PAGE;
+    pg.num_pages = PAGES;
+    fattn_attention_desc desc = FATTN_ATTENTION_DESC_INIT;
+    desc.batch = PB, desc.heads_q = HQ, desc.heads_kv = HKV, desc.seq_q = PSQ;
+    desc.seq_kv = PSKV, desc.head_dim = D, desc.dtype = FATTN_F32;
+    desc.causal = FATTN_CAUSAL_BOTTOM_RIGHT, desc.varlen = &vl, desc.paged_kv = &pg;
+    if ((st = fattn_forward(ctx, &desc, &t[0], &t[1], &t[2], &t[3], &t[4])) ||
+        (st = fattn_context_synchronize(ctx)) ||
+        (st = fattn_buffer_read(b[3], 0, out->pag_o, sizeof out->pag_o)))
+        return st;
+    return fattn_buffer_read(b[4], 0, out->pag_lse, sizeof out->pag_lse);
+}
+
+/* The public merge: CPARTS partial results in one buffer each. */
+static fattn_status run_combine(fattn_context *ctx, bufs *bs, run_out *out) {
+    fattn_buffer *b[4];
+    fattn_tensor t[4];
+    fattn_status st;
+    if ((st = buf_with(ctx, bs, co_host, sizeof co_host, &b[0])) ||
+        (st = buf_with(ctx, bs, cl_host, sizeof cl_host, &b[1])) ||
+        (st = buf_with(ctx, bs, NULL, sizeof out->comb_o, &b[2])) ||
+        (st = buf_with(ctx, bs, NULL, sizeof out->comb_lse, &b[3])))
+        return st;
+    if ((st = fattn_tensor_init(b[0], FATTN_F32, FATTN_LAYOUT_BSHD, 1, HQ, SQ, D, 0, &t[0])) ||
+        (st = fattn_tensor_init_lse(b[1], 1, HQ, SQ, 0, &t[1])) ||
+        (st = fattn_tensor_init(b[2], FATTN_F32, FATTN_LAYOUT_BSHD, 1, HQ, SQ, D, 0, &t[2])) ||
+        (st = fattn_tensor_init_lse(b[3], 1, HQ, SQ, 0, &t[3])))
+        return st;
+    fattn_combine_desc cd = FATTN_COMBINE_DESC_INIT;
+    cd.batch = 1, cd.heads = HQ, cd.seq = SQ, cd.head_dim = D, cd.parts = CPARTS;
+    cd.o_part_stride = NQ, cd.lse_part_stride = NL;
+    if ((st = fattn_combine(ctx, &cd, &t[0], &t[1], &t[2], &t[3])) ||
+        (st = fattn_context_synchronize(ctx)) ||
+        (st = fattn_buffer_read(b[2], 0, out->comb_o, sizeof out->comb_o)))
+        return st;
+    return fattn_buffer_read(b[3], 0, out->comb_lse, sizeof out->comb_lse);
+}
+
 static void run_once(fattn_backend_kind kind, run_out *out) {
     fattn_context *ctx = (fattn_context *)(uintptr_t)1; /* create must overwrite it */
     fattn_buffer *bq = NULL, *bk = NULL, *bv = NULL, *bo = NULL, *bl = NULL;
+    bufs bs = {{0}, 0};
     fattn_timer *timer = NULL;
     out->ok = 1;
     out->step = "";
@@ -377,7 +514,11 @@ static void run_once(fattn_backend_kind kind, run_out *out) {
     STEP(fattn_attention_host(ctx, &desc, FATTN_LAYOUT_BSHD, q_host, k_host, v_host, out->host_o,
                               NULL),
          ctx, "fattn_attention_host");
+    STEP(run_decode(ctx, &bs, out), ctx, "split decode (no workspace)");
+    STEP(run_paged(ctx, &bs, out), ctx, "paged forward");
+    STEP(run_combine(ctx, &bs, out), ctx, "fattn_combine");
 cleanup:
+    for (int i = 0; i < bs.n; i++) fattn_buffer_free(bs.b[i]);
     fattn_timer_free(timer);
     fattn_buffer_free(bq);
     fattn_buffer_free(bk);
@@ -450,9 +591,15 @@ static void fail_each_allocation(void **state) {
             /* fattn absorbed the failure (a worker without scratch, a cache
              * miss): the answer must not change. */
             recovered++;
-            const float d =
+            const float d = fmaxf(
                 fmaxf(max_diff(got.o, want.o, NQ), fmaxf(max_diff(got.lse, want.lse, NL),
-                                                         max_diff(got.host_o, want.host_o, NQ)));
+                                                         max_diff(got.host_o, want.host_o, NQ))),
+                fmaxf(fmaxf(fmaxf(max_diff(got.dec_o, want.dec_o, NDQ),
+                                  max_diff(got.dec_lse, want.dec_lse, NDL)),
+                            fmaxf(max_diff(got.pag_o, want.pag_o, NPQ),
+                                  max_diff(got.pag_lse, want.pag_lse, NPL))),
+                      fmaxf(max_diff(got.comb_o, want.comb_o, NQ),
+                            max_diff(got.comb_lse, want.comb_lse, NL))));
             if (!(d <= 1e-5f))
                 fail_msg("failing allocation %ld: every call succeeded but the output "
                          "differs by %g",

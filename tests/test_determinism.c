@@ -3,7 +3,12 @@
  * run FATTN_TEST_REPEATS times (default 10) on the same inputs, with the
  * outputs poisoned before each run by a pattern that alternates, and O and
  * LSE must be bitwise identical to the first run's. The first run must also
- * have written every element (the poison is NaN in every dtype). */
+ * have written every element (the poison is NaN in every dtype). On the
+ * tiled path, two shapes of the decode/KV-cache work too, with the key
+ * split count fixed (FATTN_PARAM_KV_SPLITS): a decode (seq_q 1 against
+ * 20000 keys, GQA 32/8, d 64) whose partial results are merged by the
+ * log-sum-exp rule, and a ragged batch (packed Q, a paged cache with
+ * seqused_kv, causal) that must also match the reference on its first run. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -18,6 +23,7 @@
 
 #include "half.h"
 #include "harness.h"
+#include "ragged.h"
 #include "test_backend.h"
 
 /* Non-causal, causal, GQA (causal, other layout), causal with seq_q > seq_kv
@@ -29,6 +35,37 @@ static const char *const case_names[] = {
     "causal tl sq>sk 101/37", "seq 129 dim 256",
 };
 enum { CASES = sizeof case_names / sizeof case_names[0] };
+
+/* The decode shape, run with DECODE_SPLITS key splits. */
+static const fattn_case decode_case = {"decode 1/20000 gqa 32/8 d64",
+                                       1,
+                                       32,
+                                       8,
+                                       1,
+                                       20000,
+                                       64,
+                                       FATTN_CAUSAL_NONE,
+                                       FATTN_LAYOUT_BSHD,
+                                       STORE_SEPARATE,
+                                       1.0f,
+                                       0.0f};
+enum { DECODE_SPLITS = 7, RAGGED_SPLITS = 3 };
+
+/* The ragged shape: 4 sequences (one without query rows), packed Q, paged
+ * keys (page 16) through a shuffled block table, seqused_kv. */
+static const int32_t ragged_len_q[] = {3, 0, 1, 7}, ragged_len_kv[] = {700, 5, 1500, 64};
+static const rag_case ragged_case = {.name = "ragged paged gqa 8/2 causal",
+                                     .batch = 4,
+                                     .heads_q = 8,
+                                     .heads_kv = 2,
+                                     .head_dim = 64,
+                                     .len_q = ragged_len_q,
+                                     .len_kv = ragged_len_kv,
+                                     .kv = RAG_KV_PAGED,
+                                     .used = 1,
+                                     .page_size = 16,
+                                     .causal = FATTN_CAUSAL_BOTTOM_RIGHT,
+                                     .bshd = 1};
 
 typedef struct det_state {
     fattn_backend_kind kind;
@@ -188,6 +225,45 @@ done:
     return st;
 }
 
+/* The ragged case `reps` times with RAGGED_SPLITS splits: the first run
+ * within tolerance of the reference with every row written, the others
+ * bitwise equal to it (O and lse buffers whole, guards included). */
+static fattn_status repeat_ragged(fattn_context *ctx, fattn_dtype dt, int reps) {
+    rag_problem *rp = NULL;
+    fattn_status st = rag_build(ctx, &ragged_case, dt, 0xde7e4a66u + (unsigned)dt, &rp);
+    if (st != FATTN_OK) return st;
+    unsigned char *first_o = NULL, *first_l = NULL;
+    size_t no = 0, nl = 0;
+    for (int r = 0; r < reps && st == FATTN_OK; r++) {
+        case_result res;
+        if ((st = rag_run(rp, &res)) != FATTN_OK) break;
+        const void *o, *l;
+        size_t bo, bl;
+        rag_outputs(rp, &o, &bo, &l, &bl);
+        if (r == 0) {
+            if (!harness_passed(&res))
+                fail_msg("case '%s' %s: first run: max err %.3g (tol %.3g), lse err %.3g, %lld "
+                         "NaN, %lld bytes changed outside the rows",
+                         ragged_case.name, harness_dtype_name(dt), res.max_err, res.tol,
+                         res.lse_err, (long long)res.nan_count, (long long)res.guard_broken);
+            no = bo, nl = bl;
+            first_o = malloc(no), first_l = malloc(nl ? nl : 1);
+            assert_true(first_o && first_l);
+            memcpy(first_o, o, no);
+            if (nl) memcpy(first_l, l, nl);
+            continue;
+        }
+        const long d_o = first_difference(first_o, o, no), d_l = first_difference(first_l, l, nl);
+        if (d_o >= 0 || d_l >= 0)
+            fail_msg("case '%s' %s: run %d differs from run 1 in %s at byte %ld", ragged_case.name,
+                     harness_dtype_name(dt), r + 1, d_o >= 0 ? "O" : "LSE", d_o >= 0 ? d_o : d_l);
+    }
+    free(first_o);
+    free(first_l);
+    rag_free(rp);
+    return st;
+}
+
 static void repeat_all(void **state) {
     const det_state *ds = *state;
     fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
@@ -213,10 +289,26 @@ static void repeat_all(void **state) {
                 fail_msg("case '%s': %s: %s", c->name, fattn_status_string(st),
                          fattn_error_message(ctx));
         }
+        int extra = 0;
+        if (ds->path == HARNESS_TILED) {
+            fattn_status st = fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, DECODE_SPLITS);
+            if (st == FATTN_OK)
+                st = repeat_case(ctx, &decode_case, ds->dtype, ds->path, reps, 0xde7e0dec);
+            if (st != FATTN_OK)
+                fail_msg("case '%s', %d splits: %s: %s", decode_case.name, DECODE_SPLITS,
+                         fattn_status_string(st), fattn_error_message(ctx));
+            st = fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, RAGGED_SPLITS);
+            if (st == FATTN_OK) st = repeat_ragged(ctx, ds->dtype, reps);
+            if (st != FATTN_OK)
+                fail_msg("case '%s', %d splits: %s: %s", ragged_case.name, RAGGED_SPLITS,
+                         fattn_status_string(st), fattn_error_message(ctx));
+            assert_int_equal(fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, 0), FATTN_OK);
+            extra = 2;
+        }
         print_message(
             "deterministic: %s device %d (%s) %s %s: %d cases x %d runs bitwise identical\n",
             info.name, dev, fattn_context_device_name(ctx), harness_dtype_name(ds->dtype), path,
-            (int)CASES, reps);
+            (int)CASES + extra, reps);
         fattn_context_free(ctx);
     }
 }

@@ -206,7 +206,8 @@ static fattn_status run_on(fattn_context *ctx, const problem *p, int naive, void
             st = fattn_buffer_write(b[i], 0, i < 3 ? src[i] : i == 3 ? o : (void *)lse, bytes[i]);
     }
     for (int i = 0; i < 4 && st == FATTN_OK; i++)
-        st = fattn_tensor_init(b[i], d->dtype, FATTN_LAYOUT_BSHD, 1, d->heads_q,
+        st = fattn_tensor_init(b[i], d->dtype, FATTN_LAYOUT_BSHD, 1,
+                               i == 1 || i == 2 ? d->heads_kv : d->heads_q,
                                i == 1 || i == 2 ? d->seq_kv : d->seq_q, DIM, 0, &t[i]);
     if (st == FATTN_OK) st = fattn_tensor_init_lse(b[4], 1, d->heads_q, d->seq_q, 0, &t[4]);
     if (st == FATTN_OK)
@@ -231,13 +232,13 @@ static int agrees(double got, double want, double tol, int relative) {
 static int check(const problem *p, const void *o, const float *lse, const char *what,
                  const char *const *names) {
     const fattn_attention_desc *d = &p->desc;
-    const int64_t H = d->heads_q, S = d->seq_q;
+    const int64_t H = d->heads_q, S = d->seq_q, Hk = d->heads_kv;
     double *ro = malloc((size_t)(H * S * DIM) * sizeof(double)),
            *rl = malloc((size_t)(H * S) * sizeof(double));
     assert_true(ro && rl);
     const ref_view q = {p->q, d->dtype, 0, H * S * DIM, DIM, H * DIM};
-    const ref_view k = {p->k, d->dtype, 0, H * d->seq_kv * DIM, DIM, H * DIM};
-    const ref_view v = {p->v, d->dtype, 0, H * d->seq_kv * DIM, DIM, H * DIM};
+    const ref_view k = {p->k, d->dtype, 0, Hk * d->seq_kv * DIM, DIM, Hk * DIM};
+    const ref_view v = {p->v, d->dtype, 0, Hk * d->seq_kv * DIM, DIM, Hk * DIM};
     ref_attention(d, &q, &k, &v, ro, rl);
     const double tol = harness_tolerance(d->dtype);
     int bad = 0;
@@ -360,6 +361,145 @@ static void test_backend(void **state) {
     assert_int_equal(bad, 0);
 }
 
+/* ---- Split-KV decoding and its merge ---------------------------------------------- */
+
+/* Decode shapes (seq_q 1 and 4, causal for 4) against SPLIT_KEYS keys, GQA
+ * SPLIT_GROUP query heads per K/V head, each K/V head one scenario, run with
+ * the keys forced into 1, 3 and 7 splits (FATTN_PARAM_KV_SPLITS): the
+ * split paths compute a partial softmax per split and merge them with the
+ * log-sum-exp rule, so a split whose every score is -inf (lse -inf) must be
+ * skipped, not turned into NaN, and a NaN in any split must reach the row.
+ * The -inf ranges cover the first, a middle and the last of 3 and of 7
+ * splits whole (the splits are key ranges in order). */
+enum { SPLIT_KEYS = 2999, SPLIT_GROUP = 4 };
+
+enum split_scenario {
+    SP_FINITE,     /* control; query head 1 of the group has a NaN in Q at row 0 */
+    SP_NEG_FIRST,  /* -inf for keys [0, 0.4 N): the first split(s) see nothing */
+    SP_NEG_MIDDLE, /* -inf for keys [0.4 N, 0.6 N): the middle split of 7, part of 3's */
+    SP_NEG_LAST,   /* -inf for keys [0.6 N, N): the last split(s) */
+    SP_ONE_KEY,    /* -inf everywhere but key N/2: every other split sees nothing */
+    SP_NEG_ALL,    /* -inf for every key: O = 0, LSE = -inf */
+    SP_NAN_K,      /* NaN in K of key N - 10 (the last split): the row is NaN */
+    SP_NAN_V,      /* NaN in V of key 50 (the first split), dim 3: O[3] NaN */
+    SP_POS_INF,    /* +inf score at key N/2 (a middle split): the row is NaN */
+    SP_COUNT
+};
+
+static const char *const split_name[SP_COUNT] = {
+    "finite (NaN Q in head 1)", "-inf first split(s)",   "-inf middle split",
+    "-inf last split(s)",       "one finite key",        "-inf every key",
+    "NaN in K, last split",     "NaN in V, first split", "+inf score, middle split"};
+
+static int split_neg_inf_key(int s, int j) {
+    const int n = SPLIT_KEYS;
+    switch (s) {
+    case SP_NEG_FIRST: return j < 2 * n / 5;
+    case SP_NEG_MIDDLE: return j >= 2 * n / 5 && j < 3 * n / 5;
+    case SP_NEG_LAST: return j >= 3 * n / 5;
+    case SP_ONE_KEY: return j != n / 2;
+    case SP_NEG_ALL: return 1;
+    default: return 0;
+    }
+}
+
+static int64_t at_kv(const problem *p, int64_t s, int64_t h, int64_t dim) {
+    return (s * p->desc.heads_kv + h) * DIM + dim;
+}
+
+static void build_split(problem *p, fattn_dtype t, int64_t seq_q, uint64_t seed) {
+    const fattn_attention_desc init = FATTN_ATTENTION_DESC_INIT;
+    const int64_t hk = SP_COUNT, hq = SP_COUNT * SPLIT_GROUP, sk = SPLIT_KEYS;
+    p->desc = init;
+    p->desc.batch = 1;
+    p->desc.heads_q = hq;
+    p->desc.heads_kv = hk;
+    p->desc.seq_q = seq_q;
+    p->desc.seq_kv = sk;
+    p->desc.head_dim = DIM;
+    p->desc.dtype = t;
+    p->desc.causal = seq_q > 1 ? FATTN_CAUSAL_BOTTOM_RIGHT : FATTN_CAUSAL_NONE;
+    const size_t es = fattn_dtype_size(t);
+    p->q = calloc((size_t)(hq * seq_q * DIM), es);
+    p->k = calloc((size_t)(hk * sk * DIM), es);
+    p->v = calloc((size_t)(hk * sk * DIM), es);
+    assert_true(p->q && p->k && p->v);
+    for (int64_t i = 0; i < hq * seq_q * DIM; i++)
+        harness_put(p->q, t, i, rng_range(&seed, 0.1f, 1.0f));
+    for (int64_t i = 0; i < hk * sk * DIM; i++) {
+        const float x = rng_range(&seed, 0.1f, 1.0f), y = rng_range(&seed, 0.1f, 1.0f);
+        harness_put(p->k, t, i, (rng_next(&seed) & 1) ? x : -x);
+        harness_put(p->v, t, i, (rng_next(&seed) & 1) ? y : -y);
+    }
+    for (int g = 0; g < SP_COUNT; g++) {
+        for (int j = 0; j < sk; j++)
+            if (split_neg_inf_key(g, j)) harness_put(p->k, t, at_kv(p, j, g, 0), -INFINITY);
+        if (g == SP_FINITE) harness_put(p->q, t, at(p, 0, g * SPLIT_GROUP + 1, 5), NAN);
+        if (g == SP_NAN_K) harness_put(p->k, t, at_kv(p, sk - 10, g, 7), NAN);
+        if (g == SP_NAN_V) harness_put(p->v, t, at_kv(p, 50, g, 3), NAN);
+        if (g == SP_POS_INF) harness_put(p->k, t, at_kv(p, sk / 2, g, 0), INFINITY);
+    }
+}
+
+static void test_split_backend(void **state) {
+    const special_state *ss = *state;
+    fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
+    test_use_backend(ss->kind, &info);
+    static const int64_t splits[] = {1, 3, 7}, seqs[] = {1, 4};
+    const char *names[SP_COUNT * SPLIT_GROUP];
+    for (int h = 0; h < SP_COUNT * SPLIT_GROUP; h++) names[h] = split_name[h / SPLIT_GROUP];
+    int bad = 0;
+    for (int dev = 0; dev < info.device_count; dev++) {
+        fattn_context *ctx = NULL;
+        if (fattn_context_create(ss->kind, dev, &ctx) != FATTN_OK)
+            fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
+        for (int dt = FATTN_F32; dt <= FATTN_BF16; dt++)
+            for (size_t qi = 0; qi < sizeof seqs / sizeof seqs[0]; qi++) {
+                problem p;
+                build_split(&p, (fattn_dtype)dt, seqs[qi], 0x5b17 + (uint64_t)(dt * 8) + qi);
+                const size_t nq = (size_t)(p.desc.heads_q * p.desc.seq_q);
+                void *o = malloc(nq * DIM * 4);
+                float *lse = malloc(nq * sizeof(float));
+                assert_true(o && lse);
+                for (size_t si = 0; si < sizeof splits / sizeof splits[0]; si++) {
+                    char what[256];
+                    snprintf(what, sizeof what,
+                             "%s device %d %s decode %lld/%d gqa %d%s, %lld splits", info.name, dev,
+                             harness_dtype_name((fattn_dtype)dt), (long long)seqs[qi], SPLIT_KEYS,
+                             SPLIT_GROUP, seqs[qi] > 1 ? " causal" : "", (long long)splits[si]);
+                    assert_int_equal(
+                        fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, splits[si]), FATTN_OK);
+                    /* More than one split is a plan with a workspace for the
+                     * partial results: the split path is the one that runs. */
+                    uint64_t ws = 0;
+                    assert_int_equal(fattn_workspace_size(ctx, &p.desc, &ws), FATTN_OK);
+                    if ((splits[si] > 1) != (ws > 0)) {
+                        print_error("%s: fattn_workspace_size is %llu bytes\n", what,
+                                    (unsigned long long)ws);
+                        bad++;
+                    }
+                    fattn_status st = run_on(ctx, &p, 0, o, lse);
+                    if (st == FATTN_OK) st = fattn_context_synchronize(ctx);
+                    if (st != FATTN_OK) {
+                        print_error("%s: %s: %s\n", what, fattn_status_string(st),
+                                    fattn_error_message(ctx));
+                        bad++;
+                        continue;
+                    }
+                    const int n = check(&p, o, lse, what, names);
+                    if (n) print_error("%s: %d elements disagree\n", what, n);
+                    bad += n;
+                }
+                free(o);
+                free(lse);
+                problem_free(&p);
+            }
+        assert_int_equal(fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, 0), FATTN_OK);
+        fattn_context_free(ctx);
+    }
+    assert_int_equal(bad, 0);
+}
+
 /* A context on device 0 of the state's backend, or a visible skip. */
 static fattn_context *open_device0(const special_state *ss, fattn_backend_info *info) {
     test_use_backend(ss->kind, info);
@@ -431,6 +571,10 @@ int main(void) {
         BACKEND(FATTN_BACKEND_CUDA, 1, "cuda naive"),
         BACKEND(FATTN_BACKEND_OPENCL, 0, "opencl"),
         BACKEND(FATTN_BACKEND_OPENCL, 1, "opencl naive"),
+        {"cpu splits", test_split_backend, NULL, NULL, &(special_state){FATTN_BACKEND_CPU, 0}},
+        {"cuda splits", test_split_backend, NULL, NULL, &(special_state){FATTN_BACKEND_CUDA, 0}},
+        {"opencl splits", test_split_backend, NULL, NULL,
+         &(special_state){FATTN_BACKEND_OPENCL, 0}},
         {"cpu 2^62 bytes", test_absurd_alloc, NULL, NULL, &(special_state){FATTN_BACKEND_CPU, 0}},
         {"cuda 2^62 bytes", test_absurd_alloc, NULL, NULL, &(special_state){FATTN_BACKEND_CUDA, 0}},
         {"opencl 2^62 bytes", test_absurd_alloc, NULL, NULL,

@@ -6,7 +6,13 @@
  * five tensors over host memory wrapped as fattn buffers: one arena with
  * guard zones, carved into regions that may overlap, at odd offsets, with odd
  * strides. Then fattn_forward runs, and sometimes the naive path, the
- * accounting calls, the host call and the buffer copies.
+ * accounting calls, the host call, the buffer copies and fattn_combine
+ * (random parts and outputs in the arena). Sometimes the input builds a
+ * whole variable-length or paged problem instead (decode_ragged: packed Q,
+ * packed, dense-padded or paged K/V, seqused_kv, index tables in a block of
+ * their own with guards, good or with one entry or size spoiled), and sets
+ * the context's key split count (FATTN_PARAM_KV_SPLITS) or a workspace of
+ * fattn_workspace_size's bytes.
  *
  * Every sized struct the library is given (the description, the
  * sub-descriptions and their tensors) lives in heap memory of exactly the
@@ -23,7 +29,13 @@
  * description of size 0 or with a non-zero tail, with a sub-description
  * that asks for a feature not implemented yet, a tensor of size 0, a
  * workspace of another context, or a varlen or paged description in the
- * host call; a tile parameter refused when valid or taken when negative.
+ * host call; a varlen or paged call accepted with totals, sizes or index
+ * tables that break the rules of src/seam/backend.h (fattn_ragged) and
+ * src/tables.c, or on the naive path, or one that writes O or LSE rows no
+ * sequence owns or writes a table; FATTN_ERR_INDEX_TABLE for tables that
+ * keep the rules; a tile or split parameter refused when valid or taken
+ * when out of range; fattn_combine writing outside O and LSE, or O and LSE
+ * inside the parts' span.
  *
  * scripts/fuzz.sh builds and runs it. */
 #define _POSIX_C_SOURCE 200809L
@@ -273,6 +285,11 @@ typedef struct world {
     size_t arena_len;
     unsigned char *snap, *out_map, *in_map;
     region reg[REGIONS + 1]; /* the last: a foreign wrapper */
+    /* Index tables built whole (decode_ragged): int32 elements with guard
+     * elements either side, wrapped as a buffer of ctx; never written. */
+    int32_t *tab_block, *tab, *tab_snap;
+    int64_t tab_n;
+    fattn_buffer *tab_buf;
 } world;
 
 static size_t es_of(fattn_dtype t) { return t == FATTN_F32 ? 4 : 2; }
@@ -335,9 +352,12 @@ static int status_known(fattn_status st) {
 }
 
 /* Every call's status is in the table; failures say why, successes say nothing. */
+static int trace; /* FUZZ_FORWARD_TRACE=1: every call's status on stderr (for writing seeds) */
+
 static void check_status(fattn_status st, const fattn_context *c, const char *call) {
     CHECK(status_known(st), "%s returned %d, not a fattn_status", call, (int)st);
     const char *msg = fattn_error_message(c);
+    if (trace) fprintf(stderr, "  %s: %s %s\n", call, fattn_status_string(st), msg ? msg : "");
     CHECK(msg != NULL, "%s: fattn_error_message is NULL", call);
     if (st != FATTN_OK)
         CHECK(msg[0] != '\0', "%s failed with %s and an empty message", call,
@@ -407,9 +427,25 @@ typedef struct extras {
     const fattn_varlen_desc *varlen;
     const fattn_paged_kv_desc *paged;
     fattn_buffer *workspace;
-    int workspace_foreign, workspace_owned;
+    int workspace_foreign, workspace_owned, workspace_exact;
     int mask_refused, varlen_refused, paged_refused;
+    /* What the library reads of the varlen and paged descriptions and of
+     * their tables (see covered), and whether a table's own size must be
+     * refused. */
+    fattn_varlen_desc ve;
+    fattn_paged_kv_desc pe;
+    fattn_tensor tab[4]; /* cu_seqlens_q, cu_seqlens_kv, seqused_kv, block_table */
+    int tab_refused;
 } extras;
+
+enum { T_CU_Q, T_CU_KV, T_USED, T_TABLE };
+
+/* The outer shapes of Q/O/lse ([qb, heads_q, qs]) and K/V ([kb, heads_kv,
+ * ks]) as the library reads the description: dense, packed or paged. */
+typedef struct shape {
+    int rag; /* variable-length or paged: sequences come from the tables */
+    int64_t qb, qs, kb, ks;
+} shape;
 
 typedef struct call {
     fattn_attention_desc d;           /* as the library reads pass (see covered) */
@@ -419,6 +455,8 @@ typedef struct call {
     fattn_tensor t[5]; /* q, k, v, o, lse */
     int has_lse;
     int finite_inputs; /* the arena holds only finite values in [-4, 4] */
+    shape sh;
+    int64_t kv_splits; /* the context's FATTN_PARAM_KV_SPLITS for this input */
 } call;
 
 enum { TQ, TK, TV, TO, TL };
@@ -437,91 +475,239 @@ static void check_memory(const world *w, const unsigned char *allowed, const cha
               w->snap[i], w->arena[i]);
 }
 
-/* Number of keys query row i sees: key j iff j <= i + off, off = seq_kv -
- * seq_q (bottom-right) or 0 (top-left). */
-static int64_t keys_seen(const fattn_attention_desc *d, int64_t i) {
-    if (d->causal == FATTN_CAUSAL_NONE) return d->seq_kv;
-    const int64_t off = d->causal == FATTN_CAUSAL_TOP_LEFT ? 0 : d->seq_kv - d->seq_q;
+/* The outer shapes as the library reads c's description. */
+static shape shape_of(const call *c) {
+    const fattn_attention_desc *d = &c->d;
+    const fattn_varlen_desc *v = d->varlen ? &c->x.ve : NULL;
+    shape s = {0, d->batch, d->seq_q, d->batch, d->seq_kv};
+    s.rag = d->paged_kv || (v && (v->cu_seqlens_q || v->cu_seqlens_kv || v->seqused_kv));
+    if (v && v->cu_seqlens_q) s.qb = 1, s.qs = v->total_q;
+    if (d->paged_kv)
+        s.kb = c->x.pe.num_pages, s.ks = c->x.pe.page_size;
+    else if (v && v->cu_seqlens_kv)
+        s.kb = 1, s.ks = v->total_kv;
+    return s;
+}
+
+/* Which tables the library reads: cu_seqlens_q, cu_seqlens_kv, seqused_kv,
+ * block_table. */
+static void tables_given(const call *c, int has[4]) {
+    const fattn_varlen_desc *v = c->d.varlen ? &c->x.ve : NULL;
+    has[T_CU_Q] = v && v->cu_seqlens_q;
+    has[T_CU_KV] = v && v->cu_seqlens_kv;
+    has[T_USED] = v && v->seqused_kv;
+    has[T_TABLE] = c->d.paged_kv && c->x.pe.block_table;
+}
+
+/* Element (row, i) of an index table as the call saw it (the arena's
+ * snapshot, or the table block); 0 when it lies outside its buffer. */
+static int table_get(const world *w, const fattn_tensor *t, int64_t row, int64_t i, int64_t *out) {
+    const unsigned char *base;
+    size_t len;
+    const region *g = region_of(w, t->buffer);
+    if (g) {
+        base = w->snap + g->start, len = g->len;
+    } else if (t->buffer && t->buffer == w->tab_buf) {
+        base = (const unsigned char *)w->tab_snap, len = (size_t)w->tab_n * 4;
+    } else {
+        return 0;
+    }
+    const __int128 e =
+        (__int128)t->offset + (__int128)row * t->stride_batch + (__int128)i * t->stride_seq;
+    if (e < 0 || (e + 1) * 4 > (__int128)len) return 0;
+    int32_t x;
+    memcpy(&x, base + (size_t)e * 4, 4);
+    *out = x;
+    return 1;
+}
+
+/* The index tables by the rules of src/seam/backend.h (fattn_ragged) and
+ * src/tables.c, in their order: 1 good, 0 bad (FATTN_ERR_INDEX_TABLE), -1
+ * an entry outside its buffer. Only for descriptions layout_refusal passes. */
+static int tables_good(const world *w, const call *c) {
+    const fattn_attention_desc *d = &c->d;
+    const extras *x = &c->x;
+    int has[4];
+    tables_given(c, has);
+    for (int64_t b = 0; b < d->batch; b++) {
+        int64_t lo, hi, cap = d->seq_kv, len;
+        if (has[T_CU_Q]) {
+            if (!table_get(w, &x->tab[T_CU_Q], 0, b, &lo) ||
+                !table_get(w, &x->tab[T_CU_Q], 0, b + 1, &hi))
+                return -1;
+            if (lo < 0 || hi < lo || hi > x->ve.total_q || hi - lo > d->seq_q) return 0;
+        }
+        if (has[T_CU_KV]) {
+            if (!table_get(w, &x->tab[T_CU_KV], 0, b, &lo) ||
+                !table_get(w, &x->tab[T_CU_KV], 0, b + 1, &hi))
+                return -1;
+            if (lo < 0 || hi < lo || hi > x->ve.total_kv || hi - lo > d->seq_kv) return 0;
+            cap = hi - lo;
+        }
+        len = cap;
+        if (has[T_USED]) {
+            if (!table_get(w, &x->tab[T_USED], 0, b, &len)) return -1;
+            if (len < 0 || len > cap) return 0;
+        }
+        if (!d->paged_kv) continue;
+        for (int64_t pg = 0; pg * x->pe.page_size < len; pg++) {
+            int64_t page;
+            if (!table_get(w, &x->tab[T_TABLE], b, pg, &page)) return -1;
+            if (page < 0 || page >= x->pe.num_pages) return 0;
+        }
+    }
+    return 1;
+}
+
+/* Sequence b of a call whose tables are good: Q/O batch index and first
+ * row, query rows, keys. */
+typedef struct seqv {
+    int64_t qbatch, row0, len_q, len_kv;
+} seqv;
+
+static seqv seq_of(const world *w, const call *c, int64_t b) {
+    const fattn_attention_desc *d = &c->d;
+    seqv s = {b, 0, d->seq_q, d->seq_kv};
+    int has[4];
+    int64_t lo = 0, hi = 0;
+    tables_given(c, has);
+    if (has[T_CU_Q] && table_get(w, &c->x.tab[T_CU_Q], 0, b, &lo) &&
+        table_get(w, &c->x.tab[T_CU_Q], 0, b + 1, &hi))
+        s.qbatch = 0, s.row0 = lo, s.len_q = hi - lo;
+    if (has[T_CU_KV] && table_get(w, &c->x.tab[T_CU_KV], 0, b, &lo) &&
+        table_get(w, &c->x.tab[T_CU_KV], 0, b + 1, &hi))
+        s.len_kv = hi - lo;
+    if (has[T_USED]) table_get(w, &c->x.tab[T_USED], 0, b, &s.len_kv);
+    return s;
+}
+
+/* Number of keys row i of a sequence sees: key j iff j <= i + off, off =
+ * len_kv - len_q (bottom-right, per sequence) or 0 (top-left). */
+static int64_t keys_seen(const fattn_attention_desc *d, const seqv *s, int64_t i) {
+    if (d->causal == FATTN_CAUSAL_NONE) return s->len_kv;
+    const int64_t off = d->causal == FATTN_CAUSAL_TOP_LEFT ? 0 : s->len_kv - s->len_q;
     int64_t lim = i + off + 1;
-    return lim < 0 ? 0 : lim > d->seq_kv ? d->seq_kv : lim;
+    return lim < 0 ? 0 : lim > s->len_kv ? s->len_kv : lim;
 }
 
 /* After a successful forward: outputs inside their buffers, not overlapping
- * each other or the inputs, nothing else written; for finite inputs, values
- * that a softmax-weighted mean of V can take. */
+ * each other or the inputs, nothing else written (with sequences from
+ * tables, only their rows); tables of this context, int32, inside their
+ * buffers and good; for finite inputs, values that a softmax-weighted mean
+ * of V can take. */
 static void check_forward_ok(world *w, const call *c, const char *what) {
     const fattn_attention_desc *d = &c->d;
     const size_t es = es_of(d->dtype);
-    const int64_t B = d->batch, Hq = d->heads_q, Hk = d->heads_kv, D = d->head_dim;
+    const shape sh = shape_of(c);
+    const int64_t Hq = d->heads_q, Hk = d->heads_kv, D = d->head_dim;
     const region *ro = region_of(w, c->t[TO].buffer),
                  *rl = c->has_lse ? region_of(w, c->t[TL].buffer) : NULL;
     CHECK(ro && !ro->foreign, "%s accepted an O that is not a buffer of this context", what);
+    const int64_t kv_rows = rows_of(sh.kb, Hk, sh.ks);
     for (int i = TQ; i <= TV; i++) {
         const region *r = region_of(w, c->t[i].buffer);
-        CHECK(!r || !r->foreign || (i != TQ && d->seq_kv == 0),
+        CHECK(!r || !r->foreign || (i != TQ && kv_rows == 0),
               "%s accepted a buffer of another context", what);
     }
-    const int64_t orows = rows_of(B, Hq, d->seq_q);
+    if (sh.rag) {
+        int has[4];
+        tables_given(c, has);
+        for (int i = 0; i < 4; i++) {
+            if (!has[i]) continue;
+            const region *r = region_of(w, c->x.tab[i].buffer);
+            CHECK(c->x.tab[i].dtype == FATTN_I32, "%s accepted index table %d of dtype %d", what, i,
+                  (int)c->x.tab[i].dtype);
+            CHECK(!r || !r->foreign, "%s accepted index table %d of another context", what, i);
+        }
+        const int good = tables_good(w, c);
+        CHECK(good >= 0, "%s accepted an index table entry outside its buffer", what);
+        CHECK(good == 1, "%s accepted bad index tables (FATTN_ERR_INDEX_TABLE expected)", what);
+    }
+    const int64_t orows = rows_of(sh.qb, Hq, sh.qs);
     CHECK(orows >= 0 && (uint64_t)orows <= ro->len / es / (uint64_t)D,
           "%s accepted an O with more elements than its buffer has room for", what);
     memset(w->out_map, 0, w->arena_len);
     memset(w->in_map, 0, w->arena_len);
-    CHECK(
-        mark_rows(w->out_map, ro->start, ro->start + ro->len, &c->t[TO], es, B, Hq, d->seq_q, D, 1),
-        "%s accepted an O whose elements overlap or leave its buffer", what);
+    CHECK(mark_rows(w->out_map, ro->start, ro->start + ro->len, &c->t[TO], es, sh.qb, Hq, sh.qs, D,
+                    1),
+          "%s accepted an O whose elements overlap or leave its buffer", what);
     if (rl) {
         CHECK(!rl->foreign, "%s accepted an LSE of another context", what);
         CHECK((uint64_t)orows <= rl->len / 4, "%s accepted an LSE larger than its buffer", what);
-        CHECK(mark_rows(w->out_map, rl->start, rl->start + rl->len, &c->t[TL], 4, B, Hq, d->seq_q,
+        CHECK(mark_rows(w->out_map, rl->start, rl->start + rl->len, &c->t[TL], 4, sh.qb, Hq, sh.qs,
                         1, 1),
               "%s accepted an LSE that overlaps O or itself or leaves its buffer", what);
     }
-    const int64_t seqs[3] = {d->seq_q, d->seq_kv, d->seq_kv}, heads[3] = {Hq, Hk, Hk};
+    const int64_t bs[3] = {sh.qb, sh.kb, sh.kb}, seqs[3] = {sh.qs, sh.ks, sh.ks},
+                  heads[3] = {Hq, Hk, Hk};
     for (int i = TQ; i <= TV; i++) {
-        if (seqs[i] == 0) continue;
+        if (rows_of(bs[i], heads[i], seqs[i]) == 0) continue;
         const region *r = region_of(w, c->t[i].buffer);
         CHECK(r, "%s accepted %c without a buffer", what, "qkv"[i]);
-        CHECK(mark_rows(w->in_map, r->start, r->start + r->len, &c->t[i], es, B, heads[i], seqs[i],
-                        D, 0),
+        CHECK(mark_rows(w->in_map, r->start, r->start + r->len, &c->t[i], es, bs[i], heads[i],
+                        seqs[i], D, 0),
               "%s accepted %c with elements outside its buffer", what, "qkv"[i]);
     }
     for (size_t i = 0; i < w->arena_len; i++)
         CHECK(!(w->out_map[i] && w->in_map[i]),
               "%s accepted outputs that overlap inputs (byte %zu)", what, i);
+    if (sh.rag) {
+        /* Only the sequences' rows may change: packed rows past the last
+         * sequence are not written. */
+        memset(w->out_map, 0, w->arena_len);
+        for (int64_t b = 0; b < d->batch; b++) {
+            const seqv s = seq_of(w, c, b);
+            for (int64_t h = 0; h < Hq; h++)
+                for (int64_t i = 0; i < s.len_q; i++) {
+                    fattn_tensor one = c->t[TO];
+                    one.offset += s.qbatch * one.stride_batch + h * one.stride_head +
+                                  (s.row0 + i) * one.stride_seq;
+                    mark_rows(w->out_map, ro->start, ro->start + ro->len, &one, es, 1, 1, 1, D, 0);
+                    if (!rl) continue;
+                    one = c->t[TL];
+                    one.offset += s.qbatch * one.stride_batch + h * one.stride_head +
+                                  (s.row0 + i) * one.stride_seq;
+                    mark_rows(w->out_map, rl->start, rl->start + rl->len, &one, 4, 1, 1, 1, 1, 0);
+                }
+        }
+    }
     check_memory(w, w->out_map, what);
 
     if (!c->finite_inputs) return;
     /* |score| <= 16 * 256 * 64: no overflow, so every row is defined. */
-    for (int64_t b = 0; b < B; b++)
+    for (int64_t b = 0; b < d->batch; b++) {
+        const seqv s = seq_of(w, c, b);
         for (int64_t h = 0; h < Hq; h++)
-            for (int64_t i = 0; i < d->seq_q; i++) {
-                const int64_t seen = keys_seen(d, i);
+            for (int64_t i = 0; i < s.len_q; i++) {
+                const int64_t seen = keys_seen(d, &s, i), row = s.row0 + i;
                 const fattn_tensor *to = &c->t[TO];
-                const int64_t e =
-                    to->offset + b * to->stride_batch + h * to->stride_head + i * to->stride_seq;
+                const int64_t e = to->offset + s.qbatch * to->stride_batch + h * to->stride_head +
+                                  row * to->stride_seq;
                 for (int64_t x = 0; x < D; x++) {
                     const float o =
                         get_value(w->arena + ro->start + (size_t)(e + x) * es, d->dtype);
                     if (seen == 0)
-                        CHECK(o == 0.0f, "%s: row %lld sees no key but O = %g", what, (long long)i,
-                              (double)o);
+                        CHECK(o == 0.0f, "%s: seq %lld row %lld sees no key but O = %g", what,
+                              (long long)b, (long long)i, (double)o);
                     else
                         CHECK(fabsf(o) <= 4.01f,
-                              "%s: O = %g at row %lld is not a mean of V's values in [-4, 4]", what,
-                              (double)o, (long long)i);
+                              "%s: O = %g at seq %lld row %lld is not a mean of V's values in "
+                              "[-4, 4]",
+                              what, (double)o, (long long)b, (long long)i);
                 }
                 if (!rl) continue;
                 const fattn_tensor *tl = &c->t[TL];
-                const int64_t le =
-                    tl->offset + b * tl->stride_batch + h * tl->stride_head + i * tl->stride_seq;
+                const int64_t le = tl->offset + s.qbatch * tl->stride_batch + h * tl->stride_head +
+                                   row * tl->stride_seq;
                 const float l = get_value(w->arena + rl->start + (size_t)le * 4, FATTN_F32);
                 if (seen == 0)
-                    CHECK(l == -INFINITY, "%s: row %lld sees no key but LSE = %g", what,
-                          (long long)i, (double)l);
+                    CHECK(l == -INFINITY, "%s: seq %lld row %lld sees no key but LSE = %g", what,
+                          (long long)b, (long long)i, (double)l);
                 else
-                    CHECK(isfinite(l), "%s: row %lld sees %lld keys but LSE = %g", what,
-                          (long long)i, (long long)seen, (double)l);
+                    CHECK(isfinite(l), "%s: seq %lld row %lld sees %lld keys but LSE = %g", what,
+                          (long long)b, (long long)i, (long long)seen, (double)l);
             }
+    }
 }
 
 /* ---- The calls ---------------------------------------------------------------------- */
@@ -642,15 +828,25 @@ static void free_regions(world *w) {
 
 /* A tensor a sub-description points to: NULL, or one over the regions,
  * fuzzed like an operand, in sized memory. */
-static const fattn_tensor *sub_tensor(reader *r, const world *w, fattn_dtype dtype, int64_t H,
-                                      int64_t S, int64_t D) {
+static const fattn_tensor *sub_tensor_eff(reader *r, const world *w, fattn_dtype dtype, int64_t H,
+                                          int64_t S, int64_t D, fattn_tensor *eff, int *refused) {
     const uint8_t sel = u8(r);
     if (!(sel & 1)) return NULL;
     fattn_tensor t;
     decode_tensor(r, &t, w, (sel & 2) ? dtype_val(r) : dtype, H, S, D, 0);
     const sized z = (sel & 4) ? sized_val(r, sizeof t, tensor_fields, COUNT(tensor_fields))
                               : (sized){sizeof t, 0, 0};
+    if (eff) {
+        const fattn_tensor init = FATTN_TENSOR_INIT;
+        covered(eff, &t, &init, sizeof t, z.size, tensor_fields, COUNT(tensor_fields));
+    }
+    if (refused && sized_refused(z)) *refused = 1;
     return sized_copy(&t, sizeof t, z);
+}
+
+static const fattn_tensor *sub_tensor(reader *r, const world *w, fattn_dtype dtype, int64_t H,
+                                      int64_t S, int64_t D) {
+    return sub_tensor_eff(r, w, dtype, H, S, D, NULL, NULL);
 }
 
 static int64_t window_val(reader *r) {
@@ -683,27 +879,37 @@ static void decode_varlen(reader *r, const world *w, const fattn_attention_desc 
     fattn_varlen_desc v = FATTN_VARLEN_DESC_INIT;
     const uint8_t sel = u8(r);
     const int64_t B = d->batch > 0 && d->batch < 64 ? d->batch : 1;
-    if (sel & 1) v.cu_seqlens_q = sub_tensor(r, w, FATTN_I32, 1, 1, B + 1);
-    if (sel & 2) v.cu_seqlens_kv = sub_tensor(r, w, FATTN_I32, 1, 1, B + 1);
-    if (sel & 4) v.seqused_kv = sub_tensor(r, w, FATTN_I32, 1, 1, B);
+    /* Index vectors as [1, 1, n] int32 rows (sometimes shaped otherwise). */
+    const int64_t H = (sel & 128) ? 1 : B + 1, S = (sel & 128) ? B + 1 : 1, D = 1;
+    if (sel & 1)
+        v.cu_seqlens_q = sub_tensor_eff(r, w, FATTN_I32, H, S, D, &x->tab[T_CU_Q], &x->tab_refused);
+    if (sel & 2)
+        v.cu_seqlens_kv =
+            sub_tensor_eff(r, w, FATTN_I32, H, S, D, &x->tab[T_CU_KV], &x->tab_refused);
+    if (sel & 4)
+        v.seqused_kv =
+            sub_tensor_eff(r, w, FATTN_I32, H, S - (S > 1), D, &x->tab[T_USED], &x->tab_refused);
     if (sel & 8) v.total_q = size_val(r);
     if (sel & 16) v.total_kv = size_val(r);
     const sized z = (sel & 64) ? sized_val(r, sizeof v, varlen_fields, COUNT(varlen_fields))
                                : (sized){sizeof v, 0, 0};
     x->varlen = sized_copy(&v, sizeof v, z);
     const fattn_varlen_desc init = FATTN_VARLEN_DESC_INIT;
-    fattn_varlen_desc e;
-    covered(&e, &v, &init, sizeof v, z.size, varlen_fields, COUNT(varlen_fields));
-    /* The totals alone ask for nothing: they size packed tensors that the
-     * offsets describe. */
-    x->varlen_refused = sized_refused(z) || e.cu_seqlens_q || e.cu_seqlens_kv || e.seqused_kv;
+    covered(&x->ve, &v, &init, sizeof v, z.size, varlen_fields, COUNT(varlen_fields));
+    /* Tables, totals and their rules are forward_refusal's; here the size. */
+    x->varlen_refused = sized_refused(z);
 }
 
 static void decode_paged(reader *r, const world *w, const fattn_attention_desc *d, extras *x) {
     fattn_paged_kv_desc pg = FATTN_PAGED_KV_DESC_INIT;
     const uint8_t sel = u8(r);
     const int64_t B = d->batch > 0 && d->batch < 64 ? d->batch : 1;
-    if (sel & 1) pg.block_table = sub_tensor(r, w, FATTN_I32, 1, B, 1 + (u8(r) & 7));
+    if (sel & 1) {
+        const int64_t pages = 1 + (u8(r) & 7);
+        pg.block_table =
+            sub_tensor_eff(r, w, FATTN_I32, 1, B, pages, &x->tab[T_TABLE], &x->tab_refused);
+        pg.pages_per_seq = pages;
+    }
     if (sel & 2) pg.pages_per_seq = size_val(r);
     if (sel & 4) pg.page_size = size_val(r);
     if (sel & 8) pg.num_pages = size_val(r);
@@ -711,10 +917,8 @@ static void decode_paged(reader *r, const world *w, const fattn_attention_desc *
                                : (sized){sizeof pg, 0, 0};
     x->paged = sized_copy(&pg, sizeof pg, z);
     const fattn_paged_kv_desc init = FATTN_PAGED_KV_DESC_INIT;
-    fattn_paged_kv_desc e;
-    covered(&e, &pg, &init, sizeof pg, z.size, paged_fields, COUNT(paged_fields));
-    x->paged_refused =
-        sized_refused(z) || e.block_table || e.pages_per_seq || e.page_size || e.num_pages;
+    covered(&x->pe, &pg, &init, sizeof pg, z.size, paged_fields, COUNT(paged_fields));
+    x->paged_refused = sized_refused(z);
 }
 
 /* NULL, a buffer of ctx made for it (never in the arena: the checks do
@@ -729,7 +933,183 @@ static void decode_workspace(reader *r, const world *w, extras *x) {
     } else if ((sel & 3) == 2) {
         x->workspace = w->reg[REGIONS].buf;
         x->workspace_foreign = x->workspace != NULL;
+    } else if ((sel & 3) == 3) {
+        x->workspace_exact = 1; /* fattn_workspace_size's bytes: exact_workspace */
     }
+}
+
+/* A workspace of exactly what fattn_workspace_size asks for this
+ * description (the split paths with the caller's scratch), when it asks. */
+static void exact_workspace(const fattn_attention_desc *src, extras *x) {
+    uint64_t bytes = 0;
+    const fattn_status st = fattn_workspace_size(ctx, src, &bytes);
+    check_status(st, ctx, "fattn_workspace_size");
+    if (st != FATTN_OK || bytes == 0 || bytes > (64u << 20)) return;
+    const fattn_status a = fattn_buffer_alloc(ctx, (size_t)bytes, &x->workspace);
+    check_status(a, ctx, "fattn_buffer_alloc (workspace)");
+    if (a != FATTN_OK) x->workspace = NULL;
+    x->workspace_owned = x->workspace != NULL;
+}
+
+/* ---- Whole variable-length and paged problems ------------------------------------- */
+
+enum { TAB_GUARD = 16, TAB_MAX = 1024, MAX_SEQS = 6 };
+#define TAB_GUARD_VALUE ((int32_t)0x5a5a5a5a)
+
+/* A sequence length: empty, short, or (keys) a few hundred. */
+static int64_t rag_len(reader *r, int keys) {
+    const uint8_t x = u8(r);
+    switch (x >> 6) {
+    case 0: return x & 1;
+    case 1: return x & 15;
+    case 2: return keys ? 64 + (int64_t)(x & 63) * 8 : 1 + (x & 7);
+    default: return 1 + (x & 3);
+    }
+}
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* An index tensor over the table block: n elements from element `at`, with
+ * rows `rows` apart (stride 1 within a row unless `spread`). */
+static const fattn_tensor *tab_tensor(world *w, extras *x, int which, int64_t at, int64_t rows,
+                                      int64_t count, int64_t row_stride, int spread) {
+    fattn_tensor t = FATTN_TENSOR_INIT;
+    if (fattn_tensor_init_index(w->tab_buf, rows, count, at, &t) != FATTN_OK) abort();
+    t.stride_batch = row_stride;
+    if (spread) t.stride_seq = 2;
+    x->tab[which] = t;
+    return sized_copy(&t, sizeof t, (sized){sizeof t, 0, 0});
+}
+
+/* A whole variable-length and/or paged problem: lengths per sequence,
+ * offsets, used lengths and a block table in the table block, good or with
+ * one thing spoiled; sets the description's sizes and the outer shapes.
+ * Returns 0 (nothing set) when it does not fit. */
+static int decode_ragged(reader *r, world *w, fattn_attention_desc *d, extras *x, shape *sh) {
+    const uint8_t m = u8(r), f = u8(r), g = u8(r);
+    const int64_t B = 1 + m % MAX_SEQS;
+    const int packed_q = (m >> 3) & 1, kv = (m >> 4) % 3, used = (m >> 6) & 1;
+    if (d->heads_kv < 1 || d->heads_kv > 8) d->heads_kv = 1 + (g & 3);
+    if (d->heads_q < 1 || d->heads_q > 32 || d->heads_q % d->heads_kv)
+        d->heads_q = d->heads_kv * (1 + ((g >> 2) & 7));
+    if (d->head_dim < 1 || d->head_dim > 64) d->head_dim = 1 + (g >> 3);
+    d->batch = B;
+    int64_t lq[MAX_SEQS], lkv[MAX_SEQS], span[MAX_SEQS], seq_q = 1 + (u8(r) & 7), seq_kv = 0;
+    int64_t maxq = 0, maxkv = 0, maxspan = 0;
+    for (int64_t b = 0; b < B; b++) {
+        lq[b] = packed_q ? rag_len(r, 0) : seq_q;
+        lkv[b] = rag_len(r, 1);
+        span[b] = lkv[b] + (used ? (u8(r) & 3) : 0); /* the cache holds more than is used */
+        maxq = max64(maxq, lq[b]), maxkv = max64(maxkv, lkv[b]), maxspan = max64(maxspan, span[b]);
+    }
+    if (packed_q) seq_q = max64(maxq, 1);
+    /* Dense and paged caches hold seq_kv keys a sequence (all used without
+     * seqused_kv); packed ones their span. */
+    seq_kv = maxspan;
+    if (kv != 1 && !used)
+        for (int64_t b = 0; b < B; b++) lkv[b] = span[b] = seq_kv;
+    if (kv != 1 && used)
+        for (int64_t b = 0; b < B; b++) span[b] = seq_kv;
+    const int64_t ps = (f & 8) ? 1 + (u8(r) & 31) : 16;
+    const int64_t pps = kv == 2 ? (seq_kv + ps - 1) / ps + (f & 1) : 0;
+    const int64_t row_stride = pps + ((f >> 1) & 1) * 2;
+    int64_t used_pages = 0;
+    for (int64_t b = 0; kv == 2 && b < B; b++) used_pages += (lkv[b] + ps - 1) / ps;
+    const int64_t num_pages = max64(1, used_pages + (u8(r) & 3));
+    /* Table block: cu_q, cu_kv, used (spread: stride 2), then the table. */
+    const int spread = (f >> 2) & 1;
+    const int64_t vec = (B + 1) * (spread ? 2 : 1), at_cu_q = 1 + (g & 1), at_cu_kv = at_cu_q + vec,
+                  at_used = at_cu_kv + vec, at_table = at_used + vec;
+    const int64_t n = at_table + (kv == 2 ? (B - 1) * row_stride + max64(pps, 1) : 0) + 1;
+    if (n > TAB_MAX || pps > TAB_MAX) return 0;
+    w->tab_n = n;
+    w->tab_block = malloc((size_t)(n + 2 * TAB_GUARD) * 4);
+    w->tab_snap = malloc((size_t)n * 4);
+    if (!w->tab_block || !w->tab_snap) abort();
+    for (int64_t i = 0; i < n + 2 * TAB_GUARD; i++) w->tab_block[i] = TAB_GUARD_VALUE;
+    w->tab = w->tab_block + TAB_GUARD;
+    const int32_t garbage[4] = {-1, (int32_t)num_pages, INT32_MAX, INT32_MIN};
+    for (int64_t i = 0; i < n; i++) w->tab[i] = garbage[i & 3];
+    const int64_t es = spread ? 2 : 1;
+    int32_t *cu_q = w->tab + at_cu_q, *cu_kv = w->tab + at_cu_kv, *usedv = w->tab + at_used,
+            *table = w->tab + at_table;
+    cu_q[0] = cu_kv[0] = 0;
+    for (int64_t b = 0; b < B; b++) {
+        cu_q[(b + 1) * es] = (int32_t)(cu_q[b * es] + lq[b]);
+        cu_kv[(b + 1) * es] = (int32_t)(cu_kv[b * es] + span[b]);
+        usedv[b * es] = (int32_t)lkv[b];
+        for (int64_t p = 0; kv == 2 && p * ps < lkv[b]; p++)
+            table[b * row_stride + p] = (int32_t)(u8(r) % num_pages); /* pages may repeat */
+    }
+    int64_t total_q = cu_q[B * es] + (u8(r) & 3), total_kv = cu_kv[B * es] + (u8(r) & 3);
+    /* One thing spoiled, a time in two. */
+    const int64_t k = u8(r) % B;
+    switch (f >> 4) {
+    case 0:
+        if (packed_q && B > 1) cu_q[(k + 1) * es] = cu_q[k * es] - 1;
+        break;
+    case 1:
+        if (kv == 1) cu_kv[B * es] = (int32_t)total_kv + 1;
+        break;
+    case 2: seq_q--; break;
+    case 3: seq_kv--; break;
+    case 4:
+        if (used) usedv[k * es] = (int32_t)(span[k] + 1);
+        break;
+    case 5:
+        if (kv == 2 && lkv[k]) table[k * row_stride + (lkv[k] - 1) / ps] = -1;
+        break;
+    case 6:
+        if (kv == 2 && lkv[k]) table[k * row_stride] = (int32_t)num_pages;
+        break;
+    case 7: total_q = seq_q - 1; break;
+    default: break;
+    }
+    memcpy(w->tab_snap, w->tab, (size_t)n * 4);
+    const fattn_status st = fattn_buffer_wrap(ctx, w->tab, (size_t)n * 4, &w->tab_buf);
+    check_status(st, ctx, "fattn_buffer_wrap (tables)");
+    CHECK(st == FATTN_OK, "fattn_buffer_wrap of the table block failed");
+
+    fattn_varlen_desc v = FATTN_VARLEN_DESC_INIT;
+    if (packed_q) {
+        v.cu_seqlens_q = tab_tensor(w, x, T_CU_Q, at_cu_q, 1, B + 1, B + 1, spread);
+        v.total_q = total_q;
+    }
+    if (kv == 1) {
+        v.cu_seqlens_kv = tab_tensor(w, x, T_CU_KV, at_cu_kv, 1, B + 1, B + 1, spread);
+        v.total_kv = total_kv;
+    }
+    if (used) v.seqused_kv = tab_tensor(w, x, T_USED, at_used, 1, B, B, spread);
+    if (v.cu_seqlens_q || v.cu_seqlens_kv || v.seqused_kv || (g & 0x80)) {
+        x->varlen = sized_copy(&v, sizeof v, (sized){sizeof v, 0, 0});
+        x->ve = v;
+    }
+    if (kv == 2) {
+        fattn_paged_kv_desc pg = FATTN_PAGED_KV_DESC_INIT;
+        pg.block_table = tab_tensor(w, x, T_TABLE, at_table, B, max64(pps, 1), row_stride, 0);
+        pg.pages_per_seq = max64(pps, 1);
+        pg.page_size = ps;
+        pg.num_pages = num_pages;
+        x->paged = sized_copy(&pg, sizeof pg, (sized){sizeof pg, 0, 0});
+        x->pe = pg;
+    }
+    d->seq_q = seq_q;
+    d->seq_kv = seq_kv;
+    sh->rag = 1;
+    sh->qb = packed_q ? 1 : B, sh->qs = packed_q ? total_q : seq_q;
+    sh->kb = kv == 2 ? num_pages : kv == 1 ? 1 : B;
+    sh->ks = kv == 2 ? ps : kv == 1 ? total_kv : seq_kv;
+    return 1;
+}
+
+/* The table block: guards intact and no element changed. */
+static void check_tables_untouched(const world *w, const char *what) {
+    if (!w->tab_block) return;
+    for (int64_t i = 0; i < TAB_GUARD; i++)
+        CHECK(w->tab_block[i] == TAB_GUARD_VALUE &&
+                  w->tab_block[TAB_GUARD + w->tab_n + i] == TAB_GUARD_VALUE,
+              "%s wrote around the index tables", what);
+    CHECK(memcmp(w->tab, w->tab_snap, (size_t)w->tab_n * 4) == 0, "%s wrote an index table", what);
 }
 
 /* Dense bytes of a [B, H, S, D] tensor of element size es, saturating. */
@@ -739,14 +1119,44 @@ static size_t dense_bytes(int64_t B, int64_t H, int64_t S, int64_t D, size_t es)
     return n > (double)MAX_ARENA ? MAX_ARENA : (size_t)n;
 }
 
+/* The rules for the varlen and paged descriptions' sizes and totals (what
+ * src/validate.c checks before the tables), or NULL. */
+static const char *layout_refusal(const call *c) {
+    const fattn_attention_desc *d = &c->d;
+    const fattn_varlen_desc *v = &c->x.ve;
+    const fattn_paged_kv_desc *pg = &c->x.pe;
+    if (d->varlen) {
+        if (v->total_q < 0 || v->total_kv < 0) return "a negative varlen total";
+        if (!v->cu_seqlens_q && v->total_q != 0) return "total_q without cu_seqlens_q";
+        if (!v->cu_seqlens_kv && v->total_kv != 0) return "total_kv without cu_seqlens_kv";
+        if (v->cu_seqlens_q && v->total_q < d->seq_q) return "total_q below seq_q";
+        if (v->cu_seqlens_kv && v->total_kv < d->seq_kv) return "total_kv below seq_kv";
+    }
+    if (d->paged_kv) {
+        int64_t cap;
+        if (pg->page_size < 1 || pg->num_pages < 1 || pg->pages_per_seq < 1)
+            return "a page size, page count or pages per sequence below 1";
+        if (__builtin_mul_overflow(pg->page_size, pg->pages_per_seq, &cap) || d->seq_kv > cap)
+            return "seq_kv over what a sequence's pages hold";
+        if (!pg->block_table) return "a paged cache without a block table";
+        if (d->varlen && v->cu_seqlens_kv) return "cu_seqlens_kv with a paged cache";
+    }
+    return NULL;
+}
+
 /* Whether the library must refuse the forward call for what c passes
- * besides the sizes and tensors' geometry; why, for the message. */
-static const char *forward_refusal(const call *c) {
+ * besides the sizes and tensors' geometry (check_forward_ok has those, and
+ * the tables' contents); why, for the message. */
+static const char *forward_refusal(const call *c, int naive) {
     if (c->desc_refused) return "a description of size 0 or with non-zero extra bytes";
     if (c->d.mask && c->x.mask_refused) return "a mask that asks for something (or is badly sized)";
-    if (c->d.varlen && c->x.varlen_refused) return "a varlen description with offsets or lengths";
-    if (c->d.paged_kv && c->x.paged_refused)
-        return "a paged-KV description that asks for something";
+    if (c->d.varlen && c->x.varlen_refused) return "a varlen description of a size to refuse";
+    if (c->d.paged_kv && c->x.paged_refused) return "a paged-KV description of a size to refuse";
+    const char *layout = layout_refusal(c);
+    if (layout) return layout;
+    const shape sh = shape_of(c);
+    if (sh.rag && c->x.tab_refused) return "an index tensor of size 0 or with non-zero extra bytes";
+    if (sh.rag && naive) return "a varlen or paged problem on the naive path (dense only)";
     if (c->d.workspace && c->x.workspace_foreign) return "a workspace of another context";
     for (int i = TQ; i <= TL; i++)
         if ((i != TL || c->has_lse) && c->t[i].size == 0) return "a tensor of size 0";
@@ -800,8 +1210,10 @@ static void run_accounting(reader *r, const call *c) {
         check_status(st, ctx, "fattn_workspace_size");
         CHECK(st != FATTN_OK || !c->desc_refused,
               "fattn_workspace_size accepted a description of size %zu", pass->size);
-        CHECK(st != FATTN_OK || bytes == 0,
-              "fattn_workspace_size says %llu bytes; no plan needs any", (unsigned long long)bytes);
+        /* One thread, so the CPU splits keys only when told to. */
+        CHECK(st != FATTN_OK || bytes == 0 || c->kv_splits > 1,
+              "fattn_workspace_size says %llu bytes with kv_splits %lld; no plan needs any",
+              (unsigned long long)bytes, (long long)c->kv_splits);
     }
 }
 
@@ -876,6 +1288,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     setenv("FATTN_CPU_THREADS", "1", 1);
+    trace = getenv("FUZZ_FORWARD_TRACE") && *getenv("FUZZ_FORWARD_TRACE") == '1';
     if (fattn_context_create(FATTN_BACKEND_CPU, 0, &ctx) != FATTN_OK ||
         fattn_context_create(FATTN_BACKEND_CPU, 0, &other_ctx) != FATTN_OK) {
         fprintf(stderr, "fuzz_forward: cannot create a CPU context: %s\n",
@@ -905,6 +1318,179 @@ static void set_tile(fattn_param param, int64_t value) {
           (long long)value, fattn_status_string(st));
 }
 
+/* A key split count: mostly a small one, sometimes past the key tiles,
+ * sometimes out of range (refused). */
+static int64_t splits_val(reader *r) {
+    const uint8_t sel = u8(r), x = u8(r);
+    switch (sel & 7) {
+    case 0: return 0;
+    case 1: return 1;
+    case 2: return 65536 - (x & 1);
+    case 3: return (sel & 8) ? -1 - (int64_t)x : 65537 + (int64_t)x;
+    case 4: return 2 + x;
+    default: return 2 + (x & 7);
+    }
+}
+
+/* Sets FATTN_PARAM_KV_SPLITS: 0..65536 taken, anything else refused with
+ * the parameter unchanged. */
+static void set_splits(int64_t value) {
+    int64_t before = -1, got = -1;
+    CHECK(fattn_context_get_param(ctx, FATTN_PARAM_KV_SPLITS, &before) == FATTN_OK,
+          "fattn_context_get_param failed");
+    const fattn_status st = fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, value);
+    check_status(st, ctx, "fattn_context_set_param(KV_SPLITS)");
+    CHECK((st == FATTN_OK) == (value >= 0 && value <= 65536),
+          "fattn_context_set_param(KV_SPLITS, %lld) returned %s", (long long)value,
+          fattn_status_string(st));
+    CHECK(fattn_context_get_param(ctx, FATTN_PARAM_KV_SPLITS, &got) == FATTN_OK,
+          "fattn_context_get_param failed");
+    CHECK(got == (st == FATTN_OK ? value : before), "kv_splits is %lld after setting %lld (%s)",
+          (long long)got, (long long)value, fattn_status_string(st));
+}
+
+static const field combine_fields[] = {
+    FIELD(fattn_combine_desc, batch),
+    FIELD(fattn_combine_desc, heads),
+    FIELD(fattn_combine_desc, seq),
+    FIELD(fattn_combine_desc, head_dim),
+    FIELD(fattn_combine_desc, parts),
+    FIELD(fattn_combine_desc, part_dtype),
+    FIELD(fattn_combine_desc, dtype),
+    FIELD(fattn_combine_desc, o_part_stride),
+    FIELD(fattn_combine_desc, lse_part_stride),
+};
+
+/* Bytes [lo, hi] of the arena a tensor's view spans (parts: from part 0's
+ * first element to the last part's last); 0 when it has none or no region. */
+static int span_of(const world *w, const fattn_tensor *t, size_t es, int64_t B, int64_t H,
+                   int64_t S, int64_t D, int64_t parts, int64_t stride, __int128 *lo,
+                   __int128 *hi) {
+    const region *g = region_of(w, t->buffer);
+    if (!g || B < 1 || H < 1 || S < 1 || D < 1) return 0;
+    const __int128 first = t->offset;
+    __int128 last = (__int128)t->offset + (__int128)(B - 1) * t->stride_batch +
+                    (__int128)(H - 1) * t->stride_head + (__int128)(S - 1) * t->stride_seq +
+                    (__int128)(D - 1) + (__int128)(parts - 1) * stride;
+    *lo = (__int128)g->start + first * (__int128)es;
+    *hi = (__int128)g->start + last * (__int128)es + (__int128)es - 1;
+    return 1;
+}
+
+/* fattn_combine over parts and outputs in the arena: a failure writes
+ * nothing; a success writes only O's and LSE's elements, which lie in
+ * their buffers, outside the parts' span and apart; with finite float32
+ * parts in [-4, 4], O is a weighted mean of them and LSE is finite, at
+ * least the largest part's and at most that plus log(parts). */
+static void run_combine(reader *r, world *w, fattn_dtype fill_t, int specials) {
+    fattn_combine_desc cd = FATTN_COMBINE_DESC_INIT;
+    const uint8_t sel = u8(r), x = u8(r), y = u8(r);
+    cd.batch = (sel & 1) ? size_val(r) : 1 + (x & 1);
+    cd.heads = (sel & 2) ? size_val(r) : 1 + ((x >> 1) & 3);
+    cd.seq = (sel & 4) ? size_val(r) : 1 + ((x >> 3) & 3);
+    cd.head_dim = (sel & 8) ? dim_val(r) : 1 + (y & 31);
+    cd.parts = (sel & 16) ? size_val(r) : 1 + ((x >> 5) & 7);
+    cd.part_dtype = (y & 0x80) ? dtype_val(r) : fill_t;
+    cd.dtype = (y & 0x40) ? dtype_val(r) : fill_t;
+    fattn_tensor t[4]; /* o_parts, lse_parts, o, lse */
+    decode_tensor(r, &t[0], w, cd.part_dtype, cd.heads, cd.seq, cd.head_dim, 0);
+    decode_tensor(r, &t[1], w, cd.part_dtype, cd.heads, cd.seq, 1, 1);
+    decode_tensor(r, &t[2], w, cd.dtype, cd.heads, cd.seq, cd.head_dim, 0);
+    decode_tensor(r, &t[3], w, cd.dtype, cd.heads, cd.seq, 1, 1);
+    const uint8_t strides = u8(r);
+    /* One part's extent, wrapping like a caller's arithmetic might. */
+    const uint64_t ext_l_u = (uint64_t)cd.batch * (uint64_t)cd.heads * (uint64_t)cd.seq;
+    const int64_t ext_o = (int64_t)(ext_l_u * (uint64_t)cd.head_dim), ext_l = (int64_t)ext_l_u;
+    cd.o_part_stride = (strides & 3) == 0   ? ext_o
+                       : (strides & 3) == 1 ? (int64_t)((uint64_t)ext_o + (strides >> 4))
+                       : (strides & 3) == 2 ? 0
+                                            : size_val(r);
+    cd.lse_part_stride = (strides & 12) == 0   ? ext_l
+                         : (strides & 12) == 4 ? (int64_t)((uint64_t)ext_l + (strides >> 4))
+                         : (strides & 12) == 8 ? 0
+                                               : size_val(r);
+    const sized z = (sel & 32) ? sized_val(r, sizeof cd, combine_fields, COUNT(combine_fields))
+                               : (sized){sizeof cd, 0, 0};
+    const fattn_combine_desc *pass = sized_copy(&cd, sizeof cd, z);
+    fattn_combine_desc e;
+    const fattn_combine_desc init = FATTN_COMBINE_DESC_INIT;
+    covered(&e, &cd, &init, sizeof cd, z.size, combine_fields, COUNT(combine_fields));
+    const int has_lse = !(sel & 64);
+    /* Apart from the arena's own values, the parts' lse come from a second
+     * fill: values in [-4, 4] read as float32 only when the arena is. */
+    fill_arena(w, fill_t, 0x5eedull + x, specials);
+    memcpy(w->snap, w->arena, w->arena_len);
+    const fattn_status st = fattn_combine(ctx, pass, &t[0], &t[1], &t[2], has_lse ? &t[3] : NULL);
+    check_status(st, ctx, "fattn_combine");
+    if (st != FATTN_OK) {
+        check_memory(w, NULL, "fattn_combine (failed)");
+        return;
+    }
+    CHECK(!sized_refused(z), "fattn_combine accepted a description of size %zu", z.size);
+    for (int i = 0; i < 4; i++) {
+        if (i == 3 && !has_lse) continue;
+        CHECK(t[i].size != 0, "fattn_combine accepted a tensor of size 0");
+        const region *g = region_of(w, t[i].buffer);
+        CHECK(g && !g->foreign, "fattn_combine accepted a tensor not on this context's buffers");
+    }
+    const size_t pes = es_of(e.part_dtype), oes = es_of(e.dtype);
+    const region *ro = region_of(w, t[2].buffer), *rl = has_lse ? region_of(w, t[3].buffer) : NULL;
+    memset(w->out_map, 0, w->arena_len);
+    CHECK(mark_rows(w->out_map, ro->start, ro->start + ro->len, &t[2], oes, e.batch, e.heads, e.seq,
+                    e.head_dim, 1),
+          "fattn_combine accepted an O that overlaps itself or leaves its buffer");
+    if (rl)
+        CHECK(mark_rows(w->out_map, rl->start, rl->start + rl->len, &t[3], 4, e.batch, e.heads,
+                        e.seq, 1, 1),
+              "fattn_combine accepted an LSE that overlaps O or itself or leaves its buffer");
+    __int128 lo[2], hi[2];
+    CHECK(span_of(w, &t[0], pes, e.batch, e.heads, e.seq, e.head_dim, e.parts, e.o_part_stride,
+                  &lo[0], &hi[0]) &&
+              span_of(w, &t[1], 4, e.batch, e.heads, e.seq, 1, e.parts, e.lse_part_stride, &lo[1],
+                      &hi[1]),
+          "fattn_combine accepted parts without a region");
+    for (int p = 0; p < 2; p++) {
+        CHECK(lo[p] >= 0 && hi[p] < (__int128)w->arena_len,
+              "fattn_combine accepted %s parts that leave the arena", p ? "lse" : "O");
+        for (__int128 i = lo[p]; i <= hi[p]; i++)
+            CHECK(!w->out_map[(size_t)i], "fattn_combine accepted outputs inside the %s parts",
+                  p ? "lse" : "O");
+    }
+    check_memory(w, w->out_map, "fattn_combine");
+    const region *gp = region_of(w, t[0].buffer), *gl = region_of(w, t[1].buffer);
+    if (specials || fill_t != FATTN_F32 || e.part_dtype != FATTN_F32 || gp->start % 4 ||
+        gl->start % 4)
+        return;
+    for (int64_t b = 0; b < e.batch; b++)
+        for (int64_t h = 0; h < e.heads; h++)
+            for (int64_t i = 0; i < e.seq; i++) {
+                float mx = -INFINITY;
+                for (int64_t p = 0; p < e.parts; p++) {
+                    const int64_t le = t[1].offset + b * t[1].stride_batch + h * t[1].stride_head +
+                                       i * t[1].stride_seq + p * e.lse_part_stride;
+                    const float v = get_value(w->arena + gl->start + (size_t)le * 4, FATTN_F32);
+                    mx = v > mx ? v : mx;
+                }
+                const int64_t oe = t[2].offset + b * t[2].stride_batch + h * t[2].stride_head +
+                                   i * t[2].stride_seq;
+                for (int64_t k = 0; k < e.head_dim; k++) {
+                    const float o =
+                        get_value(w->arena + ro->start + (size_t)(oe + k) * oes, e.dtype);
+                    CHECK(fabsf(o) <= 4.01f,
+                          "fattn_combine: O = %g is not a mean of parts in "
+                          "[-4, 4]",
+                          (double)o);
+                }
+                if (!rl) continue;
+                const int64_t le = t[3].offset + b * t[3].stride_batch + h * t[3].stride_head +
+                                   i * t[3].stride_seq;
+                const float l = get_value(w->arena + rl->start + (size_t)le * 4, FATTN_F32);
+                CHECK(isfinite(l) && l >= mx - 1e-4f && l <= mx + logf((float)e.parts) + 1e-4f,
+                      "fattn_combine: LSE %g for parts whose largest is %g (%lld parts)", (double)l,
+                      (double)mx, (long long)e.parts);
+            }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader rd = {data, size}, *r = &rd;
     call c;
@@ -932,20 +1518,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     set_tile(FATTN_PARAM_TILE_KV, 0);
     set_tile(FATTN_PARAM_TILE_Q, tile_param_val(r));
     set_tile(FATTN_PARAM_TILE_KV, tile_param_val(r));
+    set_splits(0);
     const int specials = (misc & 0x30) == 0x30;
     const uint64_t seed = u64(r);
     const uint8_t ext = u8(r);
+    /* ext 64: a key split count (split-KV decoding and its merge). */
+    if (ext & 64) set_splits(splits_val(r));
+    CHECK(fattn_context_get_param(ctx, FATTN_PARAM_KV_SPLITS, &c.kv_splits) == FATTN_OK,
+          "fattn_context_get_param(KV_SPLITS) failed");
 
     /* The arena: room for dense operands when the sizes are small. */
     world w;
     memset(&w, 0, sizeof w);
+    /* ext 32: a whole variable-length or paged problem, its tables good or
+     * with one thing spoiled, in place of the sizes' outer shapes. */
+    shape sh = {0, d->batch, d->seq_q, d->batch, d->seq_kv};
+    const int ragged = (ext & 32) && decode_ragged(r, &w, d, &c.x, &sh);
     const fattn_dtype fill_t = fattn_dtype_size(d->dtype) ? d->dtype : FATTN_F32;
     const size_t es = es_of(fill_t);
-    const size_t want[5] = {dense_bytes(d->batch, d->heads_q, d->seq_q, d->head_dim, es) + 64,
-                            dense_bytes(d->batch, d->heads_kv, d->seq_kv, d->head_dim, es) + 64,
-                            dense_bytes(d->batch, d->heads_kv, d->seq_kv, d->head_dim, es) + 64,
-                            dense_bytes(d->batch, d->heads_q, d->seq_q, d->head_dim, es) + 64,
-                            dense_bytes(d->batch, d->heads_q, d->seq_q, 1, 4) + 64};
+    const size_t want[5] = {dense_bytes(sh.qb, d->heads_q, sh.qs, d->head_dim, es) + 64,
+                            dense_bytes(sh.kb, d->heads_kv, sh.ks, d->head_dim, es) + 64,
+                            dense_bytes(sh.kb, d->heads_kv, sh.ks, d->head_dim, es) + 64,
+                            dense_bytes(sh.qb, d->heads_q, sh.qs, d->head_dim, es) + 64,
+                            dense_bytes(sh.qb, d->heads_q, sh.qs, 1, 4) + 64};
     /* Operands that cannot fit make every call fail: a small arena will do. */
     size_t total = 0;
     for (int i = 0; i < 5; i++) total += want[i] + 64;
@@ -964,11 +1559,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     decode_regions(r, &w, want);
     wrap_regions(&w);
-    decode_tensor(r, &c.t[TQ], &w, d->dtype, d->heads_q, d->seq_q, d->head_dim, 0);
-    decode_tensor(r, &c.t[TK], &w, d->dtype, d->heads_kv, d->seq_kv, d->head_dim, 0);
-    decode_tensor(r, &c.t[TV], &w, d->dtype, d->heads_kv, d->seq_kv, d->head_dim, 0);
-    decode_tensor(r, &c.t[TO], &w, d->dtype, d->heads_q, d->seq_q, d->head_dim, 0);
-    decode_tensor(r, &c.t[TL], &w, d->dtype, d->heads_q, d->seq_q, 1, 1);
+    decode_tensor(r, &c.t[TQ], &w, d->dtype, d->heads_q, sh.qs, d->head_dim, 0);
+    decode_tensor(r, &c.t[TK], &w, d->dtype, d->heads_kv, sh.ks, d->head_dim, 0);
+    decode_tensor(r, &c.t[TV], &w, d->dtype, d->heads_kv, sh.ks, d->head_dim, 0);
+    decode_tensor(r, &c.t[TO], &w, d->dtype, d->heads_q, sh.qs, d->head_dim, 0);
+    decode_tensor(r, &c.t[TL], &w, d->dtype, d->heads_q, sh.qs, 1, 1);
     c.has_lse = !(ops & 1);
     /* Packed placement: Q, K, V, O in regions 0..3 and LSE after O in 3. */
     if (!(ops & 2)) {
@@ -985,12 +1580,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const sized dz = (ext & 1) ? sized_val(r, sizeof src, desc_fields, COUNT(desc_fields))
                                : (sized){sizeof src, 0, 0};
     if (ext & 2) decode_mask(r, &w, d, &c.x);
-    if (ext & 4) decode_varlen(r, &w, d, &c.x);
-    if (ext & 8) decode_paged(r, &w, d, &c.x);
+    if ((ext & 4) && !ragged) decode_varlen(r, &w, d, &c.x);
+    if ((ext & 8) && !ragged) decode_paged(r, &w, d, &c.x);
     if (ext & 16) decode_workspace(r, &w, &c.x);
     src.mask = c.x.mask;
     src.varlen = c.x.varlen;
     src.paged_kv = c.x.paged;
+    if (c.x.workspace_exact) exact_workspace(&src, &c.x);
     src.workspace = c.x.workspace;
     c.pass = sized_copy(&src, sizeof src, dz);
     c.desc_refused = sized_refused(dz);
@@ -1019,9 +1615,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const int naive = (ops & 12) == 12 &&
                           (desc_ok ? rep.naive_bytes <= NAIVE_LIMIT : est != FATTN_ERR_OVERFLOW);
         const char *what = naive ? "fattn_forward_naive" : "fattn_forward";
+        const shape osh = shape_of(&c);
         if (fattn_dtype_size(c.d.dtype)) {
-            poison_output(&w, &c.t[TO], es, c.d.batch, c.d.heads_q, c.d.seq_q, c.d.head_dim);
-            if (c.has_lse) poison_output(&w, &c.t[TL], 4, c.d.batch, c.d.heads_q, c.d.seq_q, 1);
+            poison_output(&w, &c.t[TO], es, osh.qb, c.d.heads_q, osh.qs, c.d.head_dim);
+            if (c.has_lse) poison_output(&w, &c.t[TL], 4, osh.qb, c.d.heads_q, osh.qs, 1);
         }
         memcpy(w.snap, w.arena, w.arena_len);
         const fattn_tensor *lse = c.has_lse ? &c.t[TL] : NULL;
@@ -1029,14 +1626,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             naive ? fattn_forward_naive(ctx, pass, &c.t[TQ], &c.t[TK], &c.t[TV], &c.t[TO], lse)
                   : fattn_forward(ctx, pass, &c.t[TQ], &c.t[TK], &c.t[TV], &c.t[TO], lse);
         check_status(st, ctx, what);
+        check_tables_untouched(&w, what);
         if (st == FATTN_OK) {
-            const char *refusal = forward_refusal(&c);
+            const char *refusal = forward_refusal(&c, naive);
             CHECK(!refusal, "%s accepted %s", what, refusal);
             check_forward_ok(&w, &c, what);
         } else {
             check_memory(&w, NULL, what);
         }
+        /* The CPU checks host tables before anything runs: INDEX_TABLE only
+         * for tables that break a rule. */
+        if (st == FATTN_ERR_INDEX_TABLE) {
+            CHECK(shape_of(&c).rag && !layout_refusal(&c),
+                  "%s returned FATTN_ERR_INDEX_TABLE without tables to blame", what);
+            const int good = tables_good(&w, &c);
+            CHECK(good == 0, "%s returned FATTN_ERR_INDEX_TABLE for tables that are %s", what,
+                  good > 0 ? "good" : "outside their buffers");
+        }
     }
+    if (ext & 128) run_combine(r, &w, fill_t, specials);
     if (ops & 16) {
         fill_arena(&w, fill_t, seed, specials);
         if (fattn_flops(pass) <= (double)FLOP_LIMIT) run_host(r, &w, &c);
@@ -1045,6 +1653,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     if (c.x.workspace_owned) fattn_buffer_free(c.x.workspace);
     free_regions(&w);
+    fattn_buffer_free(w.tab_buf);
+    free(w.tab_block);
+    free(w.tab_snap);
     sized_free_all();
     free(w.block);
     free(w.snap);

@@ -39,17 +39,20 @@ CAUSAL = {False: 0, "none": 0, True: 0x01, "br": 0x01, "tl": 0x41, "3": 0x81}
 def call(ops=0, batch=small(1), heads_kv=small(2), gqa=1, seq_q=small(8), seq_kv=small(8),
          dim=head_dim(16), dtype=0, scale=b"\0\0", causal=False, specials=False,
          tiles=(b"\0\0", b"\0\0"), seed=1, ext=0, regions=b"\0", tensors=None, extras=b"",
-         accounting=b"\0\0\0\0\0\0\0\0", tail=b""):
+         accounting=b"\0\0\0\0\0\0\0\0", tail=b"", pre=b""):
     """causal: False/"none", True/"br" (bottom-right), "tl" (top-left) or "3"
     (no such alignment). tiles: two tile_val encodings, set as context
     parameters. ext: bit 0 the description's size follows in extras, bits
-    1..4 a mask, varlen, paged-KV description and workspace follow there."""
+    1..4 a mask, varlen, paged-KV description and workspace follow there.
+    pre: what bits 6 (a key split count) and 5 (a whole varlen/paged
+    problem: decode_ragged) read, right after ext; bit 7 (fattn_combine)
+    reads from tail."""
     out = bytes([ops]) + batch + heads_kv
     out += bytes([1, gqa - 1])                  # heads_q = heads_kv * gqa
     out += seq_q + seq_kv + dim + bytes([dtype]) + scale
     out += bytes([CAUSAL[causal] | (0x30 if specials else 0)])
     out += b"\0" + tiles[0] + b"\0" + tiles[1]  # tile_param_val: an int tile_val
-    out += struct.pack("<Q", seed) + bytes([ext])
+    out += struct.pack("<Q", seed) + bytes([ext]) + pre
     out += b"\x10" + regions                    # 16 * 8 spare arena bytes
     # Per tensor: buffer pick (0: region 0, packed), stride mode (0: BSHD), offset.
     for t in tensors or [b"\0\0\0"] * 5:
@@ -96,6 +99,30 @@ SEEDS = {
     # Tiles set on the context: 5 x 9, and 1025 (valid, the CPU refuses it).
     "tiles-param": call(seq_q=edge(65), seq_kv=edge(63), tiles=(bytes([1, 4]), bytes([1, 8]))),
     "tiles-param-unsupported": call(tiles=(bytes([4, 0]), b"\0\0"), accounting=b"\0\0\0\0\0\0\0\x43"),
+    # Whole variable-length and paged problems (decode_ragged: m, f, g, seq_q,
+    # per sequence its lengths, then page size, spare pages, the used pages'
+    # entries, total_q and total_kv extra rows, the spoiled sequence).
+    # 3 packed sequences (5 rows / 144 keys, empty / empty, 2 rows / 7 keys).
+    "ragged-varlen-packed": call(ext=32, pre=bytes([26, 0x80, 0, 0, 0x45, 0x92, 0x40, 0x00,
+                                                    0xC1, 0x47, 0, 2, 1, 0])),
+    # Paged (page 7), seqused_kv, 5 key splits: 2 sequences of 224 and 104 keys.
+    "ragged-paged-used-splits": call(ext=32 | 64, pre=bytes([5, 3, 0x55, 0x88, 0, 3, 0x94, 2,
+                                                             0x85, 1, 6, 1])
+                                     + bytes(range(0, 94, 2)) + b"\0\0\0\0"),
+    # The same with a used page of -1: FATTN_ERR_INDEX_TABLE.
+    "ragged-paged-bad-page": call(ext=32 | 64, pre=bytes([5, 3, 0x55, 0x58, 0, 3, 0x94, 2,
+                                                          0x85, 1, 6, 1])
+                                  + bytes(range(0, 94, 2)) + b"\0\0\0\1"),
+    # Dense padded cache (seqused_kv), one sequence decoding against 500
+    # keys in 3 splits, with a workspace of fattn_workspace_size's bytes.
+    "ragged-decode-used-workspace": call(ext=16 | 32 | 64, seq_q=small(1),
+                                         pre=bytes([5, 1, 0x60, 0x80, 0, 0, 0xB3, 3, 0, 0, 0, 0]),
+                                         extras=b"\x03"),
+    # A decode shape split 7 ways through the context parameter alone.
+    "splits-decode-gqa": call(ext=64, heads_kv=small(2), gqa=4, seq_q=small(2), seq_kv=upto256(200),
+                              pre=bytes([5, 5]), tiles=(b"\0\0", bytes([1, 15]))),
+    # fattn_combine of 3 parts of [1, 2, 2, 8] in regions 0 and 1 into 2 and 3.
+    "combine-parts": call(ext=128, tail=bytes([0, 0x4a, 7, 0, 0, 0, 1, 0, 0, 2, 0, 0, 3, 0, 0, 0])),
 }
 
 

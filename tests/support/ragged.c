@@ -481,6 +481,14 @@ fattn_status rag_run(rag_problem *rp, case_result *r) {
     return FATTN_OK;
 }
 
+void rag_outputs(const rag_problem *rp, const void **o, size_t *o_bytes, const void **lse,
+                 size_t *lse_bytes) {
+    *o = rp->o.data;
+    *o_bytes = (size_t)rp->o.elems * rp->o.esize;
+    *lse = rp->l.data;
+    *lse_bytes = rp->l.data ? (size_t)rp->l.elems * rp->l.esize : 0;
+}
+
 /* ---- Spoiled tables ----------------------------------------------------------- */
 
 const char *rag_fault_name(rag_fault f) {

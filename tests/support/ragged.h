@@ -7,6 +7,7 @@
 #ifndef FATTN_RAGGED_H
 #define FATTN_RAGGED_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fattn.h"
@@ -57,6 +58,11 @@ void rag_free(rag_problem *rp);
  * back and fills r (r->seed and tolerances included). Returns the first
  * failing call's status; r is complete only on FATTN_OK. */
 fattn_status rag_run(rag_problem *rp, case_result *r);
+
+/* The outputs as the last rag_run read them back (host copies of O's and
+ * lse's buffers, guards included; lse NULL without one), and their bytes. */
+void rag_outputs(const rag_problem *rp, const void **o, size_t *o_bytes, const void **lse,
+                 size_t *lse_bytes);
 
 /* A table spoiled in one way. */
 typedef enum rag_fault {
