@@ -30,11 +30,10 @@ static const char *pick(const char *api, const char *env) {
  * backend that adds one adds it here, so a misspelt name or value is an
  * error rather than a silent default. */
 static const char *const decode_knobs[] = {
-    "min_seq_kv", "min_keys", "max_splits", "slack_pm", "blocks_per_sm",
-    "pdl", /* CUDA */
-    "waves",      "nt",       "tile",       "bkv",      "br",
-    "vec", /* OpenCL */
-};
+    /* CUDA */
+    "min_seq_kv", "min_keys", "max_splits", "slack_pm", "blocks_per_sm", "pdl",
+    /* OpenCL (min_keys, max_splits and min_seq_kv too) */
+    "waves", "nt", "tile", "bkv", "br", "vec", "vr"};
 
 /* The list's syntax: name=integer, comma-separated, known names only. */
 static fattn_status check_decode_tune(const char *list, fattn_msg *msg) {
