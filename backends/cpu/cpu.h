@@ -50,14 +50,72 @@ fattn_status cpu_combine(void *state, const fattn_problem *p, const fattn_plan *
  * are cut into `splits` parts of `chunk` keys (a multiple of tile_kv),
  * computed as separate work items into the workspace and merged by the
  * log-sum-exp rule; splits 1 runs unsplit and needs no workspace. */
+typedef enum cpu_tiled_kind {
+    CPU_TILED_PER_HEAD,  /* a work item per (sequence, KV head, row tile, split) */
+    CPU_TILED_ALL_HEADS, /* per (sequence, split), every KV head: decoding */
+} cpu_tiled_kind;
 typedef struct cpu_tiled_plan {
     int64_t splits, chunk;
+    cpu_tiled_kind kind;
 } cpu_tiled_plan;
 FATTN_PLAN_FITS(cpu_tiled_plan);
+
+/* The kind of work item the tiled variant takes for p with tiles tq x tkv:
+ * every KV head at once where that runs (AVX2), each row sees every key of
+ * its sequence (not causal, or one query), one row tile holds a head's rows,
+ * heads lie side by side within a key (BSHD, paged) and their state fits in
+ * a quarter of L2. The planner keeps the answer in the plan. */
+cpu_tiled_kind cpu_tiled_kind_of(const fattn_problem *p, int64_t tq, int64_t tkv);
 
 /* Workspace bytes of a split plan: m, l and D accumulators per split and
  * output row, plus room to align the start to 64 bytes. */
 uint64_t cpu_split_workspace(const fattn_problem *p, int64_t splits);
+
+/* The x86-64 builds of the tiled loop's inner step, picked at run time by
+ * CPU features; one binary runs everywhere. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CPU_X86_KERNELS 1
+#endif
+
+/* One key tile against rows that all see its `keys` keys (cpu_avx2.c).
+ * Rows come in fours: `rows` is a multiple of 4, rows past the real ones
+ * have zero Q, m = -inf, l = 0, and their results are not read. k and v
+ * point to each key's row in `dtype`; head_dim is a multiple of 8. scores
+ * holds 4 (keys + 1) floats. Updates acc, m and l as the tiled loop does. */
+typedef struct cpu_key_tile {
+    const float *q; /* rows x head_dim, scaled */
+    const void *const *k, *const *v;
+    float *acc, *m, *l, *scores;
+    int64_t rows, keys, head_dim;
+    fattn_dtype dtype;
+} cpu_key_tile;
+
+/* One block of keys against the rows of every KV head of a sequence
+ * (cpu_avx2_heads.c): each head has `rows` rows (a multiple of 4, padded as
+ * in cpu_key_tile), stored head after head in q, acc, m and l. k[j] and v[j]
+ * point to key j's row of head 0; head h's lies h * k_head (v_head) bytes
+ * further. scores holds heads * rows * (max_keys + 1) floats; keys <=
+ * max_keys. */
+typedef struct cpu_heads_block {
+    const float *q;
+    const void *const *k, *const *v;
+    int64_t k_head, v_head;
+    float *acc, *m, *l, *scores;
+    int64_t heads, rows, keys, max_keys, head_dim;
+    int64_t ahead; /* k[keys .. keys + ahead) are the next keys, to prefetch */
+    fattn_dtype dtype;
+} cpu_heads_block;
+/* Keys K is prefetched ahead of its use in cpu_heads_block. 8: 0, 4, 8
+ * and 16 were within the noise on the shared 2-core EPYC (bf16 b1 32k). */
+enum { CPU_HEADS_AHEAD = 8 };
+
+#ifdef CPU_X86_KERNELS
+/* Both need AVX2, FMA and F16C (cpu_have_avx2). */
+void cpu_key_tile_avx2(const cpu_key_tile *tile);
+void cpu_heads_block_avx2(const cpu_heads_block *block);
+#endif
+/* 1 where this CPU runs the AVX2 kernels (x86-64 with AVX2, FMA, F16C). */
+int cpu_have_avx2(void);
 
 /* The two variants' run functions (cpu_attention.c). */
 fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_plan *plan,

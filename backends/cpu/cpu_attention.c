@@ -10,14 +10,19 @@
 #include "cpu.h"
 #include "half.h"
 
+#ifdef CPU_X86_KERNELS
+#include <cpuid.h>
+#endif
+
 /* The tiled loop is built twice: for the baseline the library targets, and
- * for AVX2 with F16C (x86-64 since 2013), picked at run time; the build's
- * baseline x86-64 does float math 4 lanes wide. Both do the same float
- * operations in the same order (no FMA contraction in ISO C mode), so they
- * give the same bits. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__FLT16_MAX__)
+ * for AVX2 with FMA and F16C (x86-64 since 2013), picked at run time; the
+ * build's baseline x86-64 does float math 4 lanes wide. The AVX2 build hands
+ * tiles whose rows share their keys to cpu_avx2.c's kernel (FMA, a
+ * polynomial exp: not the baseline's bits, as accurate); other tiles take
+ * the same float operations in the same order in both builds (no FMA
+ * contraction in ISO C mode). */
+#if defined(CPU_X86_KERNELS) && defined(__GNUC__) && !defined(__clang__) && defined(__FLT16_MAX__)
 #define CPU_HAVE_F16 1 /* GCC 12+: _Float16, converted by F16C where enabled */
-#define CPU_HAVE_AVX2 1
 #endif
 #define CPU_INLINE static inline __attribute__((always_inline))
 
@@ -183,10 +188,14 @@ typedef struct tiled_job {
     int64_t part_rows;                       /* output rows, for the split stride */
 } tiled_job;
 
+/* Rows of a tile rounded up to cpu_key_tile's fours. */
+static inline int64_t rows4(int64_t n) { return (n + 3) & ~(int64_t)3; }
+
 /* Scratch layout per thread, in floats. */
 static size_t tiled_scratch(int64_t tq, int64_t tkv, int64_t D) {
-    return (size_t)(4 * tkv /*K,V row pointers*/ + tq * D /*Q*/ + 2 * tkv * D /*K,V*/ +
-                    tkv /*scores*/ + tq * D /*acc*/ + 2 * tq);
+    const int64_t tr = rows4(tq);
+    return (size_t)(4 * tkv /*K,V row pointers*/ + tr * D /*Q*/ + 2 * tkv * D /*K,V*/ +
+                    4 * (tkv + 1) /*scores*/ + tr * D /*acc*/ + 2 * tr);
 }
 
 /* Keys j < seq_limit(...) of a sequence with len_kv keys are visible to its
@@ -215,7 +224,7 @@ static inline int64_t part_row(const tiled_job *job, const fattn_seq *s, int64_t
     return (s->q_batch * p->heads_q + h) * out_rows_per_head(p) + s->q_row0 + i;
 }
 
-/* The tiled loop's body; avx2 1 where it is built for AVX2 and F16C. */
+/* The tiled loop's body; avx2 1 where it is built for AVX2, FMA and F16C. */
 CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
     const tiled_job *job = arg;
     const fattn_problem *p = job->p;
@@ -231,19 +240,23 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
     const int64_t nr = (rows - r0) < tq ? (rows - r0) : tq;
 
     /* Rows of the K and V tile: float32 inputs are read where they lie,
-     * others converted into K and V. */
+     * others converted into K and V, except for the AVX2 kernel, which
+     * reads every type where it lies (Kr, Vr; the same slots). */
     const float **Kp = (const float **)(void *)scratch, **Vp = Kp + tkv;
-    float *Q = scratch + 4 * tkv, *K = Q + tq * D, *V = K + tkv * D, *S = V + tkv * D;
-    float *acc = S + tkv, *m = acc + tq * D, *l = m + tq;
+    const void **Kr = (const void **)(void *)scratch, **Vr = Kr + tkv;
+    const int64_t tr = rows4(tq), nr4 = rows4(nr);
+    float *Q = scratch + 4 * tkv, *K = Q + tr * D, *V = K + tkv * D, *S = V + tkv * D;
+    float *acc = S + 4 * (tkv + 1), *m = acc + tr * D, *l = m + tr;
     for (int64_t r = 0; r < nr; r++) {
         const int64_t i = (r0 + r) / group, h = hk * group + (r0 + r) % group;
         /* Folding the scale into Q saves a multiply per score. */
         load_row(Q + r * D, cpu_elem(&p->q, p->dtype, s.q_batch, h, s.q_row0 + i), p->dtype, D,
                  p->scale, avx2);
-        m[r] = -INFINITY;
-        l[r] = 0.0f;
     }
-    memset(acc, 0, (size_t)(nr * D) * sizeof(float));
+    /* The kernel's padding rows: zero Q, no key seen yet. */
+    memset(Q + nr * D, 0, (size_t)((nr4 - nr) * D) * sizeof(float));
+    for (int64_t r = 0; r < nr4; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    memset(acc, 0, (size_t)(nr4 * D) * sizeof(float));
 
     /* This split's keys; keys past what the tile's last row sees are never
      * loaded: causal tiles above the diagonal are skipped, not masked. */
@@ -252,6 +265,11 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
     if (job->splits > 1 && k_hi > k_lo + job->chunk) k_hi = k_lo + job->chunk;
     for (int64_t j0 = k_lo; j0 < k_hi; j0 += tkv) {
         const int64_t nk = (k_hi - j0) < tkv ? (k_hi - j0) : tkv;
+        /* Limits grow with the row: the first and the last row agree when
+         * every row sees the same keys of this tile. */
+        int64_t lo = seq_limit(p->causal, s.causal_offset, s.len_kv, r0 / group) - j0;
+        lo = lo < nk ? lo : nk;
+        const int kernel = avx2 && D % 8 == 0 && lo == nk;
         for (int64_t j = 0; j < nk; j++) {
             /* The next tile's rows are fetched while this one is computed:
              * a head's key rows lie apart (BSHD, pages), which the hardware
@@ -262,6 +280,10 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
             }
             const void *kr = key_row(job, &p->k, &s, b, hk, j0 + j);
             const void *vr = key_row(job, &p->v, &s, b, hk, j0 + j);
+            if (kernel) {
+                Kr[j] = kr, Vr[j] = vr;
+                continue;
+            }
             if (p->dtype == FATTN_F32) {
                 Kp[j] = kr, Vp[j] = vr;
                 continue;
@@ -270,6 +292,23 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
             load_row(V + j * D, vr, p->dtype, D, 1.0f, avx2);
             Kp[j] = K + j * D, Vp[j] = V + j * D;
         }
+#ifdef CPU_X86_KERNELS
+        if (kernel) {
+            const cpu_key_tile t = {.q = Q,
+                                    .k = Kr,
+                                    .v = Vr,
+                                    .acc = acc,
+                                    .m = m,
+                                    .l = l,
+                                    .scores = S,
+                                    .rows = nr4,
+                                    .keys = nk,
+                                    .head_dim = D,
+                                    .dtype = p->dtype};
+            cpu_key_tile_avx2(&t);
+            continue;
+        }
+#endif
         for (int64_t r = 0; r < nr; r++) {
             int64_t jn = seq_limit(p->causal, s.causal_offset, s.len_kv, (r0 + r) / group) - j0;
             if (jn > nk) jn = nk;
@@ -319,18 +358,121 @@ static void tiled_item(void *arg, int64_t item, float *scratch) {
     tiled_body(arg, item, scratch, 0);
 }
 
-#ifdef CPU_HAVE_AVX2
-__attribute__((target("avx2,f16c"))) static void tiled_item_avx2(void *arg, int64_t item,
-                                                                 float *scratch) {
+/* Scratch of an all-heads work item, in floats: key row pointers, then per
+ * head its padded rows' Q and acc, m and l, and their scores. */
+static size_t heads_scratch(const fattn_problem *p, int64_t tkv) {
+    const int64_t hr = p->heads_kv * rows4(p->seq_q * (p->heads_q / p->heads_kv));
+    return (size_t)(4 * tkv + 2 * CPU_HEADS_AHEAD + 2 * hr * p->head_dim + 2 * hr + hr * (tkv + 1));
+}
+
+cpu_tiled_kind cpu_tiled_kind_of(const fattn_problem *p, int64_t tq, int64_t tkv) {
+    const int64_t rows = p->seq_q * (p->heads_q / p->heads_kv);
+    /* A quarter of a 1 MiB L2: 8 KV heads x 4 rows at d128 take 40 KiB. */
+    const size_t most = 256 << 10;
+    if (!cpu_have_avx2() || p->head_dim % 8 != 0 || (p->causal && p->seq_q != 1) || rows > tq ||
+        (p->heads_kv > 1 &&
+         (p->k.stride_head >= p->k.stride_seq || p->v.stride_head >= p->v.stride_seq)) ||
+        heads_scratch(p, tkv) * sizeof(float) > most)
+        return CPU_TILED_PER_HEAD;
+    return CPU_TILED_ALL_HEADS;
+}
+
+#ifdef CPU_X86_KERNELS
+/* One work item of the all-heads path: every KV head of one sequence (its
+ * rows packed per head as in tiled_body) against one split of the keys. */
+static void heads_item(void *arg, int64_t item, float *scratch) {
+    const tiled_job *job = arg;
+    const fattn_problem *p = job->p;
+    const int64_t D = p->head_dim, tkv = job->tkv, group = job->group, H = p->heads_kv;
+    const int64_t split = item % job->splits, b = item / job->splits;
+    fattn_seq s;
+    fattn_seq_resolve(p, job->cu_q, job->cu_kv, job->used, b, &s);
+    const int64_t nr = s.len_q * group, R = rows4(nr);
+    if (nr == 0) return;
+    const void **Kr = (const void **)(void *)scratch, **Vr = Kr + tkv + CPU_HEADS_AHEAD;
+    float *Q = scratch + 4 * tkv + 2 * CPU_HEADS_AHEAD, *acc = Q + H * R * D, *m = acc + H * R * D,
+          *l = m + H * R;
+    float *S = l + H * R;
+    for (int64_t hk = 0; hk < H; hk++)
+        for (int64_t r = 0; r < R; r++) {
+            float *q = Q + (hk * R + r) * D;
+            const int64_t i = r / group, h = hk * group + r % group;
+            if (r < nr) /* the scale folded into Q, as in tiled_body */
+                load_row(q, cpu_elem(&p->q, p->dtype, s.q_batch, h, s.q_row0 + i), p->dtype, D,
+                         p->scale, 1);
+            else
+                memset(q, 0, (size_t)D * sizeof(float));
+            m[hk * R + r] = -INFINITY;
+            l[hk * R + r] = 0.0f;
+        }
+    memset(acc, 0, (size_t)(H * R * D) * sizeof(float));
+
+    /* Every row sees the same keys (cpu_tiled_kind_of): the last row's. */
+    const int64_t k_lo = split * job->chunk;
+    int64_t k_hi = seq_limit(p->causal, s.causal_offset, s.len_kv, s.len_q - 1);
+    if (job->splits > 1 && k_hi > k_lo + job->chunk) k_hi = k_lo + job->chunk;
+    const int64_t es = fattn_esize(p->dtype);
+    cpu_heads_block blk = {.q = Q,
+                           .k = Kr,
+                           .v = Vr,
+                           .k_head = p->k.stride_head * es,
+                           .v_head = p->v.stride_head * es,
+                           .acc = acc,
+                           .m = m,
+                           .l = l,
+                           .scores = S,
+                           .heads = H,
+                           .rows = R,
+                           .max_keys = tkv,
+                           .head_dim = D,
+                           .dtype = p->dtype};
+    for (int64_t j0 = k_lo; j0 < k_hi; j0 += tkv) {
+        blk.keys = (k_hi - j0) < tkv ? (k_hi - j0) : tkv;
+        blk.ahead = k_hi - j0 - blk.keys < CPU_HEADS_AHEAD ? k_hi - j0 - blk.keys : CPU_HEADS_AHEAD;
+        for (int64_t j = 0; j < blk.keys; j++) Vr[j] = key_row(job, &p->v, &s, b, 0, j0 + j);
+        for (int64_t j = 0; j < blk.keys + blk.ahead; j++)
+            Kr[j] = key_row(job, &p->k, &s, b, 0, j0 + j);
+        cpu_heads_block_avx2(&blk);
+    }
+    for (int64_t hk = 0; hk < H; hk++)
+        for (int64_t r = 0; r < nr; r++) {
+            const int64_t i = r / group, h = hk * group + r % group, x = hk * R + r;
+            if (job->splits == 1) {
+                cpu_finish_row(p, s.q_batch, h, s.q_row0 + i, acc + x * D, m[x], l[x]);
+                continue;
+            }
+            float *out = job->part + (split * job->part_rows + part_row(job, &s, h, i)) * (D + 2);
+            out[0] = m[x];
+            out[1] = l[x];
+            memcpy(out + 2, acc + x * D, (size_t)D * sizeof(float));
+        }
+}
+#endif
+
+#ifdef CPU_X86_KERNELS
+__attribute__((target("avx2,fma,f16c"))) static void tiled_item_avx2(void *arg, int64_t item,
+                                                                     float *scratch) {
     tiled_body(arg, item, scratch, 1);
 }
 #endif
 
+int cpu_have_avx2(void) {
+#ifdef CPU_X86_KERNELS
+    /* F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+     * does not know the name; AVX2's check covers the OS's AVX state. */
+    unsigned a, b, c, d;
+    const int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+    __builtin_cpu_init();
+    return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
 /* The build of the tiled loop this CPU runs. */
 static cpu_item_fn tiled_fn(void) {
-#ifdef CPU_HAVE_AVX2
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return tiled_item_avx2;
+#ifdef CPU_X86_KERNELS
+    if (cpu_have_avx2()) return tiled_item_avx2;
 #endif
     return tiled_item;
 }
@@ -388,9 +530,17 @@ fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_
         job.part = (float *)(void *)((at + 63) & ~(uintptr_t)63);
     }
     const int threads = cpu_threads(st, p);
-    const int64_t items = p->batch * p->heads_kv * job.tiles * job.splits;
-    const size_t scratch = tiled_scratch(job.tq, job.tkv, p->head_dim) * sizeof(float);
-    fattn_status s = cpu_parallel_for(threads, items, scratch, tiled_fn(), &job, msg);
+    int64_t items = p->batch * p->heads_kv * job.tiles * job.splits;
+    size_t scratch = tiled_scratch(job.tq, job.tkv, p->head_dim) * sizeof(float);
+    cpu_item_fn fn = tiled_fn();
+#ifdef CPU_X86_KERNELS
+    if (tp->kind == CPU_TILED_ALL_HEADS) {
+        items = p->batch * job.splits;
+        scratch = heads_scratch(p, job.tkv) * sizeof(float);
+        fn = heads_item;
+    }
+#endif
+    fattn_status s = cpu_parallel_for(threads, items, scratch, fn, &job, msg);
     if (s != FATTN_OK || job.splits == 1) return s;
     return cpu_parallel_for(threads, p->batch * p->heads_q * p->seq_q,
                             (size_t)p->head_dim * sizeof(float), merge_item, &job, msg);

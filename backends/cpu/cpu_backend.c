@@ -148,18 +148,29 @@ static fattn_status cpu_buffer_region(void *state, void *mem, const void **root,
  * to 3.4-5.5 ms but 4096 and 8192 keys from 0.63 to 0.83 ms and 1.0-1.4 to
  * 1.3-1.7 ms (noisy: a shared machine). */
 enum { CPU_SPLIT_MIN_KEYS = 8192 };
-static int64_t choose_splits(const cpu_state *s, const fattn_problem *p, int64_t tq, int64_t tkv) {
+/* All-heads items (decoding, cpu_avx2_heads.c) read every head's keys, so a
+ * split of 1024 keys already streams heads_kv x 1024 rows of K and V. */
+enum { CPU_SPLIT_MIN_KEYS_ALL_HEADS = 1024 };
+static int64_t choose_splits(const cpu_state *s, const fattn_problem *p, int64_t tq, int64_t tkv,
+                             cpu_tiled_kind kind) {
     const int64_t key_tiles = (p->seq_kv + tkv - 1) / tkv;
     int64_t n;
     if (p->tune.kv_splits > 0) {
         n = p->tune.kv_splits;
     } else {
         const int64_t rows = p->seq_q * (p->heads_q / p->heads_kv);
-        const int64_t items = p->batch * p->heads_kv * ((rows + tq - 1) / tq);
+        const int64_t items = kind == CPU_TILED_ALL_HEADS
+                                  ? p->batch
+                                  : p->batch * p->heads_kv * ((rows + tq - 1) / tq);
         const int64_t threads = cpu_threads(s, p);
+        const int64_t floor =
+            kind == CPU_TILED_ALL_HEADS ? CPU_SPLIT_MIN_KEYS_ALL_HEADS : CPU_SPLIT_MIN_KEYS;
         if (items >= threads) return 1;
-        n = (threads + items - 1) / items;
-        if (n > p->seq_kv / CPU_SPLIT_MIN_KEYS) n = p->seq_kv / CPU_SPLIT_MIN_KEYS;
+        /* All-heads splits are cheap: four a thread even out a core that
+         * another process takes for a while. */
+        const int64_t want = kind == CPU_TILED_ALL_HEADS ? 4 * threads : threads;
+        n = (want + items - 1) / items;
+        if (n > p->seq_kv / floor) n = p->seq_kv / floor;
     }
     if (n > key_tiles) n = key_tiles;
     return n > 1 ? n : 1;
@@ -177,7 +188,8 @@ static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan
     plan->tiling.concurrent_groups = cpu_threads(s, p); /* one tile set per thread */
     cpu_tiled_plan *tp = FATTN_PLAN_AREA(plan, cpu_tiled_plan);
     const int64_t tkv = plan->tiling.tile_kv;
-    tp->splits = choose_splits(s, p, plan->tiling.tile_q, tkv);
+    tp->kind = cpu_tiled_kind_of(p, plan->tiling.tile_q, tkv);
+    tp->splits = choose_splits(s, p, plan->tiling.tile_q, tkv, tp->kind);
     /* Whole key tiles per split, so that a split's tiles are the unsplit ones. */
     tp->chunk = tp->splits > 1 ? ((p->seq_kv + tp->splits - 1) / tp->splits + tkv - 1) / tkv * tkv
                                : p->seq_kv;
