@@ -404,12 +404,19 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
             }
         }
     }
+    /* The key loop's exit goes straight into a barrier (the last tile's
+     * P V reads are then done before Qs is overwritten). Keep it so: with
+     * the rowm store between the exit and the first barrier, PoCL 5.0's
+     * default CPU work-group method (loops; cbs was right) got the key-lane
+     * sums wrong (O 0 or NaN, lse -inf, in most rows; VK > 1 only) in the
+     * ragged build, whose loop bound comes from the sequence tables and so
+     * is not provably uniform. */
+    barrier(CLK_LOCAL_MEM_FENCE);
     if (sml == 0) rowm[smr] = m_run;
 
     /* Sum the key lanes into Qs (Q is no longer read) and rowl, lane by lane
      * (a fixed order: the result is deterministic). */
     for (int w = 0; w < VK; w++) {
-        barrier(CLK_LOCAL_MEM_FENCE);
         if (vk == w) {
             for (int ii = 0; ii < VRPT; ii++) {
                 const int r = vy + ii * VR;
@@ -420,8 +427,8 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
                 if (vc == 0) rowl[r] = w == 0 ? l_i[ii] : rowl[r] + l_i[ii];
             }
         }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
 
     /* l == 0: no visible key in this split, O_s = 0 and lse_s = -inf. A NaN
      * l stays NaN in both. */

@@ -55,6 +55,7 @@
  *   br          query rows per row tile, at most, power of two (32; 16 at
  *               head dims above 128)
  *   vec         1: 16-byte K/V loads when rows are 16-byte aligned; 0: never
+ *   vr          P V row lanes, at most (power of two; 0: as many as fit)
  * e.g. FATTN_DECODE_TUNE="waves=8,nt=256,tile=8192". */
 #include <stdio.h>
 #include <string.h>
@@ -99,12 +100,15 @@ static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int r
  * them again): scores, SK key lanes (up to the tile) by SR row lanes; P V,
  * VC 16-byte chunks of the head dim (up to all), then VR row lanes, then VK
  * key lanes with the rest. */
-static void decode_maps(ocl_decode_plan *d) {
+static void decode_maps(ocl_decode_plan *d, int vr_set) {
     const int dc = d->dpad / d->ce;
     d->sk = d->bkv < d->nt ? d->bkv : d->nt;
     d->sr = d->nt / d->sk < d->br ? d->nt / d->sk : d->br;
     d->vc = dc < d->nt ? dc : d->nt;
     d->vr = d->nt / d->vc < d->br ? d->nt / d->vc : d->br;
+    /* Fewer row lanes (vr knob): each V chunk is widened by fewer work-items
+     * and serves more rows in registers; the key lanes take the rest. */
+    if (vr_set && vr_set < d->vr) d->vr = vr_set;
     d->vk = d->nt / (d->vc * d->vr);
 }
 
@@ -153,10 +157,11 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     const long bkv_set = fattn_tune_value(tune, "bkv", 0);
     const long br_set = fattn_tune_value(tune, "br", 0);
     const long vec = fattn_tune_value(tune, "vec", 1);
+    const long vr_set = fattn_tune_value(tune, "vr", 0);
     if (waves < 1 || waves > 1024 || min_keys < 1 || max_splits < 1 || min_seq_kv < 1 ||
         !is_pow2(nt) || nt < 32 || nt > 1024 || tile_bytes < 256 ||
         (bkv_set && (!is_pow2(bkv_set) || bkv_set < 16 || bkv_set > 256)) ||
-        (br_set && (!is_pow2(br_set) || br_set > 64)))
+        (br_set && (!is_pow2(br_set) || br_set > 64)) || (vr_set && !is_pow2(vr_set)))
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "FATTN_DECODE_TUNE \"%s\" has a value out of range", tune);
     if (forced == 1)
@@ -206,10 +211,10 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
            ((size_t)d.bkv * (size_t)d.dpad * esize > (size_t)tile_bytes ||
             d.bkv / kstep > OCL_DEC_MAX_LPT))
         d.bkv /= 2;
-    decode_maps(&d);
+    decode_maps(&d, (int)vr_set);
     while (d.bkv > min_bkv && decode_local_bytes(&d, p->dtype, p->rag.on) > cap) {
         d.bkv /= 2;
-        decode_maps(&d);
+        decode_maps(&d, (int)vr_set);
     }
     if (decode_local_bytes(&d, p->dtype, p->rag.on) > s->limits.local_mem || d.vk > d.bkv ||
         d.bkv < kstep || d.bkv / kstep > OCL_DEC_MAX_LPT)
