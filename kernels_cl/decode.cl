@@ -55,7 +55,11 @@
  * ceil(len_kv / BKV) key tiles are divided among the splits, so a split may
  * get none and then writes lse -inf. Paged, each work-item looks a page up
  * once per run of its keys inside it (once per tile or less when pages
- * hold a tile); a key on a bad page is not loaded and its score is -inf. */
+ * hold a tile), one tile ahead of the K/V loads that use it: the entries of
+ * tile t + 2 are loaded into registers while tile t is computed, next to
+ * tile t + 1's K/V loads, so no K/V load waits on a table load of its own
+ * step. Pages and slots advance by KSTEP keys at a time (no division per
+ * key). A key on a bad page is not loaded and its score is -inf. */
 
 #ifndef DPAD
 #define DPAD 128 /* head dim rounded up: 32, 64, 128 or 256 */
@@ -267,42 +271,102 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     const int lc = tid % DC, lj = tid / DC;
     chunk_t kr[LPT], vr[LPT];
 #if FATTN_RAGGED
-    uint badm = 0;             /* bit n: key lj + n * KSTEP of the loaded tile is on a bad page */
-    int cur_lp = -1, cur_pg = -1; /* the page last looked up (logical, physical) */
+    uint badm = 0; /* bit n: key lj + n * KSTEP of the loaded tile is on a bad page */
+    /* Paged: the table entries of the next tile to be loaded, looked up a
+     * tile ahead (PAGE_LOOKUP): bit n of pnew says that key n (lj + n *
+     * KSTEP) starts a run of this work-item's keys on one page, whose raw
+     * entry is pe[n]; the keys after it until the next such bit share it.
+     * LOAD_TILE checks the entry when it reaches it (its value arrived a
+     * step earlier) and keeps the physical page in cur_pg (-1: bad). */
+    int pe[LPT];
+    uint pnew = 0;
+    int cur_pg = -1;
+    long kpb = 0, vpb = 0; /* page cur_pg's first K and V elements of head hk */
+    /* Key lj + n * KSTEP of a tile to key lj + (n + 1) * KSTEP (the next
+     * tile's first after n = LPT - 1): the page advances by pqk and the slot
+     * by prk, carrying into the page. lk_lp, lk_sl: the next key to look up
+     * (lk_prev: the page looked up last); ld_sl: the next key to load. */
+    int pps = 1, pqk = 0, prk = 0, lk_lp = 0, lk_sl = 0, lk_prev = -1, ld_sl = 0;
+    for (int n = 0; n < LPT; n++) pe[n] = 0;
+    if (paged) {
+        pps = rg_page_size;
+        pqk = KSTEP / pps;
+        prk = KSTEP - pqk * pps;
+        const int key0 = t0 * BKV + lj;
+        lk_lp = key0 / pps;
+        lk_sl = key0 - lk_lp * pps;
+        ld_sl = lk_sl;
+    }
 #endif
 
-    /* Issues the loads of tile jt (keys jt ..) into kr, vr. Paged: a page is
-     * looked up once per run of this work-item's keys inside it. */
+    /* Issues the loads of tile jt (keys jt ..) into kr, vr. Paged, the
+     * pages come from PAGE_LOOKUP(jt), run a step earlier. */
 #if FATTN_RAGGED
+#define SLOT_NEXT(sl)                                                                              \
+    do {                                                                                           \
+        if ((sl) >= pps - prk)                                                                     \
+            (sl) -= pps - prk;                                                                     \
+        else                                                                                       \
+            (sl) += prk;                                                                           \
+    } while (0)
+    /* Loads the table entries of tile jt's keys (below j_hi) into pe, pnew:
+     * one per run of this work-item's keys on one page. The entries are
+     * only used by the next LOAD_TILE. */
+#define PAGE_LOOKUP(jt)                                                                            \
+    do {                                                                                           \
+        pnew = 0;                                                                                  \
+        for (int n = 0; n < LPT; n++) {                                                            \
+            if ((jt) + lj + n * KSTEP < j_hi && lk_lp != lk_prev) {                                \
+                pe[n] = rg_table[tab + (long)lk_lp * rg_tab_ss];                                   \
+                pnew |= 1u << n;                                                                   \
+                lk_prev = lk_lp;                                                                   \
+            }                                                                                      \
+            lk_lp += pqk;                                                                          \
+            if (lk_sl >= pps - prk) {                                                              \
+                lk_sl -= pps - prk;                                                                \
+                lk_lp++;                                                                           \
+            } else {                                                                               \
+                lk_sl += prk;                                                                      \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
 #define LOAD_TILE(jt)                                                                              \
     do {                                                                                           \
         badm = 0;                                                                                  \
-        for (int n = 0; n < LPT; n++) {                                                            \
-            const int key = (jt) + lj + n * KSTEP;                                                 \
-            chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                          \
-            if (key < j_hi) {                                                                      \
-                if (paged) {                                                                       \
-                    const int lp = key / rg_page_size;                                             \
-                    if (lp != cur_lp) {                                                            \
-                        const long e = rg_table[tab + (long)lp * rg_tab_ss];                       \
-                        cur_lp = lp;                                                               \
-                        cur_pg = e >= 0 && e < rg_num_pages ? (int)e : -1;                         \
+        if (paged) {                                                                               \
+            for (int n = 0; n < LPT; n++) {                                                        \
+                const int key = (jt) + lj + n * KSTEP;                                             \
+                chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                      \
+                if (key < j_hi) {                                                                  \
+                    if ((pnew >> n) & 1u) {                                                        \
+                        const int e = pe[n];                                                       \
+                        cur_pg = e >= 0 && e < rg_num_pages ? e : -1;                              \
                         if (cur_pg < 0) rag_fault(rg_fault, RAG_FAULT_TABLE);                      \
+                        kpb = khb + cur_pg * k_sb;                                                 \
+                        vpb = vhb + cur_pg * v_sb;                                                 \
                     }                                                                              \
                     if (cur_pg >= 0) {                                                             \
-                        const long sl = key - (long)cur_lp * rg_page_size;                         \
-                        xk = load_chunk(k, khb + cur_pg * k_sb + sl * k_ss, lc, D);                \
-                        xv = load_chunk(v, vhb + cur_pg * v_sb + sl * v_ss, lc, D);                \
+                        xk = load_chunk(k, kpb + ld_sl * k_ss, lc, D);                             \
+                        xv = load_chunk(v, vpb + ld_sl * v_ss, lc, D);                             \
                     } else {                                                                       \
                         badm |= 1u << n;                                                           \
                     }                                                                              \
-                } else {                                                                           \
+                }                                                                                  \
+                SLOT_NEXT(ld_sl);                                                                  \
+                kr[n] = xk;                                                                        \
+                vr[n] = xv;                                                                        \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int n = 0; n < LPT; n++) {                                                        \
+                const int key = (jt) + lj + n * KSTEP;                                             \
+                chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                      \
+                if (key < j_hi) {                                                                  \
                     xk = load_chunk(k, kb + (long)key * k_ss, lc, D);                              \
                     xv = load_chunk(v, vb + (long)key * v_ss, lc, D);                              \
                 }                                                                                  \
+                kr[n] = xk;                                                                        \
+                vr[n] = xv;                                                                        \
             }                                                                                      \
-            kr[n] = xk;                                                                            \
-            vr[n] = xv;                                                                            \
         }                                                                                          \
     } while (0)
 #else
@@ -332,7 +396,16 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
         for (int cc = 0; cc < VCPT; cc++) acc[ii][cc] = (kvf_t)(0.0f);
     }
 
-    if (t0 * BKV < j_hi) LOAD_TILE(t0 * BKV);
+    if (t0 * BKV < j_hi) {
+#if FATTN_RAGGED
+        /* Paged: the first tile's entries are waited on once, here. */
+        if (paged) PAGE_LOOKUP(t0 * BKV);
+#endif
+        LOAD_TILE(t0 * BKV);
+#if FATTN_RAGGED
+        if (paged && j_hi - t0 * BKV > BKV) PAGE_LOOKUP(t0 * BKV + BKV);
+#endif
+    }
     for (int j0 = t0 * BKV; j0 < j_hi; j0 += BKV) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile's readers of K, V, P are done */
         for (int n = 0; n < LPT; n++) {
@@ -342,8 +415,12 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
             if (lc == 0) kbad[lj + n * KSTEP] = (badm >> n) & 1u;
 #endif
         }
-        /* The next tile's loads fly while this one is computed. */
+        /* The next tile's loads fly while this one is computed, and so do
+         * (paged) the page entries of the tile after it. */
         if (j0 + BKV < j_hi) LOAD_TILE(j0 + BKV);
+#if FATTN_RAGGED
+        if (paged && j_hi - j0 > 2 * BKV) PAGE_LOOKUP(j0 + 2 * BKV);
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
 
         if (sy < SR) {

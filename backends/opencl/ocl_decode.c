@@ -37,15 +37,23 @@
  * but no split shorter than OCL_DEC_MIN_KEYS keys (the per-split costs:
  * loading Q, writing the partial rows, the combine reading them) and at most
  * OCL_DEC_MAX_SPLITS. One split is a valid outcome (large batches): the
- * GQA packing still pays. These constants are starting points, not yet
- * measured: the H200 session tunes them (bench/tune_opencl_decode.sh) and
- * records the numbers here.
+ * GQA packing still pays.
+ *
+ * Measured (H200, NVIDIA OpenCL, bf16 GQA 32/8 d128 seq_q 1, 2026-11-23,
+ * bench/tune_opencl_decode.sh; results/2026-11-23-h200-decode-v3): at batch
+ * 1 the defaults (4 groups per compute unit, 64-key tiles, 128 work-items,
+ * 4 P.V row lanes) ran 0.080 ms at 32k and 0.208 ms at 128k; one P.V row
+ * lane (vr=1) 0.099 / 0.247. With 32 or more groups per split (batch 8 and
+ * up here) one row lane and 8 groups per compute unit ran best: batch 8 32k
+ * 0.472 -> 0.366 ms, batch 64 2.74 -> 2.47 ms. Tiles of 128 keys, 256
+ * work-items and a 32 KiB tile did not help.
  *
  * Tuning at run time: FATTN_DECODE_TUNE="name=value,..." (settings
  * decode_tune; fattn_tune_value) overrides them. Values that change the
  * kernel's build go into its build options, so each gets its own cached
  * program. Out-of-range values make this row decline (another path runs).
- *   waves       work-groups per compute unit aimed at   (OCL_DEC_WAVES)
+ *   waves       work-groups per compute unit aimed at   (OCL_DEC_WAVES,
+ *               OCL_DEC_WAVES_BATCHED from OCL_DEC_BATCHED_UNITS groups)
  *   min_keys    keys per split, at least                (OCL_DEC_MIN_KEYS)
  *   max_splits  splits, at most                         (OCL_DEC_MAX_SPLITS)
  *   min_seq_kv  kv_splits = 0: shorter caches go tiled  (OCL_DEC_MIN_SEQ_KV)
@@ -55,7 +63,8 @@
  *   br          query rows per row tile, at most, power of two (32; 16 at
  *               head dims above 128)
  *   vec         1: 16-byte K/V loads when rows are 16-byte aligned; 0: never
- *   vr          P V row lanes, at most (power of two; 0: as many as fit)
+ *   vr          P V row lanes, at most (power of two; 0: as many as fit,
+ *               or 1 from OCL_DEC_BATCHED_UNITS groups per split)
  * e.g. FATTN_DECODE_TUNE="waves=8,nt=256,tile=8192". */
 #include <stdio.h>
 #include <string.h>
@@ -65,6 +74,8 @@
 #define OCL_DEC_MAX_SEQ_Q 16    /* query rows per sequence this variant takes */
 #define OCL_DEC_MIN_SEQ_KV 512  /* kv_splits = 0: shorter caches go to "tiled" */
 #define OCL_DEC_WAVES 4         /* kv_splits = 0: work-groups per compute unit aimed at */
+#define OCL_DEC_WAVES_BATCHED 8 /* ... when a split has OCL_DEC_BATCHED_UNITS groups or more */
+#define OCL_DEC_BATCHED_UNITS 32
 #define OCL_DEC_MIN_KEYS 256    /* kv_splits = 0: keys per split, at least */
 #define OCL_DEC_MAX_SPLITS 128  /* kv_splits = 0: splits, at most */
 #define OCL_DEC_NT 128          /* work-items per group, at most */
@@ -148,7 +159,7 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     ocl_state *s = state;
     const int forced = p->tune.kv_splits;
     const char *tune = s->settings.decode_tune;
-    const long waves = fattn_tune_value(tune, "waves", OCL_DEC_WAVES);
+    const long waves_set = fattn_tune_value(tune, "waves", 0);
     const long min_keys = fattn_tune_value(tune, "min_keys", OCL_DEC_MIN_KEYS);
     const long max_splits = fattn_tune_value(tune, "max_splits", OCL_DEC_MAX_SPLITS);
     const long min_seq_kv = fattn_tune_value(tune, "min_seq_kv", OCL_DEC_MIN_SEQ_KV);
@@ -158,7 +169,7 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     const long br_set = fattn_tune_value(tune, "br", 0);
     const long vec = fattn_tune_value(tune, "vec", 1);
     const long vr_set = fattn_tune_value(tune, "vr", 0);
-    if (waves < 1 || waves > 1024 || min_keys < 1 || max_splits < 1 || min_seq_kv < 1 ||
+    if (waves_set < 0 || waves_set > 1024 || min_keys < 1 || max_splits < 1 || min_seq_kv < 1 ||
         !is_pow2(nt) || nt < 32 || nt > 1024 || tile_bytes < 256 ||
         (bkv_set && (!is_pow2(bkv_set) || bkv_set < 16 || bkv_set > 256)) ||
         (br_set && (!is_pow2(br_set) || br_set > 64)) || (vr_set && !is_pow2(vr_set)))
@@ -227,6 +238,12 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     d.tiles = (int)ceil_div(p->seq_kv, d.bkv);
 
     const int64_t base = p->batch * p->heads_kv * d.row_tiles; /* work-groups per split */
+    /* Many row tiles (batched decoding): one P.V row lane per work-item and
+     * more groups per compute unit ran faster on the H200, at batch 1 the
+     * defaults did (see the measurements above). */
+    const int batched = base >= OCL_DEC_BATCHED_UNITS;
+    if (batched && !vr_set && d.nt / d.vc <= d.bkv) decode_maps(&d, 1);
+    const long waves = waves_set ? waves_set : batched ? OCL_DEC_WAVES_BATCHED : OCL_DEC_WAVES;
     int64_t splits;
     if (forced) {
         splits = forced;
