@@ -14,11 +14,15 @@
  * splits), none empty while splits <= tiles. Work-group (b, hk, rt, s) is
  * group id ((b * Hkv + hk) * row_tiles + rt) * splits + s.
  *
- * Per key tile the group loads K into local memory in the storage dtype
- * (KVs; f16 and bf16 stay 16-bit there), computes the scores S = Q K^T
- * (Q pre-scaled by scale * log2(e), so the softmax runs on exp2, as in
- * flash_fwd.cl) into Ps, finds each row's new running max, loads V over K,
- * turns Ps into probabilities, and accumulates O += P V, rescaling by
+ * Per key tile (four barriers) the group stores the tile's K and V, which
+ * its work-items loaded into registers during the previous tile, into local
+ * memory in the storage dtype (16-byte chunks: float4 for f32, eight 16-bit
+ * patterns for f16 and bf16), issues the next tile's loads (one 16-byte
+ * load per chunk when the host finds the rows aligned, KV_VEC), computes
+ * the scores S = Q K^T (Q pre-scaled by scale * log2(e), so the softmax runs
+ * on exp2, as in flash_fwd.cl) into Ps, turns them into probabilities Pp
+ * (the NL = NT / BR lanes of each row all find the tile's max and keep the
+ * running max in a register), and accumulates O += P V, rescaling by
  * exp2(m_old - m_new) first: the online softmax in float32, with the same
  * guards as flash_fwd.cl (while a row's max is -inf nothing is rescaled and
  * a -inf score weighs 0; a NaN or +inf score makes l NaN, and NaN stays).
@@ -33,11 +37,12 @@
  * combine.cl then merges the splits of each row, parts stride D (lse: 1).
  *
  * Work-item maps (NT work-items; the host picks them, all powers of two):
+ *   loads:  chunk tid % DC of keys tid / DC + n * KSTEP (KSTEP = NT / DC);
  *   scores: SR x SK: rows sy + ii * SR, keys sk + kk * SK (SR * SK <= NT;
  *           work-items past SR * SK idle in this phase);
- *   P V:    VK x VR x VC (VC fastest): rows vy + ii * VR, float4 chunks of
- *           dims vc + cc * VC, keys vk + kk * VK; the VK key lanes' partial
- *           sums (same running max) are added once at the end.
+ *   P V:    VK x VR x VC (VC fastest): rows vy + ii * VR, chunks of dims
+ *           vc + cc * VC, keys vk + kk * VK; the VK key lanes' partial sums
+ *           (same running max) are added once at the end.
  * The host builds it after storage.cl (elem_t, LOAD, LOAD4) and ragged.cl,
  * and its decode_local_bytes mirrors the local arrays below, pads included.
  *
@@ -48,9 +53,13 @@
  * build skips them too); a group whose tile has none of its rows does
  * nothing (not an early return: see below). The sequence's own
  * ceil(len_kv / BKV) key tiles are divided among the splits, so a split may
- * get none and then writes lse -inf. A paged tile first looks up its keys'
- * pages into local memory; a key on a bad page is not loaded and its score
- * is -inf. */
+ * get none and then writes lse -inf. Paged, each work-item looks a page up
+ * once per run of its keys inside it (once per tile or less when pages
+ * hold a tile), one tile ahead of the K/V loads that use it: the entries of
+ * tile t + 2 are loaded into registers while tile t is computed, next to
+ * tile t + 1's K/V loads, so no K/V load waits on a table load of its own
+ * step. Pages and slots advance by KSTEP keys at a time (no division per
+ * key). A key on a bad page is not loaded and its score is -inf. */
 
 #ifndef DPAD
 #define DPAD 128 /* head dim rounded up: 32, 64, 128 or 256 */
@@ -74,52 +83,92 @@
 #define VR 4 /* P V: row lanes */
 #endif
 #ifndef VC
-#define VC 32 /* P V: dim-chunk lanes */
+#define VC 16 /* P V: chunk lanes */
 #endif
 #ifndef VK
-#define VK 1 /* P V: key lanes */
+#define VK 2 /* P V: key lanes */
+#endif
+#ifndef KV_VEC
+#define KV_VEC 0 /* 1: K/V rows are 16-byte aligned and D % CE == 0 (the host checks) */
 #endif
 
-#define D4 (DPAD / 4)
+/* A K/V chunk is 16 bytes: CE elements, kept in local memory in the storage
+ * dtype (chunk_t) and widened to CE floats (kvf_t) where it is used. */
+#if DTYPE == 0
+#define CE 4
+typedef float4 chunk_t;
+typedef float4 kvf_t;
+#else
+#define CE 8
+typedef uint4 chunk_t;
+typedef float8 kvf_t;
+#endif
+#define DC (DPAD / CE)      /* chunks per row */
+#define KSTEP (NT / DC)     /* key stride of one work-item's loads */
+#define LPT (BKV / KSTEP)   /* K (and V) chunks one work-item loads per tile */
+#define NL (NT / BR)        /* softmax lanes per row */
 #define SRPT (BR / SR)
 #define SKPT (BKV / SK)
 #define VRPT (BR / VR)
-#define VCPT (D4 / VC)
+#define VCPT (DC / VC)
 #define VKPT (BKV / VK)
 
-#if BR % SR != 0 || BKV % SK != 0 || SR * SK > NT || BR % VR != 0 || D4 % VC != 0 ||               \
-    BKV % VK != 0 || VR * VC * VK != NT || BR > NT
+#if BR % SR != 0 || BKV % SK != 0 || SR * SK > NT || BR % VR != 0 || DC % VC != 0 ||               \
+    BKV % VK != 0 || VR * VC * VK != NT || BR > NT || NT % DC != 0 || BKV % KSTEP != 0 ||          \
+    LPT > 32 || NT % BR != 0 || BKV % 4 != 0
 #error "decode.cl: inconsistent work-item maps"
 #endif
 
-/* K and V tiles in local memory, 4 elements per entry: float4 for f32, the
- * 16-bit patterns (ushort4) for f16 and bf16; KV_GET widens one entry. */
+/* One chunk widened, elements in order. */
 #if DTYPE == 0
-typedef float4 kv_t;
-#define KV_GET(j, c) (KVs[j][c])
+#define KV_GET(A, j, c) (A[j][c])
+#elif DTYPE == 1
+#define KV_GET(A, j, c) vload_half8(0, (__local const half *)&A[j][c])
 #else
-typedef ushort4 kv_t;
-#if DTYPE == 1
-#define KV_GET(j, c) vload_half4(0, (__local const half *)&KVs[j][c])
-#else
-#define KV_GET(j, c) as_float4(convert_uint4(KVs[j][c]) << 16)
-#endif
+inline float8 bf16x8(uint4 u) {
+    const uint4 lo = u << 16, hi = u & (uint4)(0xffff0000u);
+    return as_float8((uint8)(lo.x, hi.x, lo.y, hi.y, lo.z, hi.z, lo.w, hi.w));
+}
+#define KV_GET(A, j, c) bf16x8(A[j][c])
 #endif
 
-
-/* The same elements in the local tiles' form: 16-bit types are copied as
- * bits (zero bits are 0.0 in f16 and bf16). */
-inline kv_t load_kv4(__global const elem_t *p, long base, int d, int D) {
+inline float dotv(kvf_t a, kvf_t b) {
 #if DTYPE == 0
+    return dot(a, b);
+#else
+    return dot(a.lo, b.lo) + dot(a.hi, b.hi);
+#endif
+}
+
+/* Chunk c (elements CE * c ..) of the row at element `base`, zeros past D.
+ * KV_VEC: one 16-byte load (the host has checked alignment and D). */
+inline chunk_t load_chunk(__global const elem_t *p, long base, int c, int D) {
+    const int d = CE * c;
+#if KV_VEC
+    return *(__global const chunk_t *)(p + base + d);
+#elif DTYPE == 0
     return load_row4(p, base, d, D);
 #else
-    __global const ushort *u = (__global const ushort *)p + base;
-    if (d + 4 <= D) return vload4(0, u + d);
-    ushort4 x = (ushort4)(0);
-    if (d < D) x.x = u[d];
-    if (d + 1 < D) x.y = u[d + 1];
-    if (d + 2 < D) x.z = u[d + 2];
-    return x;
+    __global const ushort *u = (__global const ushort *)p + base + d;
+    if (d + CE <= D) return as_uint4(vload8(0, u));
+    ushort8 x = (ushort8)(0);
+    if (d < D) x.s0 = u[0];
+    if (d + 1 < D) x.s1 = u[1];
+    if (d + 2 < D) x.s2 = u[2];
+    if (d + 3 < D) x.s3 = u[3];
+    if (d + 4 < D) x.s4 = u[4];
+    if (d + 5 < D) x.s5 = u[5];
+    if (d + 6 < D) x.s6 = u[6];
+    return as_uint4(x);
+#endif
+}
+
+/* Chunk c of row (element base) of Q, widened and zero past D. */
+inline kvf_t load_q(__global const elem_t *q, long base, int c, int D) {
+#if DTYPE == 0
+    return load_row4(q, base, CE * c, D);
+#else
+    return (kvf_t)(load_row4(q, base, CE * c, D), load_row4(q, base, CE * c + 4, D));
 #endif
 }
 
@@ -132,16 +181,9 @@ inline int key_limit(int i, int Sk, int causal, long coff) {
 
 #if FATTN_RAGGED
 #define DEC_RAGGED_PARAMS , RAGGED_PARAMS
-/* Key `key` (tile entry j) of K or V, as flash_fwd.cl's KEY_LOAD: through the
- * tile's pages from `hb` (offset and head) when paged, else row `key` from
- * `kb`; a key on a bad page reads as zeros. */
-#define KEY_LOAD(x, hb, kb, sb, ss, j, key, c)                                                     \
-    (paged ? (pg[j] < 0 ? (kv_t)(0) : load_kv4(x, hb + pg[j] * sb + sl[j] * ss, 4 * (c), D))       \
-           : load_kv4(x, kb + (long)(key) * ss, 4 * (c), D))
-#define KEY_MASKED(key, lim, j) ((key) >= (lim) || (paged && pg[j] < 0))
+#define KEY_MASKED(key, lim, j) ((key) >= (lim) || (paged && kbad[j]))
 #else
 #define DEC_RAGGED_PARAMS
-#define KEY_LOAD(x, hb, kb, sb, ss, j, key, c) load_kv4(x, kb + (long)(key) * ss, 4 * (c), D)
 #define KEY_MASKED(key, lim, j) ((key) >= (lim))
 #endif
 
@@ -153,13 +195,15 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
             __global float *ws, long wl_off, int Hq, int Hkv, int group, int Sq, int Sk, int D,
             float scale_log2e, int causal, long coff, int splits, int row_tiles,
             int tiles DEC_RAGGED_PARAMS) {
-    __local float4 Qs[BR][D4 + 1]; /* Q; at the end, the summed accumulators */
-    __local kv_t KVs[BKV][D4 + 1]; /* K for the scores, then V */
-    __local float Ps[BR][BKV + 1]; /* scores, then probabilities */
+    __local kvf_t Qs[BR][DC + 1];   /* Q; at the end, the summed accumulators */
+    __local chunk_t Ks[BKV][DC + 1]; /* the tile's K ... */
+    __local chunk_t Vs[BKV][DC + 1]; /* ... and V, stored together from registers */
+    __local float4 Ps4[BR][BKV / 4 + 1]; /* scores, float4 so that rows read as float4 */
+    __local float Pp[BR][BKV + 4];       /* probabilities */
     __local float rowm[BR], rowa[BR], rowl[BR];
     __local int rowlim[BR];
 #if FATTN_RAGGED
-    __local int pg[BKV], sl[BKV]; /* a paged tile's keys: page (-1: none) and slot */
+    __local int kbad[BKV]; /* a paged tile's keys on a bad page */
 #endif
 
     const int tid = get_local_id(0);
@@ -188,6 +232,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     const long khb = k_off + hk * k_sh, vhb = v_off + hk * v_sh;
     const long kb = khb + sq.kv_batch * k_sb + sq.kv_row0 * k_ss;
     const long vb = vhb + sq.kv_batch * v_sb + sq.kv_row0 * v_ss;
+    const long tab = rg_tab_off + b * rg_tab_sb;
 #define ROW_OK(r) (live && (r) < rows && (r0 + (r)) % Sq < Lq)
 #define Q_AT(g, i)                                                                                 \
     (q_off + sq.q_batch * q_sb + (long)(hk * group + (g)) * q_sh + (sq.q_row0 + (i)) * q_ss)
@@ -208,92 +253,214 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     const int imax = first / Sq != last / Sq ? Sq - 1 : last % Sq;
 #endif
     const int j_hi = min(t1 * BKV, key_limit(imax, Sk, causal, coff));
+#define PS(r, j) (((__local float *)Ps4[r])[j])
 
-    for (int idx = tid; idx < BR * D4; idx += NT) {
-        const int r = idx / D4, c = idx % D4, rr = r0 + r;
-        float4 x = (float4)(0.0f);
+    for (int idx = tid; idx < BR * DC; idx += NT) {
+        const int r = idx / DC, c = idx % DC, rr = r0 + r;
+        kvf_t x = (kvf_t)(0.0f);
         if (ROW_OK(r)) {
             const int g = rr / Sq, i = rr - g * Sq;
-            const long qb = Q_AT(g, i);
-            x = load_row4(q, qb, 4 * c, D) * scale_log2e;
+            x = load_q(q, Q_AT(g, i), c, D) * scale_log2e;
         }
         Qs[r][c] = x;
     }
-    if (tid < BR) {
-        rowlim[tid] = ROW_OK(tid) ? key_limit((r0 + tid) % Sq, Sk, causal, coff) : 0;
-        rowm[tid] = -INFINITY;
+    if (tid < BR) rowlim[tid] = ROW_OK(tid) ? key_limit((r0 + tid) % Sq, Sk, causal, coff) : 0;
+
+    /* Loads: work-item tid moves chunk lc of keys lj + n * KSTEP of every
+     * tile, K and V, through registers, one tile ahead of the compute. */
+    const int lc = tid % DC, lj = tid / DC;
+    chunk_t kr[LPT], vr[LPT];
+#if FATTN_RAGGED
+    uint badm = 0; /* bit n: key lj + n * KSTEP of the loaded tile is on a bad page */
+    /* Paged: the table entries of the next tile to be loaded, looked up a
+     * tile ahead (PAGE_LOOKUP): bit n of pnew says that key n (lj + n *
+     * KSTEP) starts a run of this work-item's keys on one page, whose raw
+     * entry is pe[n]; the keys after it until the next such bit share it.
+     * LOAD_TILE checks the entry when it reaches it (its value arrived a
+     * step earlier) and keeps the physical page in cur_pg (-1: bad). */
+    int pe[LPT];
+    uint pnew = 0;
+    int cur_pg = -1;
+    long kpb = 0, vpb = 0; /* page cur_pg's first K and V elements of head hk */
+    /* Key lj + n * KSTEP of a tile to key lj + (n + 1) * KSTEP (the next
+     * tile's first after n = LPT - 1): the page advances by pqk and the slot
+     * by prk, carrying into the page. lk_lp, lk_sl: the next key to look up
+     * (lk_prev: the page looked up last); ld_sl: the next key to load. */
+    int pps = 1, pqk = 0, prk = 0, lk_lp = 0, lk_sl = 0, lk_prev = -1, ld_sl = 0;
+    for (int n = 0; n < LPT; n++) pe[n] = 0;
+    if (paged) {
+        pps = rg_page_size;
+        pqk = KSTEP / pps;
+        prk = KSTEP - pqk * pps;
+        const int key0 = t0 * BKV + lj;
+        lk_lp = key0 / pps;
+        lk_sl = key0 - lk_lp * pps;
+        ld_sl = lk_sl;
     }
+#endif
+
+    /* Issues the loads of tile jt (keys jt ..) into kr, vr. Paged, the
+     * pages come from PAGE_LOOKUP(jt), run a step earlier. */
+#if FATTN_RAGGED
+#define SLOT_NEXT(sl)                                                                              \
+    do {                                                                                           \
+        if ((sl) >= pps - prk)                                                                     \
+            (sl) -= pps - prk;                                                                     \
+        else                                                                                       \
+            (sl) += prk;                                                                           \
+    } while (0)
+    /* Loads the table entries of tile jt's keys (below j_hi) into pe, pnew:
+     * one per run of this work-item's keys on one page. The entries are
+     * only used by the next LOAD_TILE. */
+#define PAGE_LOOKUP(jt)                                                                            \
+    do {                                                                                           \
+        pnew = 0;                                                                                  \
+        for (int n = 0; n < LPT; n++) {                                                            \
+            if ((jt) + lj + n * KSTEP < j_hi && lk_lp != lk_prev) {                                \
+                pe[n] = rg_table[tab + (long)lk_lp * rg_tab_ss];                                   \
+                pnew |= 1u << n;                                                                   \
+                lk_prev = lk_lp;                                                                   \
+            }                                                                                      \
+            lk_lp += pqk;                                                                          \
+            if (lk_sl >= pps - prk) {                                                              \
+                lk_sl -= pps - prk;                                                                \
+                lk_lp++;                                                                           \
+            } else {                                                                               \
+                lk_sl += prk;                                                                      \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+#define LOAD_TILE(jt)                                                                              \
+    do {                                                                                           \
+        badm = 0;                                                                                  \
+        if (paged) {                                                                               \
+            for (int n = 0; n < LPT; n++) {                                                        \
+                const int key = (jt) + lj + n * KSTEP;                                             \
+                chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                      \
+                if (key < j_hi) {                                                                  \
+                    if ((pnew >> n) & 1u) {                                                        \
+                        const int e = pe[n];                                                       \
+                        cur_pg = e >= 0 && e < rg_num_pages ? e : -1;                              \
+                        if (cur_pg < 0) rag_fault(rg_fault, RAG_FAULT_TABLE);                      \
+                        kpb = khb + cur_pg * k_sb;                                                 \
+                        vpb = vhb + cur_pg * v_sb;                                                 \
+                    }                                                                              \
+                    if (cur_pg >= 0) {                                                             \
+                        xk = load_chunk(k, kpb + ld_sl * k_ss, lc, D);                             \
+                        xv = load_chunk(v, vpb + ld_sl * v_ss, lc, D);                             \
+                    } else {                                                                       \
+                        badm |= 1u << n;                                                           \
+                    }                                                                              \
+                }                                                                                  \
+                SLOT_NEXT(ld_sl);                                                                  \
+                kr[n] = xk;                                                                        \
+                vr[n] = xv;                                                                        \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int n = 0; n < LPT; n++) {                                                        \
+                const int key = (jt) + lj + n * KSTEP;                                             \
+                chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                      \
+                if (key < j_hi) {                                                                  \
+                    xk = load_chunk(k, kb + (long)key * k_ss, lc, D);                              \
+                    xv = load_chunk(v, vb + (long)key * v_ss, lc, D);                              \
+                }                                                                                  \
+                kr[n] = xk;                                                                        \
+                vr[n] = xv;                                                                        \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+#else
+#define LOAD_TILE(jt)                                                                              \
+    do {                                                                                           \
+        for (int n = 0; n < LPT; n++) {                                                            \
+            const int key = (jt) + lj + n * KSTEP;                                                 \
+            chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                          \
+            if (key < j_hi) {                                                                      \
+                xk = load_chunk(k, kb + (long)key * k_ss, lc, D);                                  \
+                xv = load_chunk(v, vb + (long)key * v_ss, lc, D);                                  \
+            }                                                                                      \
+            kr[n] = xk;                                                                            \
+            vr[n] = xv;                                                                            \
+        }                                                                                          \
+    } while (0)
+#endif
 
     const int sk = tid % SK, sy = tid / SK;
     const int vc = tid % VC, vy = (tid / VC) % VR, vk = tid / (VC * VR);
-    float4 acc[VRPT][VCPT];
+    const int smr = tid / NL, sml = tid % NL; /* softmax: row and lane */
+    float m_run = -INFINITY; /* row smr's running max (every lane of the row keeps it) */
+    kvf_t acc[VRPT][VCPT];
     float l_i[VRPT]; /* this work-item's keys only; summed over the key lanes at the end */
     for (int ii = 0; ii < VRPT; ii++) {
         l_i[ii] = 0.0f;
-        for (int cc = 0; cc < VCPT; cc++) acc[ii][cc] = (float4)(0.0f);
+        for (int cc = 0; cc < VCPT; cc++) acc[ii][cc] = (kvf_t)(0.0f);
     }
 
-    for (int j0 = t0 * BKV; j0 < j_hi; j0 += BKV) {
-        barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile's readers of V, P (and pages) are done */
+    if (t0 * BKV < j_hi) {
 #if FATTN_RAGGED
-        if (paged) {
-            rag_tile_pages(pg, sl, BKV, j0, j_hi, b, tid, NT, RAGGED_ARGS);
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
+        /* Paged: the first tile's entries are waited on once, here. */
+        if (paged) PAGE_LOOKUP(t0 * BKV);
 #endif
-        for (int idx = tid; idx < BKV * D4; idx += NT) {
-            const int j = idx / D4, c = idx % D4, key = j0 + j;
-            KVs[j][c] = key < j_hi ? KEY_LOAD(k, khb, kb, k_sb, k_ss, j, key, c) : (kv_t)(0);
+        LOAD_TILE(t0 * BKV);
+#if FATTN_RAGGED
+        if (paged && j_hi - t0 * BKV > BKV) PAGE_LOOKUP(t0 * BKV + BKV);
+#endif
+    }
+    for (int j0 = t0 * BKV; j0 < j_hi; j0 += BKV) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile's readers of K, V, P are done */
+        for (int n = 0; n < LPT; n++) {
+            Ks[lj + n * KSTEP][lc] = kr[n];
+            Vs[lj + n * KSTEP][lc] = vr[n];
+#if FATTN_RAGGED
+            if (lc == 0) kbad[lj + n * KSTEP] = (badm >> n) & 1u;
+#endif
         }
+        /* The next tile's loads fly while this one is computed, and so do
+         * (paged) the page entries of the tile after it. */
+        if (j0 + BKV < j_hi) LOAD_TILE(j0 + BKV);
+#if FATTN_RAGGED
+        if (paged && j_hi - j0 > 2 * BKV) PAGE_LOOKUP(j0 + 2 * BKV);
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
 
         if (sy < SR) {
             float sc[SRPT][SKPT];
             for (int ii = 0; ii < SRPT; ii++)
                 for (int kk = 0; kk < SKPT; kk++) sc[ii][kk] = 0.0f;
-            for (int c = 0; c < D4; c++) {
-                float4 kv[SKPT];
-                for (int kk = 0; kk < SKPT; kk++) kv[kk] = KV_GET(sk + kk * SK, c);
+            for (int c = 0; c < DC; c++) {
+                kvf_t kv[SKPT];
+                for (int kk = 0; kk < SKPT; kk++) kv[kk] = KV_GET(Ks, sk + kk * SK, c);
                 for (int ii = 0; ii < SRPT; ii++) {
-                    const float4 qv = Qs[sy + ii * SR][c];
-                    for (int kk = 0; kk < SKPT; kk++) {
-                        float a = sc[ii][kk];
-                        a = mad(qv.x, kv[kk].x, a);
-                        a = mad(qv.y, kv[kk].y, a);
-                        a = mad(qv.z, kv[kk].z, a);
-                        a = mad(qv.w, kv[kk].w, a);
-                        sc[ii][kk] = a;
-                    }
+                    const kvf_t qv = Qs[sy + ii * SR][c];
+                    for (int kk = 0; kk < SKPT; kk++) sc[ii][kk] += dotv(qv, kv[kk]);
                 }
             }
             for (int ii = 0; ii < SRPT; ii++) {
                 const int r = sy + ii * SR, lim = rowlim[r];
                 for (int kk = 0; kk < SKPT; kk++) {
                     const int j = sk + kk * SK;
-                    Ps[r][j] = KEY_MASKED(j0 + j, lim, j) ? -INFINITY : sc[ii][kk];
+                    PS(r, j) = KEY_MASKED(j0 + j, lim, j) ? -INFINITY : sc[ii][kk];
                 }
             }
         }
-        barrier(CLK_LOCAL_MEM_FENCE); /* scores written; K is no longer read */
+        barrier(CLK_LOCAL_MEM_FENCE); /* scores written */
 
-        if (tid < BR) {
+        /* Softmax: the NL lanes of row smr each find the tile's max (the same
+         * one) and turn their keys' scores into probabilities. */
+        {
             float mx = -INFINITY;
-            for (int j = 0; j < BKV; j++) mx = fmax(mx, Ps[tid][j]);
-            const float m_old = rowm[tid], m_new = fmax(m_old, mx);
+            for (int j4 = 0; j4 < BKV / 4; j4++) {
+                const float4 x = Ps4[smr][j4];
+                mx = fmax(mx, fmax(fmax(x.x, x.y), fmax(x.z, x.w)));
+            }
+            const float m_new = fmax(m_run, mx);
             /* A row that has seen no key yet keeps m = -inf: nothing to rescale. */
-            rowa[tid] = m_new == -INFINITY ? 1.0f : exp2(m_old - m_new);
-            rowm[tid] = m_new;
-        }
-        for (int idx = tid; idx < BKV * D4; idx += NT) {
-            const int j = idx / D4, c = idx % D4, key = j0 + j;
-            KVs[j][c] = key < j_hi ? KEY_LOAD(v, vhb, vb, v_sb, v_ss, j, key, c) : (kv_t)(0);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-
-        for (int idx = tid; idx < BR * BKV; idx += NT) {
-            const int r = idx / BKV, j = idx % BKV;
-            const float x = Ps[r][j];
-            Ps[r][j] = x == -INFINITY ? 0.0f : exp2(x - rowm[r]);
+            if (sml == 0) rowa[smr] = m_new == -INFINITY ? 1.0f : exp2(m_run - m_new);
+            m_run = m_new;
+            for (int j = sml; j < BKV; j += NL) {
+                const float x = PS(smr, j);
+                Pp[smr][j] = x == -INFINITY ? 0.0f : exp2(x - m_new);
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -304,21 +471,29 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
         }
         for (int kk = 0; kk < VKPT; kk++) {
             const int j = vk + kk * VK;
-            float4 vv[VCPT];
-            for (int cc = 0; cc < VCPT; cc++) vv[cc] = KV_GET(j, vc + cc * VC);
+            kvf_t vv[VCPT];
+            for (int cc = 0; cc < VCPT; cc++) vv[cc] = KV_GET(Vs, j, vc + cc * VC);
             for (int ii = 0; ii < VRPT; ii++) {
-                const float p = Ps[vy + ii * VR][j];
+                const float p = Pp[vy + ii * VR][j];
                 l_i[ii] += p;
                 for (int cc = 0; cc < VCPT; cc++)
-                    acc[ii][cc] = mad((float4)(p), vv[cc], acc[ii][cc]);
+                    acc[ii][cc] = mad((kvf_t)(p), vv[cc], acc[ii][cc]);
             }
         }
     }
+    /* The key loop's exit goes straight into a barrier (the last tile's
+     * P V reads are then done before Qs is overwritten). Keep it so: with
+     * the rowm store between the exit and the first barrier, PoCL 5.0's
+     * default CPU work-group method (loops; cbs was right) got the key-lane
+     * sums wrong (O 0 or NaN, lse -inf, in most rows; VK > 1 only) in the
+     * ragged build, whose loop bound comes from the sequence tables and so
+     * is not provably uniform. */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (sml == 0) rowm[smr] = m_run;
 
     /* Sum the key lanes into Qs (Q is no longer read) and rowl, lane by lane
      * (a fixed order: the result is deterministic). */
     for (int w = 0; w < VK; w++) {
-        barrier(CLK_LOCAL_MEM_FENCE);
         if (vk == w) {
             for (int ii = 0; ii < VRPT; ii++) {
                 const int r = vy + ii * VR;
@@ -329,24 +504,35 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
                 if (vc == 0) rowl[r] = w == 0 ? l_i[ii] : rowl[r] + l_i[ii];
             }
         }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
 
     /* l == 0: no visible key in this split, O_s = 0 and lse_s = -inf. A NaN
      * l stays NaN in both. */
-    for (int idx = tid; idx < BR * D4; idx += NT) {
-        const int r = idx / D4, c = idx % D4, rr = r0 + r;
+    for (int idx = tid; idx < BR * DC; idx += NT) {
+        const int r = idx / DC, c = idx % DC, rr = r0 + r;
         if (!ROW_OK(r)) continue;
         const int g = rr / Sq, i = rr - g * Sq;
         const long row = (b * Hq + hk * group + g) * Sq + i;
         const float l = rowl[r];
-        const float4 x = Qs[r][c] * (l == 0.0f ? 0.0f : 1.0f / l);
-        const long ob = (row * splits + s) * D;
-        const int d = 4 * c;
-        if (d < D) ws[ob + d] = x.x;
-        if (d + 1 < D) ws[ob + d + 1] = x.y;
-        if (d + 2 < D) ws[ob + d + 2] = x.z;
-        if (d + 3 < D) ws[ob + d + 3] = x.w;
+        const kvf_t x = Qs[r][c] * (l == 0.0f ? 0.0f : 1.0f / l);
+        __global float *o = ws + (row * splits + s) * D + CE * c;
+        const int d = CE * c;
+        if (d + CE <= D) {
+#if DTYPE == 0
+            vstore4(x, 0, o);
+#else
+            vstore8(x, 0, o);
+#endif
+        } else {
+            float xs[CE];
+#if DTYPE == 0
+            vstore4(x, 0, xs);
+#else
+            vstore8(x, 0, xs);
+#endif
+            for (int e = 0; e < CE && d + e < D; e++) o[e] = xs[e];
+        }
     }
     if (ROW_OK(tid)) {
         const int rr = r0 + tid, g = rr / Sq, i = rr - g * Sq;

@@ -37,8 +37,35 @@
  * but no split shorter than OCL_DEC_MIN_KEYS keys (the per-split costs:
  * loading Q, writing the partial rows, the combine reading them) and at most
  * OCL_DEC_MAX_SPLITS. One split is a valid outcome (large batches): the
- * GQA packing still pays. These constants are starting points, not yet
- * measured: the H200 session tunes them and records the numbers here. */
+ * GQA packing still pays.
+ *
+ * Measured (H200, NVIDIA OpenCL, bf16 GQA 32/8 d128 seq_q 1, 2026-11-23,
+ * bench/tune_opencl_decode.sh; results/2026-11-23-h200-decode-v3): at batch
+ * 1 the defaults (4 groups per compute unit, 64-key tiles, 128 work-items,
+ * 4 P.V row lanes) ran 0.080 ms at 32k and 0.208 ms at 128k; one P.V row
+ * lane (vr=1) 0.099 / 0.247. With 32 or more groups per split (batch 8 and
+ * up here) one row lane and 8 groups per compute unit ran best: batch 8 32k
+ * 0.472 -> 0.366 ms, batch 64 2.74 -> 2.47 ms. Tiles of 128 keys, 256
+ * work-items and a 32 KiB tile did not help.
+ *
+ * Tuning at run time: FATTN_DECODE_TUNE="name=value,..." (settings
+ * decode_tune; fattn_tune_value) overrides them. Values that change the
+ * kernel's build go into its build options, so each gets its own cached
+ * program. Out-of-range values make this row decline (another path runs).
+ *   waves       work-groups per compute unit aimed at   (OCL_DEC_WAVES,
+ *               OCL_DEC_WAVES_BATCHED from OCL_DEC_BATCHED_UNITS groups)
+ *   min_keys    keys per split, at least                (OCL_DEC_MIN_KEYS)
+ *   max_splits  splits, at most                         (OCL_DEC_MAX_SPLITS)
+ *   min_seq_kv  kv_splits = 0: shorter caches go tiled  (OCL_DEC_MIN_SEQ_KV)
+ *   nt          work-items per group, 32..1024, power of two (OCL_DEC_NT)
+ *   tile        bytes of one K (or V) tile, aimed at    (OCL_DEC_KV_TILE)
+ *   bkv         keys per tile, power of two 16..256 (0: from tile)
+ *   br          query rows per row tile, at most, power of two (32; 16 at
+ *               head dims above 128)
+ *   vec         1: 16-byte K/V loads when rows are 16-byte aligned; 0: never
+ *   vr          P V row lanes, at most (power of two; 0: as many as fit,
+ *               or 1 from OCL_DEC_BATCHED_UNITS groups per split)
+ * e.g. FATTN_DECODE_TUNE="waves=8,nt=256,tile=8192". */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,16 +74,21 @@
 #define OCL_DEC_MAX_SEQ_Q 16    /* query rows per sequence this variant takes */
 #define OCL_DEC_MIN_SEQ_KV 512  /* kv_splits = 0: shorter caches go to "tiled" */
 #define OCL_DEC_WAVES 4         /* kv_splits = 0: work-groups per compute unit aimed at */
+#define OCL_DEC_WAVES_BATCHED 8 /* ... when a split has OCL_DEC_BATCHED_UNITS groups or more */
+#define OCL_DEC_BATCHED_UNITS 32
 #define OCL_DEC_MIN_KEYS 256    /* kv_splits = 0: keys per split, at least */
 #define OCL_DEC_MAX_SPLITS 128  /* kv_splits = 0: splits, at most */
 #define OCL_DEC_NT 128          /* work-items per group, at most */
 #define OCL_DEC_LOCAL_CAP 49152 /* local bytes per group, at most (NVIDIA's limit) */
 #define OCL_DEC_KV_TILE 16384   /* bytes of one K (or V) tile in local memory, aimed at */
+#define OCL_DEC_MAX_LPT 32      /* chunks of K (and of V) one work-item holds in registers */
 
 /* The plan (decode.cl's build options, plus the launch's counts). */
 typedef struct ocl_decode_plan {
     int dpad, br, bkv, nt;
+    int ce;                 /* elements per 16-byte chunk: 4 (f32) or 8 */
     int sr, sk, vr, vc, vk; /* work-item maps: scores SR x SK, P V VK x VR x VC */
+    int vec;                /* decode.cl's KV_VEC: K/V rows 16-byte aligned */
     int splits, row_tiles, tiles;
     cl_kernel k; /* built by accept; the context's program cache owns it */
 } ocl_decode_plan;
@@ -65,46 +97,84 @@ FATTN_PLAN_FITS(ocl_decode_plan);
 /* Mirrors decode.cl's local arrays, pads included (ragged: its builds with
  * FATTN_RAGGED). */
 static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int ragged) {
-    const size_t d4 = (size_t)d->dpad / 4, br = (size_t)d->br, bkv = (size_t)d->bkv;
-    const size_t kv = dt == FATTN_F32 ? 16 : 8; /* one 4-element entry of K/V */
-    return br * (d4 + 1) * 16                   /* Qs */
-           + bkv * (d4 + 1) * kv                /* KVs */
-           + br * (bkv + 1) * 4                 /* Ps */
-           + br * 4 * 4                         /* rowm, rowa, rowl, rowlim */
-           + (ragged ? bkv * 2 * 4 : 0);        /* pg, sl */
+    (void)dt; /* d->ce says it */
+    const size_t dc = (size_t)(d->dpad / d->ce), br = (size_t)d->br, bkv = (size_t)d->bkv;
+    return br * (dc + 1) * (size_t)d->ce * 4   /* Qs (widened chunks) */
+           + 2 * bkv * (dc + 1) * 16           /* Ks, Vs */
+           + 2 * br * (bkv + 4) * 4            /* Ps, Pp */
+           + br * 4 * 4                        /* rowm, rowa, rowl, rowlim */
+           + (ragged ? bkv * 4 : 0)            /* kbad */
+           + 64;                               /* alignment between the arrays */
 }
 
 /* The work-item maps for NT work-items (all powers of two; decode.cl checks
  * them again): scores, SK key lanes (up to the tile) by SR row lanes; P V,
- * VC float4 chunks of the head dim (up to all), then VR row lanes, then VK
+ * VC 16-byte chunks of the head dim (up to all), then VR row lanes, then VK
  * key lanes with the rest. */
-static void decode_maps(ocl_decode_plan *d) {
-    const int d4 = d->dpad / 4;
+static void decode_maps(ocl_decode_plan *d, int vr_set) {
+    const int dc = d->dpad / d->ce;
     d->sk = d->bkv < d->nt ? d->bkv : d->nt;
     d->sr = d->nt / d->sk < d->br ? d->nt / d->sk : d->br;
-    d->vc = d4 < d->nt ? d4 : d->nt;
+    d->vc = dc < d->nt ? dc : d->nt;
     d->vr = d->nt / d->vc < d->br ? d->nt / d->vc : d->br;
+    /* Fewer row lanes (vr knob): each V chunk is widened by fewer work-items
+     * and serves more rows in registers; the key lanes take the rest. */
+    if (vr_set && vr_set < d->vr) d->vr = vr_set;
     d->vk = d->nt / (d->vc * d->vr);
 }
 
 static fattn_status decode_kernel(ocl_state *s, const fattn_problem *p, const ocl_decode_plan *d,
                                   cl_kernel *k, fattn_msg *msg) {
-    char options[200];
+    char options[256];
     snprintf(options, sizeof options,
              "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBR=%d -DBKV=%d -DNT=%d -DSR=%d -DSK=%d -DVR=%d "
-             "-DVC=%d -DVK=%d%s",
+             "-DVC=%d -DVK=%d -DKV_VEC=%d%s",
              (int)p->dtype, d->dpad, d->br, d->bkv, d->nt, d->sr, d->sk, d->vr, d->vc, d->vk,
-             ocl_ragged_option(p));
+             d->vec, ocl_ragged_option(p));
     return ocl_get_kernel(&s->cache, s->context, s->dev.device, "decode.cl", "decode", options, k,
                           msg);
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+static int is_pow2(long x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* Whether every K and V row starts on a 16-byte boundary (in elements: a
+ * multiple of ce) and holds whole chunks, so decode.cl may use one 16-byte
+ * load per chunk (the buffers' own bases are aligned far more). */
+static int decode_vec_ok(const fattn_problem *p, int ce) {
+    if (p->head_dim % ce) return 0;
+    const fattn_operand *ops[2] = {&p->k, &p->v};
+    for (int i = 0; i < 2; i++) {
+        const int64_t f[4] = {ops[i]->offset, ops[i]->stride_batch, ops[i]->stride_head,
+                              ops[i]->stride_seq};
+        for (int j = 0; j < 4; j++)
+            if (f[j] % ce) return 0;
+    }
+    return 1;
+}
+
 fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                                fattn_msg *msg) {
     ocl_state *s = state;
     const int forced = p->tune.kv_splits;
+    const char *tune = s->settings.decode_tune;
+    const long waves_set = fattn_tune_value(tune, "waves", 0);
+    const long min_keys = fattn_tune_value(tune, "min_keys", OCL_DEC_MIN_KEYS);
+    const long max_splits = fattn_tune_value(tune, "max_splits", OCL_DEC_MAX_SPLITS);
+    const long min_seq_kv = fattn_tune_value(tune, "min_seq_kv", OCL_DEC_MIN_SEQ_KV);
+    const long nt = fattn_tune_value(tune, "nt", OCL_DEC_NT);
+    const long tile_bytes = fattn_tune_value(tune, "tile", OCL_DEC_KV_TILE);
+    const long bkv_set = fattn_tune_value(tune, "bkv", 0);
+    const long br_set = fattn_tune_value(tune, "br", 0);
+    const long vec = fattn_tune_value(tune, "vec", 1);
+    const long vr_set = fattn_tune_value(tune, "vr", 0);
+    if (waves_set < 0 || waves_set > 1024 || min_keys < 1 || max_splits < 1 || min_seq_kv < 1 ||
+        !is_pow2(nt) || nt < 32 || nt > 1024 || tile_bytes < 256 ||
+        (bkv_set && (!is_pow2(bkv_set) || bkv_set < 16 || bkv_set > 256)) ||
+        (br_set && (!is_pow2(br_set) || br_set > 64)) || (vr_set && !is_pow2(vr_set)))
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "FATTN_DECODE_TUNE \"%s\" has a value out of range", tune);
     if (forced == 1)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "kv_splits = 1: the keys are not split");
     if (p->tune.tile_q || p->tune.tile_kv ||
@@ -114,10 +184,10 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     if (p->seq_q > OCL_DEC_MAX_SEQ_Q || p->seq_kv < 1)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel takes seq_q 1..%d and seq_kv >= 1", OCL_DEC_MAX_SEQ_Q);
-    if (!forced && p->seq_kv < OCL_DEC_MIN_SEQ_KV)
+    if (!forced && p->seq_kv < min_seq_kv)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "seq_kv %lld: below %d keys splitting does not pay", (long long)p->seq_kv,
-                          OCL_DEC_MIN_SEQ_KV);
+                          "seq_kv %lld: below %ld keys splitting does not pay",
+                          (long long)p->seq_kv, min_seq_kv);
     const int64_t int_max = FATTN_INT32_MAX;
     const int64_t group = p->heads_q / p->heads_kv, R = group * p->seq_q;
     if (p->seq_kv > int_max - 4096 || R > int_max || p->batch * p->heads_q > int_max)
@@ -128,44 +198,60 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     memset(&d, 0, sizeof d);
     d.dpad = 32;
     while (d.dpad < p->head_dim) d.dpad *= 2;
-    const int max_br = d.dpad <= 128 ? 32 : 16;
+    const int max_br = br_set ? (int)br_set : d.dpad <= 128 ? 32 : 16;
     d.br = 1;
     while (d.br < R && d.br < max_br) d.br *= 2;
-    d.nt = s->limits.softmax_wg < OCL_DEC_NT ? s->limits.softmax_wg : OCL_DEC_NT;
-    if (d.nt < d.br) /* one work-item per row keeps the row's running max */
+    d.ce = p->dtype == FATTN_F32 ? 4 : 8;
+    const int dc = d.dpad / d.ce; /* 16-byte chunks per row */
+    d.nt = s->limits.softmax_wg < nt ? (int)s->limits.softmax_wg : (int)nt;
+    if (d.nt < d.br || d.nt < dc) /* a work-item per row (softmax), per chunk (loads) */
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel needs %d work-items per group; the device takes %d",
-                          d.br, s->limits.softmax_wg);
-    /* Keys per tile: a tile of OCL_DEC_KV_TILE bytes, halved until the
-     * group's local memory fits, at least 16 (the P V key lanes need
-     * NT / (VC * VR) <= 16 keys). */
+                          d.br > dc ? d.br : dc, s->limits.softmax_wg);
+    d.vec = vec && decode_vec_ok(p, d.ce);
+    /* Keys per tile: a K tile of `tile` bytes (or bkv keys), halved until the
+     * group's local memory fits, at least 16 and at least one key per
+     * work-item's load stride; each work-item holds at most OCL_DEC_MAX_LPT
+     * chunks of K (and of V) in registers. */
     const size_t esize = p->dtype == FATTN_F32 ? 4 : 2;
     const size_t cap =
         s->limits.local_mem < OCL_DEC_LOCAL_CAP ? s->limits.local_mem : OCL_DEC_LOCAL_CAP;
-    d.bkv = 256;
-    while (d.bkv > 16 && (size_t)d.bkv * (size_t)d.dpad * esize > OCL_DEC_KV_TILE) d.bkv /= 2;
-    decode_maps(&d);
-    while (d.bkv > 16 && decode_local_bytes(&d, p->dtype, p->rag.on) > cap) {
+    const int kstep = d.nt / dc, min_bkv = kstep > 16 ? kstep : 16;
+    d.bkv = bkv_set ? (int)bkv_set : 256;
+    while (!bkv_set && d.bkv > min_bkv &&
+           ((size_t)d.bkv * (size_t)d.dpad * esize > (size_t)tile_bytes ||
+            d.bkv / kstep > OCL_DEC_MAX_LPT))
         d.bkv /= 2;
-        decode_maps(&d);
+    decode_maps(&d, (int)vr_set);
+    while (d.bkv > min_bkv && decode_local_bytes(&d, p->dtype, p->rag.on) > cap) {
+        d.bkv /= 2;
+        decode_maps(&d, (int)vr_set);
     }
-    if (decode_local_bytes(&d, p->dtype, p->rag.on) > s->limits.local_mem || d.vk > d.bkv)
+    if (decode_local_bytes(&d, p->dtype, p->rag.on) > s->limits.local_mem || d.vk > d.bkv ||
+        d.bkv < kstep || d.bkv / kstep > OCL_DEC_MAX_LPT)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the decode kernel's tiles need %zu bytes of local memory; the device "
-                          "has %zu",
-                          decode_local_bytes(&d, p->dtype, p->rag.on), s->limits.local_mem);
+                          "the decode kernel's tiles (%d keys, %d work-items) need %zu bytes of "
+                          "local memory; the device has %zu",
+                          d.bkv, d.nt, decode_local_bytes(&d, p->dtype, p->rag.on),
+                          s->limits.local_mem);
     d.row_tiles = (int)ceil_div(R, d.br);
     d.tiles = (int)ceil_div(p->seq_kv, d.bkv);
 
     const int64_t base = p->batch * p->heads_kv * d.row_tiles; /* work-groups per split */
+    /* Many row tiles (batched decoding): one P.V row lane per work-item and
+     * more groups per compute unit ran faster on the H200, at batch 1 the
+     * defaults did (see the measurements above). */
+    const int batched = base >= OCL_DEC_BATCHED_UNITS;
+    if (batched && !vr_set && d.nt / d.vc <= d.bkv) decode_maps(&d, 1);
+    const long waves = waves_set ? waves_set : batched ? OCL_DEC_WAVES_BATCHED : OCL_DEC_WAVES;
     int64_t splits;
     if (forced) {
         splits = forced;
     } else {
-        const int64_t want = ceil_div((int64_t)s->limits.compute_units * OCL_DEC_WAVES, base);
-        const int64_t by_keys = p->seq_kv / OCL_DEC_MIN_KEYS;
+        const int64_t want = ceil_div((int64_t)s->limits.compute_units * waves, base);
+        const int64_t by_keys = p->seq_kv / min_keys;
         splits = want < by_keys ? want : by_keys;
-        if (splits > OCL_DEC_MAX_SPLITS) splits = OCL_DEC_MAX_SPLITS;
+        if (splits > max_splits) splits = max_splits;
     }
     if (splits > d.tiles) splits = d.tiles;
     if (splits < 1) splits = 1;
