@@ -189,8 +189,10 @@ static const rag_case long_cases[] = {
     PAGED("long, page 16", long_q, 0, long_kv, 16, 8, 1, 128, FATTN_CAUSAL_TOP_LEFT, 1, 0),
 };
 
-/* Problems whose tables are spoiled, and the dtype they run in. */
-static const rag_case *const fault_bases[] = {&varlen_cases[3], &paged_cases[1], &padded_cases[0]};
+/* Problems whose tables are spoiled, and the dtype they run in; the decode
+ * cases reach the split-KV decode kernels' own guards. */
+static const rag_case *const fault_bases[] = {&varlen_cases[3], &paged_cases[1], &padded_cases[0],
+                                              &decode_cases[0], &decode_cases[1], &decode_cases[2]};
 
 static const int64_t kv_splits[] = {0, 1, 2, 3, 7};
 
