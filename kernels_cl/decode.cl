@@ -145,6 +145,10 @@ inline float dotv(kvf_t a, kvf_t b) {
 inline chunk_t load_chunk(__global const elem_t *p, long base, int c, int D) {
     const int d = CE * c;
 #if KV_VEC
+    /* D % CE == 0: a chunk is wholly inside the row or wholly past it, and
+     * one past it must not be read (the next row's values, times Q's zero
+     * padding, can be inf or NaN; past the last row, outside the buffer). */
+    if (d >= D) return (chunk_t)(0);
     return *(__global const chunk_t *)(p + base + d);
 #elif DTYPE == 0
     return load_row4(p, base, d, D);
