@@ -2306,6 +2306,46 @@ static void decode_workspace(fattn_backend_kind kind) {
 }
 PER_BACKEND(decode_workspace)
 
+/* With the split count left to the backend, fattn_workspace_size (which
+ * sees no tensors, so no layout) must cover what the forward then plans: a
+ * caller's workspace of exactly that size runs. On the CPU a context with
+ * 16 threads splits a batch-1 GQA decode by a layout-dependent rule (all
+ * heads of a key at once when K/V heads are side by side): the query once
+ * answered 33 KB for a plan that needed 532 KB. */
+static void decode_workspace_chosen(fattn_backend_kind kind) {
+    fattn_context *ctx = NULL;
+    if (kind == FATTN_BACKEND_CPU) {
+        fattn_context_params prm = FATTN_CONTEXT_PARAMS_INIT;
+        prm.backend = FATTN_BACKEND_CPU;
+        prm.cpu_threads = 16;
+        EXPECT_OK(NULL, fattn_context_create_with(&prm, &ctx));
+    } else {
+        ctx = open_backend(kind);
+    }
+    problem p;
+    const fattn_attention_desc full = make_desc(1, 8, 2, 1, 20000, 64);
+    prob_init(&p, ctx, &full, 31);
+    /* K/V heads side by side in each key's row (BSHD), the engines' layout. */
+    for (int i = TQ; i <= TO; i++) {
+        const int kv = i == TK || i == TV;
+        EXPECT_OK(NULL, fattn_tensor_init(p.buf[i], full.dtype, FATTN_LAYOUT_BSHD, full.batch,
+                                          kv ? full.heads_kv : full.heads_q,
+                                          kv ? full.seq_kv : full.seq_q, full.head_dim, 0,
+                                          &p.t[i]));
+    }
+    uint64_t bytes = 0;
+    EXPECT_OK(ctx, fattn_workspace_size(ctx, &full, &bytes));
+    fattn_buffer *ws = NULL;
+    if (bytes) assert_int_equal(fattn_buffer_alloc(ctx, (size_t)bytes, &ws), FATTN_OK);
+    fattn_attention_desc d = p.d;
+    d.workspace = ws;
+    RUN_OK(&p, 0, &d, "chosen splits with a workspace of the reported size");
+    fattn_buffer_free(ws);
+    prob_free(&p);
+    fattn_context_free(ctx);
+}
+PER_BACKEND(decode_workspace_chosen)
+
 /* An API value is an argument, not the environment: a relative directory is
  * INVALID_ARGUMENT (not ENVIRONMENT); NULL restores the default. */
 static void test_module_dir(void **state) {
@@ -2374,6 +2414,7 @@ int main(void) {
         cmocka_unit_test(test_create_with_opencl_native),
         cmocka_unit_test(test_create_with_cuda_native),
         PER_BACKEND_TESTS(decode_workspace),
+        PER_BACKEND_TESTS(decode_workspace_chosen),
         /* 6. const buffers */
         cmocka_unit_test(test_wrap_const),
         /* 7. tensor initialisers */

@@ -176,6 +176,19 @@ static int64_t choose_splits(const cpu_state *s, const fattn_problem *p, int64_t
     return n > 1 ? n : 1;
 }
 
+/* The key splits of plan tp (its kind set): whole key tiles per split, so
+ * that a split's tiles are the unsplit ones; one split when the workspace
+ * would be too large. */
+static void split_plan(const cpu_state *s, const fattn_problem *p, int64_t tq, int64_t tkv,
+                       cpu_tiled_plan *tp) {
+    tp->splits = choose_splits(s, p, tq, tkv, tp->kind);
+    tp->chunk = tp->splits > 1 ? ((p->seq_kv + tp->splits - 1) / tp->splits + tkv - 1) / tkv * tkv
+                               : p->seq_kv;
+    if (tp->splits > 1) tp->splits = (p->seq_kv + tp->chunk - 1) / tp->chunk;
+    const uint64_t ws = cpu_split_workspace(p, tp->splits);
+    if (ws == UINT64_MAX || ws > cpu_memory_limit() / 4) tp->splits = 1, tp->chunk = p->seq_kv;
+}
+
 static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan *plan,
                                  fattn_msg *msg) {
     const cpu_state *s = state;
@@ -189,14 +202,18 @@ static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan
     cpu_tiled_plan *tp = FATTN_PLAN_AREA(plan, cpu_tiled_plan);
     const int64_t tkv = plan->tiling.tile_kv;
     tp->kind = cpu_tiled_kind_of(p, plan->tiling.tile_q, tkv);
-    tp->splits = choose_splits(s, p, plan->tiling.tile_q, tkv, tp->kind);
-    /* Whole key tiles per split, so that a split's tiles are the unsplit ones. */
-    tp->chunk = tp->splits > 1 ? ((p->seq_kv + tp->splits - 1) / tp->splits + tkv - 1) / tkv * tkv
-                               : p->seq_kv;
-    if (tp->splits > 1) tp->splits = (p->seq_kv + tp->chunk - 1) / tp->chunk;
-    const uint64_t ws = cpu_split_workspace(p, tp->splits);
-    if (ws == UINT64_MAX || ws > cpu_memory_limit() / 4) tp->splits = 1, tp->chunk = p->seq_kv;
+    split_plan(s, p, plan->tiling.tile_q, tkv, tp);
     plan->tiling.workspace_bytes = cpu_split_workspace(p, tp->splits);
+    /* Without operands (fattn_workspace_size) the layout is unknown, and
+     * with it the kind: the answer covers both, so a workspace of that size
+     * serves whichever the forward takes. */
+    if (!p->has_operands && tp->kind == CPU_TILED_PER_HEAD) {
+        cpu_tiled_plan other = *tp;
+        other.kind = CPU_TILED_ALL_HEADS;
+        split_plan(s, p, plan->tiling.tile_q, tkv, &other);
+        const uint64_t ws = cpu_split_workspace(p, other.splits);
+        if (ws > plan->tiling.workspace_bytes) plan->tiling.workspace_bytes = ws;
+    }
     return FATTN_OK;
 }
 
