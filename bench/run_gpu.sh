@@ -103,7 +103,7 @@ if has sanitize; then
     # memcheck and racecheck the ragged suite (varlen, paged, bad tables) and
     # fattn_combine's own tests.
     log="$out/sanitize_${tool}_decode.log"
-    FATTN_TEST_BACKENDS=cuda FATTN_TEST_KV_SPLITS=3 "FATTN_TEST_CASES=decode 1/4099,decode 8/777,decode 4/40000" \
+    env FATTN_TEST_BACKENDS=cuda FATTN_TEST_KV_SPLITS=3 "FATTN_TEST_CASES=decode 1/4099,decode 8/777,decode 4/40000" \
       compute-sanitizer "${opts[@]}" ./build/test_conformance > "$log" 2>&1
     echo "compute-sanitizer $tool decode exit status: $?" | tee -a "$log"
     [ "$tool" = memcheck ] || [ "$tool" = racecheck ] || continue

@@ -194,8 +194,9 @@ typedef struct ocl_state {
 
 /* ---- Variable-length and paged problems (ocl_ragged.c) -------------------------- */
 
-/* The build option of a problem's kernels: " -DFATTN_RAGGED=1" when
- * p->rag.on (a second build, cached like the others), else "". */
+/* The build options of a problem's kernels: " -DFATTN_RAGGED=1" when
+ * p->rag.on, plus " -DFATTN_PAGED=1" for a paged cache (more builds, cached
+ * like the others), else "". */
 const char *ocl_ragged_option(const fattn_problem *p);
 /* Sets ragged.cl's RAGGED_PARAMS from argument *a on (the tables, totals,
  * pages, flags and the fault word) and arms the fault word. */

@@ -17,7 +17,9 @@ enum {
 };
 
 const char *ocl_ragged_option(const fattn_problem *p) {
-    return p->rag.on ? " -DFATTN_RAGGED=1" : "";
+    /* Paged or not is a build option too (decode.cl specialises on it). */
+    if (!p->rag.on) return "";
+    return p->rag.page_size > 0 ? " -DFATTN_RAGGED=1 -DFATTN_PAGED=1" : " -DFATTN_RAGGED=1";
 }
 
 fattn_status ocl_ragged_args(ocl_state *s, cl_kernel k, cl_uint *a, const fattn_problem *p,
