@@ -423,7 +423,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
             Ks[lj + n * KSTEP][lc] = kr[n];
             Vs[lj + n * KSTEP][lc] = vr[n];
 #if FATTN_RAGGED
-            if (lc == 0) kbad[lj + n * KSTEP] = (badm >> n) & 1u;
+            if (paged && lc == 0) kbad[lj + n * KSTEP] = (badm >> n) & 1u;
 #endif
         }
         /* The next tile's loads fly while this one is computed, and so do
