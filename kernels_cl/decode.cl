@@ -311,9 +311,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
 #endif
 
     /* Issues the loads of tile jt (keys jt ..) into kr, vr. Paged, the
-     * pages come from PAGE_LOOKUP(jt), run a step earlier. The loops over a
-     * work-item's keys are unrolled so that kr, vr and pe stay in registers
-     * (indexed by a loop counter they would go to private memory). */
+     * pages come from PAGE_LOOKUP(jt), run a step earlier. */
 #if FATTN_RAGGED
 #define SLOT_NEXT(sl)                                                                              \
     do {                                                                                           \
@@ -328,7 +326,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
 #define PAGE_LOOKUP(jt)                                                                            \
     do {                                                                                           \
         pnew = 0;                                                                                  \
-        _Pragma("unroll") for (int n = 0; n < LPT; n++) {                                          \
+        for (int n = 0; n < LPT; n++) {                                                            \
             if ((jt) + lj + n * KSTEP < j_hi && lk_lp != lk_prev) {                                \
                 pe[n] = rg_table[tab + (long)lk_lp * rg_tab_ss];                                   \
                 pnew |= 1u << n;                                                                   \
@@ -347,7 +345,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     do {                                                                                           \
         badm = 0;                                                                                  \
         if (paged) {                                                                               \
-            _Pragma("unroll") for (int n = 0; n < LPT; n++) {                                      \
+            for (int n = 0; n < LPT; n++) {                                                        \
                 const int key = (jt) + lj + n * KSTEP;                                             \
                 chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                      \
                 if (key < j_hi) {                                                                  \
@@ -370,7 +368,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
                 vr[n] = xv;                                                                        \
             }                                                                                      \
         } else {                                                                                   \
-            _Pragma("unroll") for (int n = 0; n < LPT; n++) {                                      \
+            for (int n = 0; n < LPT; n++) {                                                        \
                 const int key = (jt) + lj + n * KSTEP;                                             \
                 chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                      \
                 if (key < j_hi) {                                                                  \
@@ -385,7 +383,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
 #else
 #define LOAD_TILE(jt)                                                                              \
     do {                                                                                           \
-        _Pragma("unroll") for (int n = 0; n < LPT; n++) {                                          \
+        for (int n = 0; n < LPT; n++) {                                                            \
             const int key = (jt) + lj + n * KSTEP;                                                 \
             chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                          \
             if (key < j_hi) {                                                                      \
@@ -421,7 +419,6 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     }
     for (int j0 = t0 * BKV; j0 < j_hi; j0 += BKV) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile's readers of K, V, P are done */
-#pragma unroll
         for (int n = 0; n < LPT; n++) {
             Ks[lj + n * KSTEP][lc] = kr[n];
             Vs[lj + n * KSTEP][lc] = vr[n];
