@@ -283,6 +283,9 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     chunk_t kr[LPT], vr[LPT];
 #if FATTN_RAGGED
     uint badm = 0; /* bit n: key lj + n * KSTEP of the loaded tile is on a bad page */
+    /* A bad page seen: recorded in the fault word once, after the key loop,
+     * not by an atomic among the loads. */
+    int badpg = 0;
     /* Paged: the table entries of the next tile to be loaded, looked up a
      * tile ahead (PAGE_LOOKUP): bit n of pnew says that key n (lj + n *
      * KSTEP) starts a run of this work-item's keys on one page, whose raw
@@ -352,7 +355,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
                     if ((pnew >> n) & 1u) {                                                        \
                         const int e = pe[n];                                                       \
                         cur_pg = e >= 0 && e < rg_num_pages ? e : -1;                              \
-                        if (cur_pg < 0) rag_fault(rg_fault, RAG_FAULT_TABLE);                      \
+                        badpg |= cur_pg < 0;                                                       \
                         kpb = khb + cur_pg * k_sb;                                                 \
                         vpb = vhb + cur_pg * v_sb;                                                 \
                     }                                                                              \
@@ -501,6 +504,9 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
      * is not provably uniform. */
     barrier(CLK_LOCAL_MEM_FENCE);
     if (sml == 0) rowm[smr] = m_run;
+#if FATTN_RAGGED
+    if (badpg) rag_fault(rg_fault, RAG_FAULT_TABLE);
+#endif
 
     /* Sum the key lanes into Qs (Q is no longer read) and rowl, lane by lane
      * (a fixed order: the result is deterministic). */
