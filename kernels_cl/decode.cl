@@ -315,7 +315,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
 
     /* Issues the loads of tile jt (keys jt ..) into kr, vr. Paged, the
      * pages come from PAGE_LOOKUP(jt), run a step earlier. */
-#if FATTN_RAGGED
+#if FATTN_RAGGED && FATTN_PAGED
 #define SLOT_NEXT(sl)                                                                              \
     do {                                                                                           \
         if ((sl) >= pps - prk)                                                                     \
@@ -347,40 +347,27 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
 #define LOAD_TILE(jt)                                                                              \
     do {                                                                                           \
         badm = 0;                                                                                  \
-        if (paged) {                                                                               \
-            for (int n = 0; n < LPT; n++) {                                                        \
-                const int key = (jt) + lj + n * KSTEP;                                             \
-                chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                      \
-                if (key < j_hi) {                                                                  \
-                    if ((pnew >> n) & 1u) {                                                        \
-                        const int e = pe[n];                                                       \
-                        cur_pg = e >= 0 && e < rg_num_pages ? e : -1;                              \
-                        badpg |= cur_pg < 0;                                                       \
-                        kpb = khb + cur_pg * k_sb;                                                 \
-                        vpb = vhb + cur_pg * v_sb;                                                 \
-                    }                                                                              \
-                    if (cur_pg >= 0) {                                                             \
-                        xk = load_chunk(k, kpb + ld_sl * k_ss, lc, D);                             \
-                        xv = load_chunk(v, vpb + ld_sl * v_ss, lc, D);                             \
-                    } else {                                                                       \
-                        badm |= 1u << n;                                                           \
-                    }                                                                              \
+        for (int n = 0; n < LPT; n++) {                                                            \
+            const int key = (jt) + lj + n * KSTEP;                                                 \
+            chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                          \
+            if (key < j_hi) {                                                                      \
+                if ((pnew >> n) & 1u) {                                                            \
+                    const int e = pe[n];                                                           \
+                    cur_pg = e >= 0 && e < rg_num_pages ? e : -1;                                  \
+                    badpg |= cur_pg < 0;                                                           \
+                    kpb = khb + cur_pg * k_sb;                                                     \
+                    vpb = vhb + cur_pg * v_sb;                                                     \
                 }                                                                                  \
-                SLOT_NEXT(ld_sl);                                                                  \
-                kr[n] = xk;                                                                        \
-                vr[n] = xv;                                                                        \
-            }                                                                                      \
-        } else {                                                                                   \
-            for (int n = 0; n < LPT; n++) {                                                        \
-                const int key = (jt) + lj + n * KSTEP;                                             \
-                chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                      \
-                if (key < j_hi) {                                                                  \
-                    xk = load_chunk(k, kb + (long)key * k_ss, lc, D);                              \
-                    xv = load_chunk(v, vb + (long)key * v_ss, lc, D);                              \
+                if (cur_pg >= 0) {                                                                 \
+                    xk = load_chunk(k, kpb + ld_sl * k_ss, lc, D);                                 \
+                    xv = load_chunk(v, vpb + ld_sl * v_ss, lc, D);                                 \
+                } else {                                                                           \
+                    badm |= 1u << n;                                                               \
                 }                                                                                  \
-                kr[n] = xk;                                                                        \
-                vr[n] = xv;                                                                        \
             }                                                                                      \
+            SLOT_NEXT(ld_sl);                                                                      \
+            kr[n] = xk;                                                                            \
+            vr[n] = xv;                                                                            \
         }                                                                                          \
     } while (0)
 #else
@@ -411,12 +398,12 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     }
 
     if (t0 * BKV < j_hi) {
-#if FATTN_RAGGED
+#if FATTN_RAGGED && FATTN_PAGED
         /* Paged: the first tile's entries are waited on once, here. */
         if (paged) PAGE_LOOKUP(t0 * BKV);
 #endif
         LOAD_TILE(t0 * BKV);
-#if FATTN_RAGGED
+#if FATTN_RAGGED && FATTN_PAGED
         if (paged && j_hi - t0 * BKV > BKV) PAGE_LOOKUP(t0 * BKV + BKV);
 #endif
     }
@@ -432,7 +419,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
         /* The next tile's loads fly while this one is computed, and so do
          * (paged) the page entries of the tile after it. */
         if (j0 + BKV < j_hi) LOAD_TILE(j0 + BKV);
-#if FATTN_RAGGED
+#if FATTN_RAGGED && FATTN_PAGED
         if (paged && j_hi - j0 > 2 * BKV) PAGE_LOOKUP(j0 + 2 * BKV);
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
