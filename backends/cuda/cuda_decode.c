@@ -45,8 +45,13 @@
  * (2368 blocks, 6 waves at 99.7%) and batch 64 takes 10. Fewer splits among
  * near-equal fills, because each split costs its partial rows in the
  * workspace, their reading by the combine, and a pipeline ramp per block;
- * at least CUDA_DEC_MIN_KEYS keys per split so that ramp stays small. One
- * split is a valid outcome (large batches): GQA packing still pays.
+ * at least CUDA_DEC_MIN_KEYS keys per split so that ramp stays small (a
+ * floor in bytes: CUDA_DEC_MIN_KEYS keys of bf16 d128, so twice the keys at
+ * d64 and half for f32 or d256). When U times that many splits would leave
+ * SMs without a block (small caches, few K/V heads), the splits may grow
+ * until the grid has at most one block per SM, down to CUDA_DEC_FILL_KEYS
+ * keys each. One split is a
+ * valid outcome (large batches): GQA packing still pays.
  *
  * Measured (H200, bf16 GQA 32/8 d128 seq_q 1, the tensor-core kernel,
  * bench/tune_cuda_decode.sh, 2026-11-22; results/2026-11-22-h200-decode-v2):
@@ -55,7 +60,12 @@
  * b1 128k (0.202 ms) and b64 32k (2.71 ms) do not move; max_splits 32 and a
  * 5% wave slack change nothing; assuming 3 blocks per SM (one more than fit)
  * costs 13-20% at batch 1. The examples above predate the tensor-core
- * kernel (2 blocks per SM at d128 now).
+ * kernel (2 blocks per SM at d128 now). Sweeping min_keys on other shapes
+ * (2026-11-23, results/2026-11-23-h200-decode-v3/split_floor): a floor of
+ * 512 keys ran b1 8k 0.58x the time of 2048, d256 16/2 at 32k 0.60x, d64 at
+ * 8k 0.68x, f32 b1 32k 0.67x (1024: 0.69x), while b1 32k bf16 d128, MHA and
+ * batch 4 were the same or 5-17% slower: hence the byte floor and the fill
+ * rule above rather than a lower floor.
  *
  * Run-time overrides (a kernel-development knob, FATTN_DECODE_TUNE =
  * "name=value,...", read through fattn_tune_value; bench/tune_cuda_decode.sh
@@ -72,7 +82,8 @@
 
 #define CUDA_DEC_MAX_SEQ_Q 16    /* query rows per sequence this variant takes */
 #define CUDA_DEC_MIN_SEQ_KV 512  /* kv_splits = 0, dense: shorter caches go to the tiled rows */
-#define CUDA_DEC_MIN_KEYS 2048   /* kv_splits = 0: keys per split, at least (measured) */
+#define CUDA_DEC_MIN_KEYS 2048   /* kv_splits = 0: keys per split at bf16 d128, at least (measured) */
+#define CUDA_DEC_FILL_KEYS 512   /* ... and while the grid has fewer blocks than SMs (measured) */
 #define CUDA_DEC_MAX_SPLITS 128  /* kv_splits = 0: splits, at most */
 #define CUDA_DEC_WAVE_SLACK 0.02 /* kv_splits = 0: slot fill given up for fewer splits */
 #define CUDA_DEC_GRID_Y 65535    /* splits are grid y: a forced count stops here */
@@ -203,7 +214,20 @@ fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan 
         splits = forced < tiles ? forced : tiles;
         if (splits > CUDA_DEC_GRID_Y) splits = CUDA_DEC_GRID_Y;
     } else if (forced == 0 && tiles > 1) {
-        int64_t max_splits = p->seq_kv / tune(s, "min_keys", CUDA_DEC_MIN_KEYS, 1, FATTN_INT32_MAX);
+        /* The floor is in bytes: CUDA_DEC_MIN_KEYS keys of bf16 d128 K and V. */
+        const int64_t key_bytes = 2 * (int64_t)dpad * (p->dtype == FATTN_F32 ? 4 : 2);
+        const int64_t floor_keys = CUDA_DEC_MIN_KEYS * 512 / key_bytes;
+        int64_t max_splits = p->seq_kv / tune(s, "min_keys", floor_keys, 1, FATTN_INT32_MAX);
+        /* A grid that leaves SMs without a block may split down to
+         * CUDA_DEC_FILL_KEYS keys until it has up to one block per SM (not
+         * more: 17 splits of 8 K/V heads, 136 blocks on 132 SMs, ran 13%
+         * slower than 16, since SMs with two blocks finish last). */
+        const int64_t sms = s->prop.multiProcessorCount;
+        if (units * max_splits < sms) {
+            const int64_t fill = sms / units, by_keys = p->seq_kv / CUDA_DEC_FILL_KEYS;
+            const int64_t more = fill < by_keys ? fill : by_keys;
+            if (more > max_splits) max_splits = more;
+        }
         const long cap = tune(s, "max_splits", CUDA_DEC_MAX_SPLITS, 1, CUDA_DEC_GRID_Y);
         if (max_splits > tiles) max_splits = tiles;
         if (max_splits > cap) max_splits = cap;
