@@ -211,6 +211,31 @@ __device__ __forceinline__ int key_limit(int i, int len_kv, int off, int causal)
     return lim < 0 ? 0 : (lim > len_kv ? len_kv : (int)lim);
 }
 
+// After the key loop, with each warp's row maxima and sums in wm, wl
+// [W][BR]: lets a dependent combine launch, waits for the rings to be idle
+// (the last copy groups are empty), and merges the warps by the log-sum-exp
+// rule into the block's rows (rowM, rowL) and each warp's factor (wf), for
+// the accumulators that then go over the rings. Both kernels end here.
+template <int W, int BR>
+__device__ __forceinline__ void merge_warps(const float *wm, const float *wl, float *wf,
+                                            float *rowM, float *rowL, int tid) {
+    allow_dependents();
+    cp_async_wait<0>();
+    __syncthreads();
+    if (tid < BR) {
+        float M = -INFINITY, L = 0.f;
+        for (int w = 0; w < W; w++) M = fmaxf(M, wm[w * BR + tid]);
+        for (int w = 0; w < W; w++) {
+            const float mw = wm[w * BR + tid];
+            const float f = mw == -INFINITY ? 0.f : ex2(mw - M);
+            wf[w * BR + tid] = f;
+            L = fmaf(wl[w * BR + tid], f, L);
+        }
+        rowM[tid] = M, rowL[tid] = L;
+    }
+    __syncthreads();
+}
+
 // The block's output, after the warps left their O rows in Ow ([W][BR][DPAD])
 // and the merged L and M in rowL/rowM: O = sum over the warps / L (0 where
 // L = 0: no key; NaN stays NaN) and the lse, to O and lse with one split,
@@ -497,21 +522,7 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
         for (int off = 1; off < 32; off <<= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
         if (lane == 0) wm[warp * BR + r] = m[r], wl[warp * BR + r] = x;
     }
-    allow_dependents();
-    cp_async_wait<0>();   // nothing is in flight into the rings (the last groups are empty)
-    __syncthreads();
-    if (tid < BR) {
-        float M = -INFINITY, L = 0.f;
-        for (int w = 0; w < W; w++) M = fmaxf(M, wm[w * BR + tid]);
-        for (int w = 0; w < W; w++) {
-            const float mw = wm[w * BR + tid];
-            const float f = mw == -INFINITY ? 0.f : ex2(mw - M);
-            wf[w * BR + tid] = f;
-            L = fmaf(wl[w * BR + tid], f, L);
-        }
-        rowM[tid] = M, rowL[tid] = L;
-    }
-    __syncthreads();
+    merge_warps<W, BR>(wm, wl, wf, rowM, rowL, tid);
     float *Ow = reinterpret_cast<float *>(ring);   // [W][BR][DPAD], over the rings
 #pragma unroll
     for (int r = 0; r < BR; r++) {
@@ -839,21 +850,7 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
         const int r = qr + 8 * h;
         if ((lane & 3) == 0 && r < BR) wm[warp * BR + r] = m[h], wl[warp * BR + r] = x;
     }
-    allow_dependents();
-    cp_async_wait<0>();
-    __syncthreads();
-    if (tid < BR) {
-        float M = -INFINITY, L = 0.f;
-        for (int w = 0; w < W; w++) M = fmaxf(M, wm[w * BR + tid]);
-        for (int w = 0; w < W; w++) {
-            const float mw = wm[w * BR + tid];
-            const float f = mw == -INFINITY ? 0.f : ex2(mw - M);
-            wf[w * BR + tid] = f;
-            L = fmaf(wl[w * BR + tid], f, L);
-        }
-        rowM[tid] = M, rowL[tid] = L;
-    }
-    __syncthreads();
+    merge_warps<W, BR>(wm, wl, wf, rowM, rowL, tid);
     float *Ow = reinterpret_cast<float *>(ring);   // [W][BR][DPAD], over the rings
 #pragma unroll
     for (int h = 0; h < MH; h++) {
