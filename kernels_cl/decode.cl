@@ -53,13 +53,12 @@
  * build skips them too); a group whose tile has none of its rows does
  * nothing (not an early return: see below). The sequence's own
  * ceil(len_kv / BKV) key tiles are divided among the splits, so a split may
- * get none and then writes lse -inf. Paged, each work-item looks a page up
- * once per run of its keys inside it (once per tile or less when pages
- * hold a tile), one tile ahead of the K/V loads that use it: the entries of
- * tile t + 2 are loaded into registers while tile t is computed, next to
- * tile t + 1's K/V loads, so no K/V load waits on a table load of its own
- * step. Pages and slots advance by KSTEP keys at a time (no division per
- * key). A key on a bad page is not loaded and its score is -inf. */
+ * get none and then writes lse -inf. Paged, the group looks up each key's
+ * page once, a work-item per key of a tile: the table entries of tile t + 2
+ * are loaded while tile t is computed, next to tile t + 1's K/V loads, and
+ * stored (page, slot) in local memory (kps) before tile t + 1's step, so no
+ * K/V load waits on a table load of its own step. A key on a bad page is
+ * not loaded and its score is -inf. */
 
 #ifndef DPAD
 #define DPAD 128 /* head dim rounded up: 32, 64, 128 or 256 */
@@ -188,9 +187,14 @@ inline int key_limit(int i, int Sk, int causal, long coff) {
 
 #if FATTN_RAGGED
 #define DEC_RAGGED_PARAMS , RAGGED_PARAMS
-#define KEY_MASKED(key, lim, j) ((key) >= (lim) || (paged && kbad[j]))
 #else
 #define DEC_RAGGED_PARAMS
+#endif
+/* Key `key` (tile position j) is hidden from a row that sees keys < lim;
+ * paged, also when it lies on a bad page (its K/V were not loaded). */
+#if FATTN_PAGED
+#define KEY_MASKED(key, lim, j) ((key) >= (lim) || kps[(j0 / BKV) & 1][j].x < 0)
+#else
 #define KEY_MASKED(key, lim, j) ((key) >= (lim))
 #endif
 
@@ -209,8 +213,8 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     __local float Pp[BR][BKV + 4];       /* probabilities */
     __local float rowm[BR], rowa[BR], rowl[BR];
     __local int rowlim[BR];
-#if FATTN_RAGGED
-    __local int kbad[BKV]; /* a paged tile's keys on a bad page */
+#if FATTN_PAGED
+    __local int2 kps[2][BKV]; /* a paged tile's keys: page (-1: bad) and slot, by tile parity */
 #endif
 
     const int tid = get_local_id(0);
@@ -235,11 +239,10 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     Sk = live ? sq.len_kv : 0;
     if (causal) coff = sq.coff;
     tiles = (Sk + BKV - 1) / BKV; /* the sequence's own, divided among the splits */
-    /* A compile-time constant (the host builds paged and unpaged ragged
-     * programs apart, FATTN_PAGED): with the page code in the same program
-     * as a run-time branch, even an unpaged ragged decode ran 1.3x slower
-     * than the dense one on NVIDIA's OpenCL. rg_flags says the same. */
-    const int paged = FATTN_PAGED;
+    /* Paged or not is a build option (FATTN_PAGED, the host builds the two
+     * apart): with the page code in the same program as a run-time branch,
+     * even an unpaged ragged decode ran 1.3x slower than the dense one on
+     * NVIDIA's OpenCL. rg_flags says the same. */
     const long khb = k_off + hk * k_sh, vhb = v_off + hk * v_sh;
     const long kb = khb + sq.kv_batch * k_sb + sq.kv_row0 * k_ss;
     const long vb = vhb + sq.kv_batch * v_sb + sq.kv_row0 * v_ss;
@@ -282,90 +285,54 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     const int lc = tid % DC, lj = tid / DC;
     chunk_t kr[LPT], vr[LPT];
 #if FATTN_RAGGED
-    uint badm = 0; /* bit n: key lj + n * KSTEP of the loaded tile is on a bad page */
     /* A bad page seen: recorded in the fault word once, after the key loop,
      * not by an atomic among the loads. */
     int badpg = 0;
-    /* Paged: the table entries of the next tile to be loaded, looked up a
-     * tile ahead (PAGE_LOOKUP): bit n of pnew says that key n (lj + n *
-     * KSTEP) starts a run of this work-item's keys on one page, whose raw
-     * entry is pe[n]; the keys after it until the next such bit share it.
-     * LOAD_TILE checks the entry when it reaches it (its value arrived a
-     * step earlier) and keeps the physical page in cur_pg (-1: bad). */
-    int pe[LPT];
-    uint pnew = 0;
-    int cur_pg = -1;
-    long kpb = 0, vpb = 0; /* page cur_pg's first K and V elements of head hk */
-    /* Key lj + n * KSTEP of a tile to key lj + (n + 1) * KSTEP (the next
-     * tile's first after n = LPT - 1): the page advances by pqk and the slot
-     * by prk, carrying into the page. lk_lp, lk_sl: the next key to look up
-     * (lk_prev: the page looked up last); ld_sl: the next key to load. */
-    int pps = 1, pqk = 0, prk = 0, lk_lp = 0, lk_sl = 0, lk_prev = -1, ld_sl = 0;
-    for (int n = 0; n < LPT; n++) pe[n] = 0;
-    if (paged) {
-        pps = rg_page_size;
-        pqk = KSTEP / pps;
-        prk = KSTEP - pqk * pps;
-        const int key0 = t0 * BKV + lj;
-        lk_lp = key0 / pps;
-        lk_sl = key0 - lk_lp * pps;
-        ld_sl = lk_sl;
-    }
 #endif
 
-    /* Issues the loads of tile jt (keys jt ..) into kr, vr. Paged, the
-     * pages come from PAGE_LOOKUP(jt), run a step earlier. */
-#if FATTN_RAGGED && FATTN_PAGED
-#define SLOT_NEXT(sl)                                                                              \
+    /* Issues the loads of tile jt (keys jt ..) into kr, vr. */
+#if FATTN_PAGED
+    /* Paged, the group looks its pages up together: work-item tid < BKV
+     * takes key tid of a tile, loads its table entry two tiles ahead of the
+     * compute (PAGE_FETCH) and stores it, checked, with the key's slot into
+     * kps[tile parity] one tile ahead (PAGE_PUT, after the scores and the
+     * softmax have hidden the table load), where LOAD_TILE and the mask
+     * read it. So a work-item keeps no page state per key of its own: that
+     * state (an entry per key, run bits, page bases) took the paged build
+     * from 128 to 168 registers on NVIDIA's OpenCL, a group fewer per
+     * compute unit, and b1 32k page 16 ran 1.6x the dense time. */
+    const int pps = rg_page_size;
+    int pf_key = 0, pf_e = 0, pf_sl = 0;
+#define PAGE_FETCH(jt)                                                                             \
     do {                                                                                           \
-        if ((sl) >= pps - prk)                                                                     \
-            (sl) -= pps - prk;                                                                     \
-        else                                                                                       \
-            (sl) += prk;                                                                           \
+        pf_key = (jt) + tid;                                                                       \
+        if (tid < BKV && pf_key < j_hi) {                                                          \
+            const int lp = pf_key / pps;                                                           \
+            pf_sl = pf_key - lp * pps;                                                             \
+            pf_e = rg_table[tab + (long)lp * rg_tab_ss];                                           \
+        }                                                                                          \
     } while (0)
-    /* Loads the table entries of tile jt's keys (below j_hi) into pe, pnew:
-     * one per run of this work-item's keys on one page. The entries are
-     * only used by the next LOAD_TILE. */
-#define PAGE_LOOKUP(jt)                                                                            \
+#define PAGE_PUT(jt)                                                                               \
     do {                                                                                           \
-        pnew = 0;                                                                                  \
-        for (int n = 0; n < LPT; n++) {                                                            \
-            if ((jt) + lj + n * KSTEP < j_hi && lk_lp != lk_prev) {                                \
-                pe[n] = rg_table[tab + (long)lk_lp * rg_tab_ss];                                   \
-                pnew |= 1u << n;                                                                   \
-                lk_prev = lk_lp;                                                                   \
-            }                                                                                      \
-            lk_lp += pqk;                                                                          \
-            if (lk_sl >= pps - prk) {                                                              \
-                lk_sl -= pps - prk;                                                                \
-                lk_lp++;                                                                           \
-            } else {                                                                               \
-                lk_sl += prk;                                                                      \
-            }                                                                                      \
+        if (tid < BKV && pf_key < j_hi) {                                                          \
+            const int ok = pf_e >= 0 && pf_e < rg_num_pages;                                       \
+            badpg |= !ok;                                                                          \
+            kps[((jt) / BKV) & 1][tid] = (int2)(ok ? pf_e : -1, pf_sl);                            \
         }                                                                                          \
     } while (0)
 #define LOAD_TILE(jt)                                                                              \
     do {                                                                                           \
-        badm = 0;                                                                                  \
+        __local const int2 *kp = kps[((jt) / BKV) & 1];                                            \
         for (int n = 0; n < LPT; n++) {                                                            \
             const int key = (jt) + lj + n * KSTEP;                                                 \
             chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                          \
             if (key < j_hi) {                                                                      \
-                if ((pnew >> n) & 1u) {                                                            \
-                    const int e = pe[n];                                                           \
-                    cur_pg = e >= 0 && e < rg_num_pages ? e : -1;                                  \
-                    badpg |= cur_pg < 0;                                                           \
-                    kpb = khb + cur_pg * k_sb;                                                     \
-                    vpb = vhb + cur_pg * v_sb;                                                     \
-                }                                                                                  \
-                if (cur_pg >= 0) {                                                                 \
-                    xk = load_chunk(k, kpb + ld_sl * k_ss, lc, D);                                 \
-                    xv = load_chunk(v, vpb + ld_sl * v_ss, lc, D);                                 \
-                } else {                                                                           \
-                    badm |= 1u << n;                                                               \
+                const int2 e = kp[lj + n * KSTEP];                                                 \
+                if (e.x >= 0) {                                                                    \
+                    xk = load_chunk(k, khb + e.x * k_sb + e.y * k_ss, lc, D);                      \
+                    xv = load_chunk(v, vhb + e.x * v_sb + e.y * v_ss, lc, D);                      \
                 }                                                                                  \
             }                                                                                      \
-            SLOT_NEXT(ld_sl);                                                                      \
             kr[n] = xk;                                                                            \
             vr[n] = xv;                                                                            \
         }                                                                                          \
@@ -397,30 +364,26 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
         for (int cc = 0; cc < VCPT; cc++) acc[ii][cc] = (kvf_t)(0.0f);
     }
 
-    if (t0 * BKV < j_hi) {
-#if FATTN_RAGGED && FATTN_PAGED
-        /* Paged: the first tile's entries are waited on once, here. */
-        if (paged) PAGE_LOOKUP(t0 * BKV);
+#if FATTN_PAGED
+    /* The first two tiles' pages are waited on once, here. */
+    PAGE_FETCH(t0 * BKV);
+    PAGE_PUT(t0 * BKV);
+    PAGE_FETCH(t0 * BKV + BKV);
+    PAGE_PUT(t0 * BKV + BKV);
+    barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-        LOAD_TILE(t0 * BKV);
-#if FATTN_RAGGED && FATTN_PAGED
-        if (paged && j_hi - t0 * BKV > BKV) PAGE_LOOKUP(t0 * BKV + BKV);
-#endif
-    }
+    if (t0 * BKV < j_hi) LOAD_TILE(t0 * BKV);
     for (int j0 = t0 * BKV; j0 < j_hi; j0 += BKV) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile's readers of K, V, P are done */
         for (int n = 0; n < LPT; n++) {
             Ks[lj + n * KSTEP][lc] = kr[n];
             Vs[lj + n * KSTEP][lc] = vr[n];
-#if FATTN_RAGGED
-            if (paged && lc == 0) kbad[lj + n * KSTEP] = (badm >> n) & 1u;
-#endif
         }
         /* The next tile's loads fly while this one is computed, and so do
-         * (paged) the page entries of the tile after it. */
+         * (paged) the table entries of the tile after it. */
         if (j0 + BKV < j_hi) LOAD_TILE(j0 + BKV);
-#if FATTN_RAGGED && FATTN_PAGED
-        if (paged && j_hi - j0 > 2 * BKV) PAGE_LOOKUP(j0 + 2 * BKV);
+#if FATTN_PAGED
+        PAGE_FETCH(j0 + 2 * BKV); /* kps[tile parity] is read until barrier C */
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -463,7 +426,10 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
                 Pp[smr][j] = x == -INFINITY ? 0.0f : exp2(x - m_new);
             }
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        barrier(CLK_LOCAL_MEM_FENCE); /* C */
+#if FATTN_PAGED
+        PAGE_PUT(j0 + 2 * BKV); /* for LOAD_TILE in the next step */
+#endif
 
         for (int ii = 0; ii < VRPT; ii++) {
             const float a = rowa[vy + ii * VR];

@@ -33,7 +33,8 @@
  *
  * The split count when the caller leaves it to us (kv_splits = 0): enough
  * splits that the B * Hkv * row_tiles work-groups, times splits, fill the
- * device OCL_DEC_WAVES times over (compute_units * OCL_DEC_WAVES groups),
+ * device OCL_DEC_WAVES times over (compute_units * OCL_DEC_WAVES groups,
+ * rounded to whole rounds of the groups a compute unit holds: decode_waves),
  * but no split shorter than OCL_DEC_MIN_KEYS keys (the per-split costs:
  * loading Q, writing the partial rows, the combine reading them) and at most
  * OCL_DEC_MAX_SPLITS. One split is a valid outcome (large batches): the
@@ -94,16 +95,16 @@ typedef struct ocl_decode_plan {
 } ocl_decode_plan;
 FATTN_PLAN_FITS(ocl_decode_plan);
 
-/* Mirrors decode.cl's local arrays, pads included (ragged: its builds with
- * FATTN_RAGGED). */
-static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int ragged) {
+/* Mirrors decode.cl's local arrays, pads included (paged: its builds with
+ * FATTN_PAGED). */
+static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int paged) {
     (void)dt; /* d->ce says it */
     const size_t dc = (size_t)(d->dpad / d->ce), br = (size_t)d->br, bkv = (size_t)d->bkv;
     return br * (dc + 1) * (size_t)d->ce * 4   /* Qs (widened chunks) */
            + 2 * bkv * (dc + 1) * 16           /* Ks, Vs */
            + 2 * br * (bkv + 4) * 4            /* Ps, Pp */
            + br * 4 * 4                        /* rowm, rowa, rowl, rowlim */
-           + (ragged ? bkv * 4 : 0)            /* kbad */
+           + (paged ? 2 * bkv * 8 : 0)         /* kps */
            + 64;                               /* alignment between the arrays */
 }
 
@@ -152,6 +153,20 @@ static int decode_vec_ok(const fattn_problem *p, int ce) {
             if (f[j] % ce) return 0;
     }
     return 1;
+}
+
+/* Work-groups per compute unit the split count aims at (kv_splits = 0):
+ * OCL_DEC_WAVES, or OCL_DEC_WAVES_BATCHED for batched decoding, rounded to
+ * whole rounds of the groups a compute unit holds at once by registers
+ * (`resident`: the kernel's work-group limit over NT, which NVIDIA's
+ * OpenCL lowers with the registers a build takes). At batch 1 on the H200
+ * the paged build took 168 registers, 3 groups per compute unit: aiming at
+ * 4 left a second round of a third of the groups. */
+static long decode_waves(int batched, int64_t resident) {
+    const long aim = batched ? OCL_DEC_WAVES_BATCHED : OCL_DEC_WAVES;
+    if (resident < 1 || resident >= aim) return aim;
+    const long rounds = (aim + resident / 2) / resident;
+    return (long)resident * (rounds > 0 ? rounds : 1);
 }
 
 fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
@@ -214,6 +229,7 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
      * work-item's load stride; each work-item holds at most OCL_DEC_MAX_LPT
      * chunks of K (and of V) in registers. */
     const size_t esize = p->dtype == FATTN_F32 ? 4 : 2;
+    const int paged = p->rag.on && p->rag.page_size > 0;
     const size_t cap =
         s->limits.local_mem < OCL_DEC_LOCAL_CAP ? s->limits.local_mem : OCL_DEC_LOCAL_CAP;
     const int kstep = d.nt / dc, min_bkv = kstep > 16 ? kstep : 16;
@@ -223,16 +239,16 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
             d.bkv / kstep > OCL_DEC_MAX_LPT))
         d.bkv /= 2;
     decode_maps(&d, (int)vr_set);
-    while (d.bkv > min_bkv && decode_local_bytes(&d, p->dtype, p->rag.on) > cap) {
+    while (d.bkv > min_bkv && decode_local_bytes(&d, p->dtype, paged) > cap) {
         d.bkv /= 2;
         decode_maps(&d, (int)vr_set);
     }
-    if (decode_local_bytes(&d, p->dtype, p->rag.on) > s->limits.local_mem || d.vk > d.bkv ||
+    if (decode_local_bytes(&d, p->dtype, paged) > s->limits.local_mem || d.vk > d.bkv ||
         d.bkv < kstep || d.bkv / kstep > OCL_DEC_MAX_LPT)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel's tiles (%d keys, %d work-items) need %zu bytes of "
                           "local memory; the device has %zu",
-                          d.bkv, d.nt, decode_local_bytes(&d, p->dtype, p->rag.on),
+                          d.bkv, d.nt, decode_local_bytes(&d, p->dtype, paged),
                           s->limits.local_mem);
     d.row_tiles = (int)ceil_div(R, d.br);
     d.tiles = (int)ceil_div(p->seq_kv, d.bkv);
@@ -243,31 +259,14 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
      * defaults did (see the measurements above). */
     const int batched = base >= OCL_DEC_BATCHED_UNITS;
     if (batched && !vr_set && d.nt / d.vc <= d.bkv) decode_maps(&d, 1);
-    const long waves = waves_set ? waves_set : batched ? OCL_DEC_WAVES_BATCHED : OCL_DEC_WAVES;
-    int64_t splits;
-    if (forced) {
-        splits = forced;
-    } else {
-        const int64_t want = ceil_div((int64_t)s->limits.compute_units * waves, base);
-        const int64_t by_keys = p->seq_kv / min_keys;
-        splits = want < by_keys ? want : by_keys;
-        if (splits > max_splits) splits = max_splits;
-    }
-    if (splits > d.tiles) splits = d.tiles;
-    if (splits < 1) splits = 1;
-    /* The workspace must be one device buffer, and the groups a 32-bit count
-     * of work-items: fewer splits when not (a forced count too). */
     const int64_t rows = p->batch * p->heads_q * p->seq_q; /* validated: no overflow */
     const uint64_t per_split = (uint64_t)rows * (uint64_t)(p->head_dim + 1) * sizeof(float);
-    while (splits > 1 &&
-           ((uint64_t)splits * per_split > s->limits.max_alloc || base * splits > int_max / d.nt))
-        splits = (splits + 1) / 2;
     if (per_split > s->limits.max_alloc || base > int_max / d.nt)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel's workspace or grid would be too large");
-    d.splits = (int)splits;
 
-    /* The build, and its own work-group limit (registers can lower it). */
+    /* The build (its options do not depend on the split count), and its own
+     * work-group limit: registers can lower it. */
     cl_kernel k;
     fattn_status st = decode_kernel(s, p, &d, &k, msg);
     /* Chosen by itself, the path gives way to the tiled kernel when a driver
@@ -282,12 +281,32 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel needs %d work-items per group; this build allows %zu",
                           d.nt, kernel_wg);
+    const int64_t resident = (int64_t)(kernel_wg / (size_t)d.nt);
+    const long waves = waves_set ? waves_set : decode_waves(batched, resident);
+
+    int64_t splits;
+    if (forced) {
+        splits = forced;
+    } else {
+        const int64_t want = ceil_div((int64_t)s->limits.compute_units * waves, base);
+        const int64_t by_keys = p->seq_kv / min_keys;
+        splits = want < by_keys ? want : by_keys;
+        if (splits > max_splits) splits = max_splits;
+    }
+    if (splits > d.tiles) splits = d.tiles;
+    if (splits < 1) splits = 1;
+    /* The workspace must be one device buffer, and the groups a 32-bit count
+     * of work-items: fewer splits when not (a forced count too). */
+    while (splits > 1 &&
+           ((uint64_t)splits * per_split > s->limits.max_alloc || base * splits > int_max / d.nt))
+        splits = (splits + 1) / 2;
+    d.splits = (int)splits;
 
     d.k = k;
     *FATTN_PLAN_AREA(plan, ocl_decode_plan) = d;
     plan->tiling.tile_q = d.br;
     plan->tiling.tile_kv = d.bkv;
-    const size_t per_cu = s->limits.local_mem / decode_local_bytes(&d, p->dtype, p->rag.on);
+    const size_t per_cu = s->limits.local_mem / decode_local_bytes(&d, p->dtype, paged);
     plan->tiling.concurrent_groups =
         (int64_t)s->limits.compute_units * (int64_t)(per_cu ? per_cu : 1);
     plan->tiling.workspace_bytes = (uint64_t)splits * per_split;
