@@ -482,6 +482,36 @@ typedef struct fattn_paged_kv_desc {
 } fattn_paged_kv_desc;
 #define FATTN_PAGED_KV_DESC_INIT {sizeof(fattn_paged_kv_desc), NULL, 0, 0, 0}
 
+/* Appending this step's keys and values to the cache before attending
+ * (FlashAttention's flash_attn_with_kvcache k=, v=). K and V passed to
+ * fattn_forward are then the cache: contiguous [batch, heads_kv, seq_kv,
+ * head_dim] with desc->seq_kv its capacity, or paged (desc->paged_kv).
+ * desc->varlen->seqused_kv is required: it holds L_b, the keys sequence b
+ * has cached (FlashAttention's cache_seqlens); cu_seqlens_kv is not taken
+ * (FATTN_ERR_INVALID_ARGUMENT for either), while packed Q (cu_seqlens_q)
+ * is. k_new and v_new are [batch, heads_kv, seq_new, head_dim] tensors in
+ * desc->dtype with any strides, one dense batch. For each sequence b,
+ * k_new[b, :, t, :] becomes key L_b + t of the cache (t < seq_new; v_new
+ * likewise), then attention runs over its L_b + seq_new keys (bottom-right
+ * causal aligns the last query rows with the new keys). seqused_kv is not
+ * changed: the caller advances it. seq_new 0 appends nothing; seq_new above
+ * desc->seq_kv is FATTN_ERR_INVALID_SIZE. A sequence with L_b < 0, with
+ * L_b + seq_new over the capacity (desc->seq_kv, and the pages' keys when
+ * paged), or with a new key on a page outside 0..num_pages-1 is a bad table:
+ * nothing of it is written, and it is reported as the varlen description
+ * says (the CPU returns FATTN_ERR_INDEX_TABLE before anything runs; GPU
+ * backends leave that sequence out, write the others, and report it at the
+ * next fattn_context_synchronize or fattn_buffer_read). K and V must then be
+ * writable (no const wrappers), and k_new and v_new must not overlap O,
+ * lse, K, V or the workspace, nor K and V the index tables. */
+typedef struct fattn_kv_append_desc {
+    size_t size;                /* FATTN_KV_APPEND_DESC_INIT */
+    const fattn_tensor *k_new;  /* [batch, heads_kv, seq_new, head_dim] */
+    const fattn_tensor *v_new;
+    int64_t seq_new;            /* keys appended per sequence, >= 0 */
+} fattn_kv_append_desc;
+#define FATTN_KV_APPEND_DESC_INIT {sizeof(fattn_kv_append_desc), NULL, NULL, 0}
+
 /* What to compute: O = softmax(scale * Q K^T [+ causal mask]) V per (batch,
  * query head). Query head h reads key/value head h / (heads_q / heads_kv).
  * Start from FATTN_ATTENTION_DESC_INIT, then set the sizes and dtype. */
@@ -504,10 +534,12 @@ typedef struct fattn_attention_desc {
     /* Scratch memory for the call, >= fattn_workspace_size() bytes; NULL =
      * the context allocates what a plan needs once and keeps it. */
     fattn_buffer *workspace;
+    /* Keys and values appended to the cache first (fattn_kv_append_desc). */
+    const fattn_kv_append_desc *append;   /* NULL = none */
 } fattn_attention_desc;
 #define FATTN_ATTENTION_DESC_INIT                                                     \
     {sizeof(fattn_attention_desc), 0, 0, 0, 0, 0, 0, FATTN_F32, 0.0f, FATTN_CAUSAL_NONE, 0u, \
-     NULL, NULL, NULL, NULL}
+     NULL, NULL, NULL, NULL, NULL}
 
 /* f32 may use TF32 tensor cores (CUDA only; never the default). */
 #define FATTN_FLAG_ALLOW_TF32 (1u << 0)
@@ -523,7 +555,9 @@ FATTN_API fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_atte
 
 /* Computes attention with the tiled online-softmax algorithm. Q, K, V are
  * [batch, heads_q|heads_kv, seq_q|seq_kv, head_dim]; O is like Q. With
- * seq_kv = 0, K and V are not read and their buffers may be NULL. lse, if not
+ * seq_kv = 0, K and V are not read and their buffers may be NULL. With
+ * desc->append, the new keys and values are written into K and V first
+ * (fattn_kv_append_desc), in the same call and queue. lse, if not
  * NULL, receives float32 natural-log log-sum-exp of the scaled scores per
  * (batch, head, query row), -inf for a row that sees no key. O and lse must
  * not overlap Q, K, V, each other or the sub-descriptions' tensors (index

@@ -129,6 +129,10 @@ static fattn_status run(fattn_context *ctx, fattn_op op, const fattn_attention_d
     memset(&plan, 0, sizeof plan);
     if ((st = ctx->vt->plan(ctx->state, &p, &plan, &ctx->msg)) != FATTN_OK) return st;
     if ((st = bind_workspace(ctx, &r, &plan, &p)) != FATTN_OK) return st;
+    /* The new keys go in once the plan is sure to run, on the same queue. */
+    if (p.has_append && p.seq_new > 0 &&
+        (st = ctx->vt->append(ctx->state, &p, &ctx->msg)) != FATTN_OK)
+        return st;
     return ctx->vt->run(ctx->state, &p, &plan, &ctx->msg);
 }
 

@@ -73,7 +73,8 @@ typedef struct fattn_request {
     fattn_mask_desc mask;
     fattn_varlen_desc varlen;
     fattn_paged_kv_desc paged;
-    int has_mask, has_varlen, has_paged;
+    fattn_kv_append_desc append;
+    int has_mask, has_varlen, has_paged, has_append;
 } fattn_request;
 
 /* Reads and checks desc (sizes, dtype, scale, causal, flags, the

@@ -69,12 +69,16 @@ static fattn_status check_sequences(fattn_context *ctx, const fattn_problem *p, 
             cap = at(&t[1], 0, b + 1) - at(&t[1], 0, b);
         }
         len = cap;
-        if (t[2].e && ((len = at(&t[2], 0, b)) < 0 || len > cap))
+        /* An append's new keys follow the used ones, and must fit too. */
+        const int64_t added = g->keys_added;
+        if (t[2].e && ((len = at(&t[2], 0, b)) < 0 || len > cap - added))
             return fattn_ctx_fail(ctx, FATTN_ERR_INDEX_TABLE,
                                   "desc->varlen->seqused_kv[%" PRId64 "] = %" PRId64
                                   ": it must lie in 0..%" PRId64 " (the keys sequence %" PRId64
-                                  " holds)",
-                                  b, len, cap, b);
+                                  " holds%s)",
+                                  b, len, cap - added, b,
+                                  added ? ", less the desc->append->seq_new keys appended" : "");
+        if (t[2].e) len += added;
         if (!g->page_size) continue;
         for (int64_t pg = 0; pg * g->page_size < len; pg++) {
             const int64_t page = at(&t[3], b, pg);

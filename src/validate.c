@@ -26,12 +26,13 @@ static int mul4(int64_t a, int64_t b, int64_t c, int64_t d, int64_t *out) {
 #define DESC_OLDER                                                                                 \
     FATTN_OLDER(offsetof(fattn_attention_desc, mask), offsetof(fattn_attention_desc, varlen),      \
                 offsetof(fattn_attention_desc, paged_kv),                                          \
-                offsetof(fattn_attention_desc, workspace))
+                offsetof(fattn_attention_desc, workspace), offsetof(fattn_attention_desc, append))
 #define MASK_OLDER                                                                                 \
     FATTN_OLDER(offsetof(fattn_mask_desc, softcap), offsetof(fattn_mask_desc, alibi_slopes),       \
                 offsetof(fattn_mask_desc, sinks), offsetof(fattn_mask_desc, bias))
 #define VARLEN_OLDER FATTN_OLDER(sizeof(fattn_varlen_desc))
 #define PAGED_OLDER FATTN_OLDER(sizeof(fattn_paged_kv_desc))
+#define APPEND_OLDER FATTN_OLDER(sizeof(fattn_kv_append_desc))
 #define TENSOR_OLDER FATTN_OLDER(sizeof(fattn_tensor))
 
 static fattn_status check_desc(const fattn_attention_desc *d, fattn_msg *msg) {
@@ -145,18 +146,45 @@ static fattn_status check_layout(const fattn_request *r, fattn_msg *msg) {
     return FATTN_OK;
 }
 
+/* The append's own fields, and the cache layout it writes into: rows after
+ * seqused_kv[b] of a contiguous or paged cache. */
+static fattn_status check_append(const fattn_request *r, fattn_msg *msg) {
+    const fattn_kv_append_desc *a = &r->append;
+    if (!a->k_new || !a->v_new)
+        return fattn_fail(msg, FATTN_ERR_NULL_POINTER, "desc->append->%s is NULL",
+                          a->k_new ? "v_new" : "k_new");
+    if (a->seq_new < 0 || a->seq_new > r->d.seq_kv)
+        return fattn_fail(msg, FATTN_ERR_INVALID_SIZE,
+                          "desc->append->seq_new = %" PRId64
+                          " must lie in 0..desc->seq_kv = %" PRId64 " (the cache's capacity)",
+                          a->seq_new, r->d.seq_kv);
+    if (!r->has_varlen || !r->varlen.seqused_kv)
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                          "desc->append needs desc->varlen->seqused_kv: the keys each sequence "
+                          "has cached (FlashAttention's cache_seqlens), after which the new "
+                          "ones are written");
+    if (r->varlen.cu_seqlens_kv)
+        return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT,
+                          "desc->append writes into a cache of sequences with seq_kv rows each "
+                          "(or paged): desc->varlen->cu_seqlens_kv (packed K and V) is not "
+                          "taken with it");
+    return FATTN_OK;
+}
+
 fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request *r,
                                 fattn_msg *msg) {
     static const fattn_attention_desc d0 = FATTN_ATTENTION_DESC_INIT;
     static const fattn_mask_desc m0 = FATTN_MASK_DESC_INIT;
     static const fattn_varlen_desc v0 = FATTN_VARLEN_DESC_INIT;
     static const fattn_paged_kv_desc p0 = FATTN_PAGED_KV_DESC_INIT;
+    static const fattn_kv_append_desc a0 = FATTN_KV_APPEND_DESC_INIT;
     fattn_status st;
     if (!desc) return fattn_fail(msg, FATTN_ERR_NULL_POINTER, "desc is NULL");
     r->d = d0;
     r->mask = m0;
     r->varlen = v0;
     r->paged = p0;
+    r->append = a0;
     if ((st = fattn_ext_read(&r->d, sizeof r->d, desc, DESC_OLDER, "desc", "fattn_attention_desc",
                              msg)))
         return st;
@@ -164,6 +192,7 @@ fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request 
     r->has_mask = r->d.mask != NULL;
     r->has_varlen = r->d.varlen != NULL;
     r->has_paged = r->d.paged_kv != NULL;
+    r->has_append = r->d.append != NULL;
     if (r->has_mask && ((st = fattn_ext_read(&r->mask, sizeof r->mask, r->d.mask, MASK_OLDER,
                                              "desc->mask", "fattn_mask_desc", msg)) ||
                         (st = check_mask(&r->mask, msg))))
@@ -175,7 +204,12 @@ fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request 
     if (r->has_paged && (st = fattn_ext_read(&r->paged, sizeof r->paged, r->d.paged_kv, PAGED_OLDER,
                                              "desc->paged_kv", "fattn_paged_kv_desc", msg)))
         return st;
-    return check_layout(r, msg);
+    if (r->has_append &&
+        (st = fattn_ext_read(&r->append, sizeof r->append, r->d.append, APPEND_OLDER,
+                             "desc->append", "fattn_kv_append_desc", msg)))
+        return st;
+    if ((st = check_layout(r, msg))) return st;
+    return r->has_append ? check_append(r, msg) : FATTN_OK;
 }
 
 fattn_status fattn_request_supported(const fattn_request *r, fattn_msg *msg) {
@@ -437,6 +471,31 @@ static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request 
     return FATTN_OK;
 }
 
+/* desc->append's k_new and v_new: [batch, heads_kv, seq_new, head_dim] in
+ * desc->dtype, like K (wk) but a dense batch, and sharing no memory with
+ * what the call writes (outs: O, lse, K, V). */
+static fattn_status check_new_rows(fattn_context *ctx, const fattn_request *r, const want_ *wk,
+                                   const range_ *const outs[4], const char *const out_names[4],
+                                   fattn_tensor tn[2], range_ rn[2]) {
+    const fattn_tensor *user[2] = {r->append.k_new, r->append.v_new};
+    fattn_status st;
+    for (int i = 0; i < 2; i++) {
+        want_ w = *wk;
+        w.name = i ? "desc->append->v_new" : "desc->append->k_new";
+        w.ext[0] = r->d.batch;
+        w.ext[2] = r->append.seq_new;
+        w.output = 0;
+        if ((st = check_tensor(ctx, &w, user[i], &tn[i], &rn[i]))) return st;
+        for (int j = 0; j < 4; j++)
+            if (outs[j] && ranges_meet(&rn[i], outs[j]))
+                return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
+                                      "%s overlaps %s in the same memory (an output must not "
+                                      "share memory with an input)",
+                                      w.name, out_names[j]);
+    }
+    return FATTN_OK;
+}
+
 /* Fills p->rag from the request and the tables' operands. */
 static void ragged_problem(const fattn_request *r, const fattn_operand tables[T_COUNT],
                            fattn_problem *p) {
@@ -507,6 +566,7 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
         const want_ wq = {"q",        d->dtype,        d->dtype, " (desc->dtype)",
                           SHAPE_DATA, {qb, Hq, qs, D}, 0};
         want_ wk = {"k", d->dtype, d->dtype, " (desc->dtype)", SHAPE_DATA, {kb, Hk, ks, D}, 0};
+        wk.output = r->has_append; /* an append writes K and V (the cache) */
         want_ wv = wk, wo = wq;
         const want_ wl = {"lse",      FATTN_F32,       FATTN_F32, " (log-sum-exp is float32)",
                           SHAPE_ROWS, {qb, Hq, qs, 1}, 1};
@@ -534,17 +594,29 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
         if (lse && ranges_meet(&rl, &ro))
             return fattn_ctx_fail(ctx, FATTN_ERR_INVALID_ARGUMENT,
                                   "lse overlaps o in the same memory");
-        const range_ *all[5 + X_COUNT] = {&rq, &rk, &rv, &ro, lse ? &rl : NULL};
-        const char *all_names[5 + X_COUNT] = {"q", "k", "v", "o", "lse"};
+        /* What the call writes: O and lse, and K and V with an append. */
+        const range_ *outs[4] = {&ro, lse ? &rl : NULL, &rk, &rv};
+        static const char *const out_names[4] = {"o", "lse", "k", "v"};
+        const int nouts = r->has_append ? 4 : 2;
+        fattn_tensor tn[2];
+        range_ rn[2];
+        if (r->has_append && (st = check_new_rows(ctx, r, &wk, outs, out_names, tn, rn))) return st;
+        const range_ *all[7 + X_COUNT] = {&rq, &rk, &rv, &ro, lse ? &rl : NULL};
+        const char *all_names[7 + X_COUNT] = {"q", "k", "v", "o", "lse"};
         range_ xr[X_COUNT];
         const char *xnames[X_COUNT];
-        if ((st = check_extra_tensors(ctx, r, tables, all + 3, all_names + 3, 2, xr, xnames)))
+        if ((st = check_extra_tensors(ctx, r, tables, outs, out_names, nouts, xr, xnames)))
             return st;
         for (int i = 0; i < X_COUNT; i++) {
             all[5 + i] = xnames[i] ? &xr[i] : NULL;
             all_names[5 + i] = xnames[i];
         }
-        if ((st = check_workspace(ctx, d->workspace, all, all_names, 5 + X_COUNT))) return st;
+        for (int i = 0; i < 2; i++) {
+            all[5 + X_COUNT + i] = r->has_append ? &rn[i] : NULL;
+            all_names[5 + X_COUNT + i] = i ? "desc->append->v_new" : "desc->append->k_new";
+        }
+        if ((st = check_workspace(ctx, d->workspace, all, all_names, 7 + X_COUNT))) return st;
+        if (r->has_append) p->k_new = operand(&tn[0]), p->v_new = operand(&tn[1]);
         p->q = operand(&tq);
         p->k = operand(&tk);
         p->v = operand(&tv);
@@ -569,6 +641,15 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
     p->flags = d->flags;
     p->tune = ctx->tune;
     ragged_problem(r, tables, p);
+    if (r->has_append) {
+        if (!ctx->vt->append)
+            return fattn_ctx_fail(ctx, FATTN_ERR_UNSUPPORTED,
+                                  "the %s backend cannot append keys to a cache (desc->append)",
+                                  ctx->vt->name);
+        p->has_append = 1;
+        p->seq_new = r->append.seq_new;
+        p->rag.keys_added = p->seq_new;
+    }
     /* Tables a backend without a fault word reads on the host are checked
      * here, before anything runs. */
     if (p->rag.on && p->has_operands && !ctx->vt->take_fault) return fattn_check_tables(ctx, p);

@@ -245,6 +245,33 @@ static fattn_status cpu_run(void *state, const fattn_problem *p, const fattn_pla
     return fattn_run_from_table(cpu_variants, CPU_VARIANTS, state, p, plan, msg);
 }
 
+/* desc->append on the host: the core's fattn_check_tables vetted every
+ * sequence's new keys (seqused_kv plus seq_new within the cache, their
+ * pages in range) before this runs, so each new row is copied where its
+ * key lies, as bytes (bit for bit in every dtype). */
+static fattn_status cpu_append(void *state, const fattn_problem *p, fattn_msg *msg) {
+    (void)state, (void)msg;
+    const fattn_ragged *g = &p->rag;
+    const size_t row = (size_t)(p->head_dim * fattn_esize(p->dtype));
+    const fattn_operand *dst[2] = {&p->k, &p->v}, *src[2] = {&p->k_new, &p->v_new};
+    for (int64_t b = 0; b < p->batch; b++) {
+        const int64_t len = fattn_table_at(&g->seqused_kv, g->seqused_kv.mem, 0, b);
+        for (int64_t t = 0; t < p->seq_new; t++) {
+            const int64_t j = len + t;
+            /* Paged: slot j % page_size of the page the block table names. */
+            const int64_t kb = g->page_size ? fattn_table_at(&g->block_table, g->block_table.mem, b,
+                                                             j / g->page_size)
+                                            : b;
+            const int64_t kj = g->page_size ? j % g->page_size : j;
+            for (int64_t h = 0; h < p->heads_kv; h++)
+                for (int x = 0; x < 2; x++)
+                    memcpy((void *)cpu_elem(dst[x], p->dtype, kb, h, kj),
+                           cpu_elem(src[x], p->dtype, b, h, t), row);
+        }
+    }
+    return FATTN_OK;
+}
+
 /* Host RAM: MemTotal and MemTotal - MemAvailable from /proc/meminfo. */
 static fattn_status cpu_device_memory(void *state, uint64_t *used, uint64_t *total,
                                       fattn_msg *msg) {
@@ -291,6 +318,7 @@ static const fattn_backend_vtable cpu_vtable = {
     .plan = cpu_plan,
     .run = cpu_run,
     .device_memory = cpu_device_memory,
+    .append = cpu_append,
 };
 
 /* Declared by the registry, the one caller. */

@@ -14,7 +14,7 @@
 
 /* Bumped whenever this header changes incompatibly; the core refuses a
  * module built against another value. */
-#define FATTN_BACKEND_ABI 8
+#define FATTN_BACKEND_ABI 9
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
@@ -145,12 +145,14 @@ typedef struct fattn_tuning {
  *   cu_kv[b+1] - cu_kv[b] of them; paged, key j in slot j % page_size of
  *   page block_table[b][j / page_size] (the page is K's and V's batch
  *   index); otherwise rows 0 .. at batch index b, seq_kv of them;
- *   seqused_kv[b], when given, replaces the count (a padded cache);
+ *   seqused_kv[b], when given, replaces the count (a padded cache), plus
+ *   keys_added, the keys an append wrote after them (fattn_append);
  * - causal alignment per sequence: bottom-right offset len_kv - len_q,
  *   top-left 0.
  * A table is bad when an offset is negative, decreases or passes its total,
  * a sequence is longer than seq_q / seq_kv (the longest, which size the
- * launch), seqused_kv[b] is negative or more keys than the sequence holds
+ * launch), seqused_kv[b] is negative, or it plus keys_added is more keys
+ * than the sequence holds
  * (its cu_seqlens_kv span, else seq_kv, paged or not), or a page
  * a used key lies in is outside 0 .. num_pages-1. Host-visible tables are
  * checked before the call (fattn_check_tables, FATTN_ERR_INDEX_TABLE);
@@ -166,6 +168,7 @@ typedef struct fattn_ragged {
     int64_t total_q, total_kv;                   /* packed rows, with cu_seqlens */
     int64_t page_size, num_pages, pages_per_seq; /* page_size 0: K and V are not paged */
     int top_left;                                /* causal alignment (p->causal says if any) */
+    int64_t keys_added; /* keys appended after seqused_kv[b] (fattn_append's seq_new), else 0 */
 } fattn_ragged;
 
 /* Bits of a backend's fault word, one per table. */
@@ -221,6 +224,14 @@ typedef struct fattn_problem {
      * caller's buffer or the context's own (mem NULL when the plan needs
      * none). Filled by the core after plan(), before run(). */
     fattn_operand workspace;
+    /* desc->append: has_append 1 when given. Key L_b + t of sequence b
+     * (L_b = seqused_kv[b], t < seq_new, the same as rag.keys_added) gets
+     * row (b, h, t) of k_new, and of v_new in V, before the attention runs;
+     * a sequence whose new keys break the rules above (L_b < 0, L_b +
+     * seq_new over the cache, a bad page) is bad and none of it is written. */
+    int has_append;
+    fattn_operand k_new, v_new;
+    int64_t seq_new;
 } fattn_problem;
 
 /* What a variant that takes only dense batches says to a ragged problem
@@ -267,7 +278,8 @@ static inline void fattn_seq_resolve(const fattn_problem *p, const void *base_cu
         s->kv_row0 = fattn_table_at(&r->cu_seqlens_kv, base_cu_kv, 0, b);
         s->len_kv = fattn_table_at(&r->cu_seqlens_kv, base_cu_kv, 0, b + 1) - s->kv_row0;
     }
-    if (r->on && base_used) s->len_kv = fattn_table_at(&r->seqused_kv, base_used, 0, b);
+    if (r->on && base_used)
+        s->len_kv = fattn_table_at(&r->seqused_kv, base_used, 0, b) + r->keys_added;
     s->causal_offset = !r->on ? p->causal_offset : r->top_left ? 0 : s->len_kv - s->len_q;
 }
 
@@ -450,6 +462,11 @@ typedef struct fattn_backend_vtable {
      * successful synchronize and buffer_read. NULL: the backend checks
      * every table on the host before it runs. */
     fattn_status (*take_fault)(void *state, fattn_msg *msg);
+    /* Optional: writes a problem's new keys and values into its cache
+     * (p->has_append with p->seq_new > 0), enqueued before the run() that
+     * follows on the same queue; the core calls it after plan() accepted.
+     * NULL: desc->append is FATTN_ERR_UNSUPPORTED. */
+    fattn_status (*append)(void *state, const fattn_problem *p, fattn_msg *msg);
 } fattn_backend_vtable;
 
 typedef const fattn_backend_vtable *(*fattn_backend_module_fn)(void);
