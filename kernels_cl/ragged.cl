@@ -31,18 +31,19 @@
 /* The tables as kernel arguments: buffer (NULL when absent), element offset
  * and element strides (the block table's per sequence, then per page); the
  * packed totals; the pages; rg_page_size clamped to 2^31-1 (keys are ints,
- * so no key's page changes); the context's fault word. Kernels list
+ * so no key's page changes); rg_added, the keys an append wrote after
+ * seqused_kv[b] (0 without one); the context's fault word. Kernels list
  * RAGGED_PARAMS last and pass RAGGED_ARGS to the helpers below. */
 #define RAGGED_PARAMS                                                                              \
     __global const int *rg_cu_q, long rg_cu_q_off, long rg_cu_q_s, __global const int *rg_cu_kv,   \
         long rg_cu_kv_off, long rg_cu_kv_s, __global const int *rg_used, long rg_used_off,         \
         long rg_used_s, __global const int *rg_table, long rg_tab_off, long rg_tab_sb,             \
         long rg_tab_ss, long rg_total_q, long rg_total_kv, long rg_num_pages, int rg_page_size,    \
-        int rg_flags, __global int *rg_fault
+        int rg_flags, int rg_added, __global int *rg_fault
 #define RAGGED_ARGS                                                                                \
     rg_cu_q, rg_cu_q_off, rg_cu_q_s, rg_cu_kv, rg_cu_kv_off, rg_cu_kv_s, rg_used, rg_used_off,     \
         rg_used_s, rg_table, rg_tab_off, rg_tab_sb, rg_tab_ss, rg_total_q, rg_total_kv,            \
-        rg_num_pages, rg_page_size, rg_flags, rg_fault
+        rg_num_pages, rg_page_size, rg_flags, rg_added, rg_fault
 
 /* Sequence b: its rows of Q/O/lse (batch index and first row), its keys
  * (batch index and first row, when not paged), lengths and causal offset.
@@ -95,10 +96,13 @@ inline rag_seq rag_resolve(long b, int Sq, int Sk, int record, RAGGED_PARAMS) {
     }
     int len = cap;
     if (rg_flags & RAG_HAS_USED) {
+        /* The appended keys follow the used ones and must fit too. */
         len = rg_used[rg_used_off + b * rg_used_s];
-        if (len < 0 || len > cap) {
+        if (len < 0 || len > cap - rg_added) {
             if (record) rag_fault(rg_fault, RAG_FAULT_USED);
             len = 0;
+        } else {
+            len += rg_added;
         }
     }
     s.len_kv = len;

@@ -476,6 +476,7 @@ static const fattn_backend_vtable ocl_vtable = {
     .mark_free = ocl_mark_free,
     .describe = ocl_describe_state,
     .take_fault = ocl_take_fault,
+    .append = ocl_append,
 };
 
 __attribute__((visibility("default"))) const fattn_backend_vtable *fattn_backend_module_v1(void) {

@@ -202,6 +202,10 @@ const char *ocl_ragged_option(const fattn_problem *p);
  * pages, flags and the fault word) and arms the fault word. */
 fattn_status ocl_ragged_args(ocl_state *s, cl_kernel k, cl_uint *a, const fattn_problem *p,
                              fattn_msg *msg);
+/* The vtable's append (desc->append): kernels_cl/append.cl on the
+ * context's queue, before the attention; a bad sequence is left unwritten
+ * and recorded in the fault word. */
+fattn_status ocl_append(void *state, const fattn_problem *p, fattn_msg *msg);
 /* The fault word: made zeroed at open, released at close. */
 fattn_status ocl_fault_open(ocl_state *s, fattn_msg *msg);
 void ocl_fault_close(ocl_state *s);

@@ -2,7 +2,9 @@
  * src/seam/backend.h, fattn_ragged; the kernels' side is kernels_cl/ragged.cl):
  * the ragged kernel arguments, and the context's fault word, where kernels
  * record a bad entry of a device-resident table, with the vtable's
- * take_fault that reports it at the next synchronising call. */
+ * take_fault that reports it at the next synchronising call; and the
+ * append of new keys into a cache (kernels_cl/append.cl), which follows
+ * the same rules. */
 #include <stdio.h>
 
 #include "ocl_common.h"
@@ -50,7 +52,10 @@ fattn_status ocl_ragged_args(ocl_state *s, cl_kernel k, cl_uint *a, const fattn_
                          (ocl_mem_of(&r->seqused_kv) ? OCL_RAG_USED : 0) |
                          (paged ? OCL_RAG_PAGED : 0) | (r->top_left ? OCL_RAG_TOP_LEFT : 0);
     OCL_TRY(msg, clSetKernelArg(k, (*a)++, sizeof page_size, &page_size));
+    /* Keys are ints and an append adds at most seq_kv of them. */
+    const cl_int added = (cl_int)r->keys_added;
     OCL_TRY(msg, clSetKernelArg(k, (*a)++, sizeof flags, &flags));
+    OCL_TRY(msg, clSetKernelArg(k, (*a)++, sizeof added, &added));
     OCL_TRY(msg, clSetKernelArg(k, (*a)++, sizeof s->fault, &s->fault));
     /* Set before the launch is enqueued: a word read once too often costs a
      * read, one never read loses a fault. */
@@ -141,4 +146,51 @@ fattn_status ocl_take_fault(void *state, fattn_msg *msg) {
     const unsigned bits = s->fault_pending;
     s->fault_pending = 0;
     return bits ? fattn_fault_fail(bits, msg) : FATTN_OK;
+}
+
+/* Groups along each dimension of kernels_cl/append.cl at most, and their
+ * work-items: the groups stride over what is left. */
+#define OCL_APPEND_GROUPS ((int64_t)64)
+#define OCL_APPEND_BATCH ((int64_t)1 << 16)
+#define OCL_APPEND_WG 64
+#define OCL_APPEND_ROWS 8 /* append.cl's AP_ROWS */
+
+fattn_status ocl_append(void *state, const fattn_problem *p, fattn_msg *msg) {
+    ocl_state *s = state;
+    char options[96];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DDTYPE=%d -DAP_ROWS=%d%s", (int)p->dtype,
+             OCL_APPEND_ROWS, ocl_ragged_option(p));
+    cl_kernel k;
+    fattn_status st = ocl_get_kernel(&s->cache, s->context, s->dev.device, "append.cl", "append",
+                                     options, &k, msg);
+    if (st != FATTN_OK) return st;
+    /* The cache, then the new rows: buffer, element offset, three strides. */
+    const fattn_operand *ops[4] = {&p->k, &p->v, &p->k_new, &p->v_new};
+    cl_uint a = 0;
+    for (int i = 0; i < 4; i++) {
+        const cl_mem m = ocl_mem_of(ops[i]);
+        const cl_long f[4] = {ops[i]->offset, ops[i]->stride_batch, ops[i]->stride_head,
+                              ops[i]->stride_seq};
+        OCL_TRY(msg, clSetKernelArg(k, a++, sizeof m, &m));
+        for (int j = 0; j < 4; j++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof f[j], &f[j]));
+    }
+    /* Sizes below 2^31 where they are ints: the planner checked seq_q and
+     * seq_kv, and seq_new <= seq_kv (validation). */
+    const cl_long longs[2] = {p->batch, p->heads_kv};
+    const cl_int ints[4] = {(cl_int)p->seq_new, (cl_int)p->head_dim, (cl_int)p->seq_q,
+                            (cl_int)p->seq_kv};
+    for (int i = 0; i < 2; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof longs[i], &longs[i]));
+    for (int i = 0; i < 4; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof ints[i], &ints[i]));
+    if ((st = ocl_ragged_args(s, k, &a, p, msg)) != FATTN_OK) return st;
+
+    size_t kernel_wg = 0;
+    OCL_TRY(msg, clGetKernelWorkGroupInfo(k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE,
+                                          sizeof kernel_wg, &kernel_wg, NULL));
+    const size_t wg = kernel_wg < OCL_APPEND_WG ? kernel_wg : OCL_APPEND_WG;
+    const int64_t blocks = (p->heads_kv * p->seq_new + OCL_APPEND_ROWS - 1) / OCL_APPEND_ROWS;
+    const int64_t g0 = blocks < OCL_APPEND_GROUPS ? blocks : OCL_APPEND_GROUPS;
+    const int64_t g1 = p->batch < OCL_APPEND_BATCH ? p->batch : OCL_APPEND_BATCH;
+    const size_t global[2] = {(size_t)g0 * wg, (size_t)g1}, local[2] = {wg, 1};
+    OCL_TRY(msg, clEnqueueNDRangeKernel(s->queue, k, 2, NULL, global, local, 0, NULL, NULL));
+    return FATTN_OK;
 }
