@@ -29,6 +29,7 @@ typedef struct fattn_cuda_ragged {
     int page_size;     /* keys per page, clamped to 2^31-1 (keys are ints); 0: not paged */
     int pages_per_seq; /* clamped likewise: no key reaches past it */
     int on, top_left;
+    int added;       /* keys an append wrote after used[b] (at most seq_kv), else 0 */
     unsigned *fault; /* the context's fault word: FATTN_FAULT_* bits */
 } fattn_cuda_ragged;
 
@@ -174,6 +175,22 @@ cudaError_t fattn_cuda_decode_occupancy(fattn_dtype dtype, int dpad, int br, int
 /* Enqueues the decode kernel (not the combine): cudaErrorInvalidValue for
  * an instance that was not built. */
 cudaError_t fattn_cuda_decode(const fattn_cuda_args *a, const fattn_cuda_decode_args *d,
+                              cudaStream_t stream);
+
+/* desc->append (kernels_cu/append.cu): row t of k_new and v_new for
+ * sequence b becomes key used[b] + t of the cache (a->k and a->v, written
+ * here although the attention only reads them), through the page table
+ * when paged. Pointers are at the operands' element offsets. A sequence
+ * whose new keys break the rules of src/seam/backend.h gets nothing
+ * written and its fault recorded (a->rag.added is seq_new). */
+typedef struct fattn_cuda_append_args {
+    const void *k_new, *v_new;
+    int64_t kn_sb, kn_sh, kn_ss, vn_sb, vn_sh, vn_ss;
+    int64_t heads_kv;
+    int seq_new; /* >= 1, at most seq_kv */
+} fattn_cuda_append_args;
+
+cudaError_t fattn_cuda_append(const fattn_cuda_args *a, const fattn_cuda_append_args *n,
                               cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -61,10 +61,13 @@ __device__ __forceinline__ Seq ragged_seq(const fattn_cuda_args &a, int64_t b) {
     }
     int64_t len = cap;
     if (r.used) {
+        // An append's keys follow the used ones and must fit too.
         len = r.used[b * r.used_s];
-        if (len < 0 || len > cap) {
+        if (len < 0 || len > cap - r.added) {
             ragged_fault(r, kFaultUsed);
             len = 0;
+        } else {
+            len += r.added;
         }
     }
     s.len_kv = (int)len;

@@ -139,6 +139,10 @@ fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan 
                           fattn_msg *msg);
 fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan *plan,
                            fattn_msg *msg);
+/* The vtable's append (desc->append): kernels_cu/append.cu on the context's
+ * stream, before the attention; no allocation or synchronisation, so a
+ * CUDA graph can capture it. */
+fattn_status cuda_append(void *state, const fattn_problem *p, fattn_msg *msg);
 
 /* ---- cuda_decode.c ------------------------------------------------------- */
 

@@ -54,6 +54,7 @@ static void ragged_args(cuda_state *s, const fattn_problem *p, fattn_cuda_ragged
     r->page_size = clamp_int(g->page_size);
     r->pages_per_seq = clamp_int(g->pages_per_seq);
     r->top_left = g->top_left;
+    r->added = (int)g->keys_added; /* at most seq_kv, below 2^31 */
     r->fault = s->fault;
     /* The launch that follows may record a fault: the next check reads the
      * word. A launch captured into a CUDA graph may record one at any replay,
@@ -125,4 +126,26 @@ fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan
     if (p->seq_kv == 0) return cuda_run_zero(s, &a, msg);
     const cudaError_t err = fattn_cuda_flash_simt(&a, cp->dpad, cp->small, s->stream);
     return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the CUDA-core attention kernel");
+}
+
+fattn_status cuda_append(void *state, const fattn_problem *p, fattn_msg *msg) {
+    cuda_state *s = state;
+    fattn_cuda_args a;
+    fattn_status st = begin(s, p, &a, msg);
+    if (st != FATTN_OK) return st;
+    const size_t es = (size_t)fattn_esize(p->dtype);
+    const fattn_cuda_append_args n = {
+        .k_new = at(&p->k_new, es),
+        .v_new = at(&p->v_new, es),
+        .kn_sb = p->k_new.stride_batch,
+        .kn_sh = p->k_new.stride_head,
+        .kn_ss = p->k_new.stride_seq,
+        .vn_sb = p->v_new.stride_batch,
+        .vn_sh = p->v_new.stride_head,
+        .vn_ss = p->v_new.stride_seq,
+        .heads_kv = p->heads_kv,
+        .seq_new = (int)p->seq_new, /* at most seq_kv, which the planner kept below 2^31 */
+    };
+    const cudaError_t err = fattn_cuda_append(&a, &n, s->stream);
+    return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the cache append kernel");
 }

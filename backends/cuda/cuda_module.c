@@ -36,6 +36,7 @@ static const fattn_backend_vtable cuda_vtable = {
     .mark_elapsed = cuda_mark_elapsed,
     .mark_free = cuda_mark_free,
     .take_fault = cuda_take_fault,
+    .append = cuda_append,
     /* cuda_plan.c, over the variants in cuda_launch.c, cuda_decode.c, cuda_naive.c and
      * cuda_combine.c */
     .plan = cuda_plan_problem,
