@@ -352,18 +352,8 @@ static void run_cases(fattn_backend_kind kind) {
     fattn_context_free(ctx);
 }
 
-static void cases_cpu(void **state) {
-    (void)state;
-    run_cases(FATTN_BACKEND_CPU);
-}
-static void cases_opencl(void **state) {
-    (void)state;
-    run_cases(FATTN_BACKEND_OPENCL);
-}
-static void cases_cuda(void **state) {
-    (void)state;
-    run_cases(FATTN_BACKEND_CUDA);
-}
+/* cmocka entry points: the backend comes as the test's prestate. */
+static void cases_on(void **state) { run_cases(*(const fattn_backend_kind *)*state); }
 
 /* Spoils sequence 1 of a paged case whose new keys (5..9) span pages 0 and
  * 1: over the capacity, a negative length, or page 1 out of range. */
@@ -425,18 +415,7 @@ static void run_faults(fattn_backend_kind kind) {
     fattn_context_free(ctx);
 }
 
-static void faults_cpu(void **state) {
-    (void)state;
-    run_faults(FATTN_BACKEND_CPU);
-}
-static void faults_opencl(void **state) {
-    (void)state;
-    run_faults(FATTN_BACKEND_OPENCL);
-}
-static void faults_cuda(void **state) {
-    (void)state;
-    run_faults(FATTN_BACKEND_CUDA);
-}
+static void faults_on(void **state) { run_faults(*(const fattn_backend_kind *)*state); }
 
 /* The description's rules, checked by the core before any backend runs. */
 static void expect_fail(fattn_context *ctx, ap_prob *p, fattn_status want, const char *words) {
@@ -533,11 +512,17 @@ static void validation(void **state) {
 }
 
 int main(void) {
+    static fattn_backend_kind kinds[3] = {FATTN_BACKEND_CPU, FATTN_BACKEND_OPENCL,
+                                          FATTN_BACKEND_CUDA};
+    /* Named per backend, so that a skip or failure says which. */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(validation),   cmocka_unit_test(cases_cpu),
-        cmocka_unit_test(cases_opencl), cmocka_unit_test(cases_cuda),
-        cmocka_unit_test(faults_cpu),   cmocka_unit_test(faults_opencl),
-        cmocka_unit_test(faults_cuda),
+        cmocka_unit_test(validation),
+        {"cases_cpu", cases_on, NULL, NULL, &kinds[0]},
+        {"cases_opencl", cases_on, NULL, NULL, &kinds[1]},
+        {"cases_cuda", cases_on, NULL, NULL, &kinds[2]},
+        {"faults_cpu", faults_on, NULL, NULL, &kinds[0]},
+        {"faults_opencl", faults_on, NULL, NULL, &kinds[1]},
+        {"faults_cuda", faults_on, NULL, NULL, &kinds[2]},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
