@@ -56,7 +56,7 @@
  * get none and then writes lse -inf. Paged, the group looks up each key's
  * page once, a work-item per key of a tile: the table entries of tile t + 2
  * are loaded while tile t is computed, next to tile t + 1's K/V loads, and
- * stored (page, slot) in local memory (kps) before tile t + 1's step, so no
+ * stored as row offsets in local memory (kps) before tile t + 1's step, so no
  * K/V load waits on a table load of its own step. A key on a bad page is
  * not loaded and its score is -inf. */
 
@@ -214,7 +214,9 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     __local float rowm[BR], rowa[BR], rowl[BR];
     __local int rowlim[BR];
 #if FATTN_PAGED
-    __local int2 kps[2][BKV]; /* a paged tile's keys: page (-1: bad) and slot, by tile parity */
+    /* A paged tile's keys, by tile parity: the row's offset from K's and V's
+     * head base (page * stride + slot * stride), x -1 for a bad page. */
+    __local long2 kps[2][BKV];
 #endif
 
     const int tid = get_local_id(0);
@@ -294,13 +296,13 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
 #if FATTN_PAGED
     /* Paged, the group looks its pages up together: work-item tid < BKV
      * takes key tid of a tile, loads its table entry two tiles ahead of the
-     * compute (PAGE_FETCH) and stores it, checked, with the key's slot into
-     * kps[tile parity] one tile ahead (PAGE_PUT, after the scores and the
-     * softmax have hidden the table load), where LOAD_TILE and the mask
-     * read it. So a work-item keeps no page state per key of its own: that
-     * state (an entry per key, run bits, page bases) took the paged build
-     * from 128 to 168 registers on NVIDIA's OpenCL, a group fewer per
-     * compute unit, and b1 32k page 16 ran 1.6x the dense time. */
+     * compute (PAGE_FETCH) and stores it, checked, as the key's row offsets
+     * in K and V (page * page stride + slot * row stride; -1: a bad page)
+     * into kps[tile parity] one tile ahead (PAGE_PUT, after the scores and
+     * the softmax have hidden the table load), where LOAD_TILE and the mask
+     * read them. So a work-item keeps no page state per key of its own (an
+     * entry per key, run bits, page bases: b8 32k page 16 ran 1.6x the
+     * dense time with them, 1.25x without). */
     const int pps = rg_page_size;
     int pf_key = 0, pf_e = 0, pf_sl = 0;
 #define PAGE_FETCH(jt)                                                                             \
@@ -317,20 +319,21 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
         if (tid < BKV && pf_key < j_hi) {                                                          \
             const int ok = pf_e >= 0 && pf_e < rg_num_pages;                                       \
             badpg |= !ok;                                                                          \
-            kps[((jt) / BKV) & 1][tid] = (int2)(ok ? pf_e : -1, pf_sl);                            \
+            kps[((jt) / BKV) & 1][tid] =                                                           \
+                ok ? (long2)(pf_e * k_sb + pf_sl * k_ss, pf_e * v_sb + pf_sl * v_ss) : (long2)(-1); \
         }                                                                                          \
     } while (0)
 #define LOAD_TILE(jt)                                                                              \
     do {                                                                                           \
-        __local const int2 *kp = kps[((jt) / BKV) & 1];                                            \
+        __local const long2 *kp = kps[((jt) / BKV) & 1];                                           \
         for (int n = 0; n < LPT; n++) {                                                            \
             const int key = (jt) + lj + n * KSTEP;                                                 \
             chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                          \
             if (key < j_hi) {                                                                      \
-                const int2 e = kp[lj + n * KSTEP];                                                 \
+                const long2 e = kp[lj + n * KSTEP];                                                \
                 if (e.x >= 0) {                                                                    \
-                    xk = load_chunk(k, khb + e.x * k_sb + e.y * k_ss, lc, D);                      \
-                    xv = load_chunk(v, vhb + e.x * v_sb + e.y * v_ss, lc, D);                      \
+                    xk = load_chunk(k, khb + e.x, lc, D);                                          \
+                    xv = load_chunk(v, vhb + e.y, lc, D);                                          \
                 }                                                                                  \
             }                                                                                      \
             kr[n] = xk;                                                                            \

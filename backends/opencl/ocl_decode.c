@@ -104,7 +104,7 @@ static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int p
            + 2 * bkv * (dc + 1) * 16           /* Ks, Vs */
            + 2 * br * (bkv + 4) * 4            /* Ps, Pp */
            + br * 4 * 4                        /* rowm, rowa, rowl, rowlim */
-           + (paged ? 2 * bkv * 8 : 0)         /* kps */
+           + (paged ? 2 * bkv * 16 : 0)        /* kps */
            + 64;                               /* alignment between the arrays */
 }
 
