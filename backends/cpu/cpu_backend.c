@@ -192,6 +192,7 @@ static void split_plan(const cpu_state *s, const fattn_problem *p, int64_t tq, i
 static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan *plan,
                                  fattn_msg *msg) {
     const cpu_state *s = state;
+    if (fattn_variants_declined(p, 0, msg)) return FATTN_ERR_UNSUPPORTED;
     if (p->tune.tile_q > CPU_TILE_MAX || p->tune.tile_kv > CPU_TILE_MAX)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "tile_q = %d, tile_kv = %d: the CPU backend takes tiles up to %d",
@@ -223,6 +224,7 @@ static fattn_status accept_rows(void *state, const fattn_problem *p, fattn_plan 
                                 fattn_msg *msg) {
     (void)state;
     (void)plan;
+    if (fattn_variants_declined(p, 0, msg)) return FATTN_ERR_UNSUPPORTED;
     return fattn_dense_only(p, "the naive baseline", msg);
 }
 
