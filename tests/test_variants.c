@@ -542,16 +542,7 @@ static void conformance(void **state) {
             }
         fattn_context_free(ctx);
     }
-    print_message("%s: %d runs passed, %d declined, %d failed\n", info.name, t.ran, t.declined,
-                  t.failures);
-    assert_int_equal(t.failures, 0);
-    if (t.declined) {
-        char what[64], reason[700];
-        snprintf(what, sizeof what, "%s-variants", info.name);
-        snprintf(reason, sizeof reason, "%d of %d runs declined: %s", t.declined,
-                 t.declined + t.ran, t.reason);
-        test_skip_unless_required(what, reason);
-    }
+    test_finish_runs(info.name, "variants", t.ran, t.declined, t.failures, t.reason);
 }
 
 /* ---- Validation (CPU) -------------------------------------------------------- */
