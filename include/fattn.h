@@ -401,31 +401,63 @@ typedef enum fattn_causal {
     FATTN_CAUSAL_TOP_LEFT = 2
 } fattn_causal;
 
-/* Masks and positional terms beyond causal (reserved: every field below is
- * validated, and a mask that asks for anything returns
- * FATTN_ERR_UNSUPPORTED naming it, until a later release implements it).
- * A mask equal to FATTN_MASK_DESC_INIT asks for nothing. */
+/* Attention variants beyond causal (FlashAttention-2's conventions; ggml's
+ * sinks). A mask equal to FATTN_MASK_DESC_INIT asks for nothing. Per
+ * (batch b, query head h), query row i and key j of a sequence with len_q
+ * rows and len_kv keys (seq_q and seq_kv for a dense batch; with varlen or
+ * a paged cache, sequence b's own lengths, and i, j count within it), with
+ * off = len_kv - len_q:
+ *
+ *   s_ij = scale * q_i . k_j
+ *   s_ij = softcap * tanh(s_ij / softcap)            softcap > 0, first
+ *   s_ij = s_ij - slope[b, h] * |i + off - j|        ALiBi
+ *   s_ij = s_ij + bias[b, h, i, j]                   additive bias
+ *   visible(i, j) = causal(i, j)                     as desc->causal says
+ *               and i + off - window_left <= j       window_left  >= 0
+ *               and j <= i + off + window_right      window_right >= 0
+ *   M_i   = max over visible j of s_ij
+ *   O_i   = sum_j exp(s_ij - M_i) v_j / (sum_j exp(s_ij - M_i) + exp(sink[h] - M_i))
+ *   lse_i = log(sum_j exp(s_ij) + exp(sink[h]))      the sums over visible j
+ *
+ * (without sinks the exp(sink) terms are absent). The window is aligned
+ * bottom-right like causal (whatever desc->causal's alignment); with causal
+ * too, both apply. A row that sees no key (window, causal, -inf bias):
+ * O = 0 and lse = -inf, or lse = sink[h] with sinks; never NaN. With sinks a
+ * row's weights sum to less than 1.
+ * Softcap maps a score of -inf to -softcap (a key an overflowing product
+ * made -inf still counts, with that score), +inf to +softcap, and NaN stays
+ * NaN (the row is NaN, as fattn_forward's special-value rules say).
+ * Cost: window, softcap, ALiBi and sinks read nothing per key (the window
+ * skips whole key tiles outside it, so its work scales with what is
+ * visible); the bias is read per (row, key), memory traffic of
+ * seq_q * seq_kv elements per (b, h) not broadcast. */
 typedef struct fattn_mask_desc {
     size_t size;              /* sizeof(fattn_mask_desc): FATTN_MASK_DESC_INIT */
-    /* Sliding window, aligned like bottom-right causal: row i sees keys j
-     * with i + seq_kv - seq_q - window_left <= j <= i + seq_kv - seq_q +
-     * window_right. -1 = unbounded on that side (the INIT value). */
+    /* Sliding window (above): keys at most window_left before and
+     * window_right after row i's diagonal i + off are visible; 0 is the
+     * diagonal only on that side; -1 = unbounded (the INIT value); < -1 is
+     * FATTN_ERR_INVALID_ARGUMENT. */
     int64_t window_left;
     int64_t window_right;
-    /* Logit softcap c > 0: s = c * tanh(s / c) on the scaled score; 0 = none. */
+    /* Logit softcap c: s = c * tanh(s / c) on the scaled score, before
+     * everything else; 0 = none; negative or not finite is
+     * FATTN_ERR_INVALID_ARGUMENT. */
     float softcap;
-    /* ALiBi: float32 slope per query head, element (b, h) at offset +
-     * b * stride_batch + h * stride_head (stride_batch 0: one per head);
-     * adds -slope * |i + seq_kv - seq_q - j|. NULL = none. */
+    /* ALiBi: float32 slope per (batch, query head), element (b, h) at
+     * offset + b * stride_batch + h * stride_head: stride_batch 0 gives one
+     * [heads_q] vector for every batch. Adds -slope * |i + off - j|
+     * (positive slopes penalise distance). NULL = none. */
     const fattn_tensor *alibi_slopes;
     /* Attention sinks: a float32 logit per query head (element h at offset +
      * h * stride_head) that joins the softmax denominator with no value
-     * row. NULL = none. */
+     * row. NULL = none. fattn_combine knows nothing of sinks: when merging
+     * parts of one attention, give the sink to exactly one part. */
     const fattn_tensor *sinks;
     /* Additive bias [batch, heads_q, seq_q, seq_kv] in f32 or desc->dtype:
      * element (b, h, i, j) at offset + b*stride_batch + h*stride_head +
-     * i*stride_seq + j*stride_dim (stride 0 broadcasts; -inf masks a key).
-     * NULL = none. */
+     * i*stride_seq + j*stride_dim (any stride may be 0 to broadcast, e.g. one
+     * mask for every head; -inf hides a key). With varlen, i and j are the
+     * row and key within sequence b (seq_q, seq_kv: the longest). NULL = none. */
     const fattn_tensor *bias;
 } fattn_mask_desc;
 #define FATTN_MASK_DESC_INIT {sizeof(fattn_mask_desc), -1, -1, 0.0f, NULL, NULL, NULL}
@@ -512,8 +544,9 @@ typedef struct fattn_kv_append_desc {
 } fattn_kv_append_desc;
 #define FATTN_KV_APPEND_DESC_INIT {sizeof(fattn_kv_append_desc), NULL, NULL, 0}
 
-/* What to compute: O = softmax(scale * Q K^T [+ causal mask]) V per (batch,
- * query head). Query head h reads key/value head h / (heads_q / heads_kv).
+/* What to compute: O = softmax(scale * Q K^T [+ causal mask, variants]) V
+ * per (batch, query head). Query head h reads key/value head h / (heads_q /
+ * heads_kv). Q and K have head_dim; V and O have head_dim_v.
  * Start from FATTN_ATTENTION_DESC_INIT, then set the sizes and dtype. */
 typedef struct fattn_attention_desc {
     size_t size;         /* sizeof(fattn_attention_desc) */
@@ -536,10 +569,14 @@ typedef struct fattn_attention_desc {
     fattn_buffer *workspace;
     /* Keys and values appended to the cache first (fattn_kv_append_desc). */
     const fattn_kv_append_desc *append;   /* NULL = none */
+    /* Head dimension of V and O (and of append's v_new), 1..256, when it
+     * differs from head_dim (DeepSeek's MLA prefill: 192 for Q and K, 128
+     * for V); 0 = head_dim. */
+    int64_t head_dim_v;
 } fattn_attention_desc;
 #define FATTN_ATTENTION_DESC_INIT                                                     \
     {sizeof(fattn_attention_desc), 0, 0, 0, 0, 0, 0, FATTN_F32, 0.0f, FATTN_CAUSAL_NONE, 0u, \
-     NULL, NULL, NULL, NULL, NULL}
+     NULL, NULL, NULL, NULL, NULL, 0}
 
 /* f32 may use TF32 tensor cores (CUDA only; never the default). */
 #define FATTN_FLAG_ALLOW_TF32 (1u << 0)
@@ -547,19 +584,22 @@ typedef struct fattn_attention_desc {
 
 /* Bytes of workspace fattn_forward needs for desc on this context: 0 for
  * most plans; the split-KV decode plans (every backend) need room for the
- * partial results, splits * batch * heads_q * seq_q * (head_dim + 1) floats.
+ * partial results, splits * batch * heads_q * seq_q * (head_dim_v + 1) floats.
  * With desc->workspace given, fattn_forward allocates nothing and does not
  * synchronise (CUDA graphs can capture it). */
 FATTN_API fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_attention_desc *desc,
                                             uint64_t *bytes);
 
-/* Computes attention with the tiled online-softmax algorithm. Q, K, V are
- * [batch, heads_q|heads_kv, seq_q|seq_kv, head_dim]; O is like Q. With
+/* Computes attention with the tiled online-softmax algorithm. Q and K are
+ * [batch, heads_q|heads_kv, seq_q|seq_kv, head_dim], V is [batch, heads_kv,
+ * seq_kv, head_dim_v] and O [batch, heads_q, seq_q, head_dim_v]; desc->mask
+ * adds the variants fattn_mask_desc defines. With
  * seq_kv = 0, K and V are not read and their buffers may be NULL. With
  * desc->append, the new keys and values are written into K and V first
  * (fattn_kv_append_desc), in the same call and queue. lse, if not
  * NULL, receives float32 natural-log log-sum-exp of the scaled scores per
- * (batch, head, query row), -inf for a row that sees no key. O and lse must
+ * (batch, head, query row), -inf for a row that sees no key (the sink's
+ * logit with desc->mask->sinks). O and lse must
  * not overlap Q, K, V, each other or the sub-descriptions' tensors (index
  * tables, slopes, sinks, bias), nor may desc->workspace overlap any of them
  * (checked across wrappers of the same memory), and every tensor's memory must be aligned to its element size
@@ -568,13 +608,16 @@ FATTN_API fattn_status fattn_workspace_size(fattn_context *ctx, const fattn_atte
  * is ordered, and fattn_buffer_read or fattn_context_synchronize waits.
  *
  * Special values, the same on every backend and path: a score of -inf
- * (from infinite inputs, or a finite product that overflows float32)
- * weighs 0; a row with no finite score gets O = 0 and lse = -inf; a NaN or
- * +inf score makes its row's O and lse NaN; a NaN or infinity in V at a
- * visible key makes the O elements it reaches NaN or infinite (weights
- * multiply, even 0); the K of a key the causal mask hides never enters a
+ * (from infinite inputs, a finite product that overflows float32, or a -inf
+ * bias; after the softcap, which maps +-inf to +-softcap) weighs 0; a row
+ * with no finite score gets O = 0 and lse = -inf (lse = the sink's logit
+ * with sinks); a NaN or +inf score makes its row's O and lse NaN (a NaN or
+ * +inf bias or slope too); a NaN or infinity in V at a visible key makes
+ * the O elements it reaches NaN or infinite (weights multiply, even 0); the
+ * K (and bias) of a key the causal mask or the window hides never enters a
  * score (its V may still reach the row on GPU paths, which multiply whole
- * tiles by weights of 0: keep V finite). */
+ * tiles by weights of 0: keep V finite). A NaN sink makes every row of its
+ * head NaN; a sink of -inf is no sink. */
 FATTN_API fattn_status fattn_forward(fattn_context *ctx, const fattn_attention_desc *desc,
                                      const fattn_tensor *q, const fattn_tensor *k,
                                      const fattn_tensor *v, const fattn_tensor *o,
@@ -659,7 +702,7 @@ typedef struct fattn_memory_report {
     uint64_t workspace_bytes;
     double reduction;         /* naive_bytes / flash_bytes (0 if flash_bytes is 0) */
     double percent_saved;     /* 100 * (1 - flash/naive); negative if tiling costs more */
-    double flops;             /* 4*B*Hq*D * (unmasked query-key pairs) */
+    double flops;             /* 2*B*Hq*(D+Dv) * (unmasked query-key pairs) */
 } fattn_memory_report;
 #define FATTN_MEMORY_REPORT_INIT {sizeof(fattn_memory_report), 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0}
 
@@ -673,7 +716,9 @@ FATTN_API fattn_status fattn_context_memory_report(fattn_context *ctx,
                                                    const fattn_attention_desc *desc,
                                                    fattn_memory_report *out);
 
-/* FLOP count: 4*B*Hq*Sq*Sk*D, counting only unmasked pairs when causal.
+/* FLOP count: 2*B*Hq*Sq*Sk*(head_dim + head_dim_v) (4*B*Hq*Sq*Sk*D when
+ * they are equal), counting only unmasked pairs when causal (the window and
+ * a bias are not counted: the pairs of the causal mask alone).
  * Returns 0 for an invalid description (no message). */
 FATTN_API double fattn_flops(const fattn_attention_desc *desc);
 

@@ -37,7 +37,7 @@ double fattn_flops(const fattn_attention_desc *desc) {
     fattn_request r;
     if (fattn_read_request(desc, &r, &scratch) != FATTN_OK) return 0.0;
     const fattn_attention_desc *d = &r.d;
-    return 4.0 * (double)d->batch * (double)d->heads_q * (double)d->head_dim *
+    return 2.0 * (double)d->batch * (double)d->heads_q * (double)(d->head_dim + d->head_dim_v) *
            fattn_visible_pairs(d->seq_q, d->seq_kv, d->causal != FATTN_CAUSAL_NONE,
                                fattn_causal_offset(d));
 }
@@ -55,7 +55,8 @@ static fattn_status estimate(const fattn_request *r, const fattn_tiling *tiling,
     const fattn_attention_desc *d = &r->d;
     const uint64_t tq = tiling->tile_q ? (uint64_t)tiling->tile_q : 64;
     const uint64_t tkv = tiling->tile_kv ? (uint64_t)tiling->tile_kv : 64;
-    const uint64_t es = fattn_dtype_size(d->dtype), D = (uint64_t)d->head_dim;
+    const uint64_t es = fattn_dtype_size(d->dtype), D = (uint64_t)d->head_dim,
+                   Dv = (uint64_t)d->head_dim_v;
     const uint64_t rows = (uint64_t)d->batch * (uint64_t)d->heads_q; /* fits: validated */
     const uint64_t total_groups = rows * (((uint64_t)d->seq_q + tq - 1) / tq);
 
@@ -64,10 +65,11 @@ static fattn_status estimate(const fattn_request *r, const fattn_tiling *tiling,
     uint64_t row_bytes = 0; /* S and P of one query row */
     int ok = mul_add(&row_bytes, (uint64_t)d->seq_kv, 2 * 4) &&
              mul_add(&naive, rows * (uint64_t)d->seq_q, row_bytes) &&
-             mul_add(&tile, (tq + 2 * tkv) * D, es) && /* Q, K, V tiles in storage type */
-             mul_add(&tile, tq * tkv, 4) &&            /* scores of one tile, float32 */
-             mul_add(&tile, tq * D, 4) &&              /* output accumulator, float32 */
-             mul_add(&tile, tq * 2, 4) &&              /* running max and sum */
+             mul_add(&tile, (tq + tkv) * D, es) && /* Q, K tiles in storage type */
+             mul_add(&tile, tkv * Dv, es) &&       /* V tile */
+             mul_add(&tile, tq * tkv, 4) &&        /* scores of one tile, float32 */
+             mul_add(&tile, tq * Dv, 4) &&         /* output accumulator, float32 */
+             mul_add(&tile, tq * 2, 4) &&          /* running max and sum */
              mul_add(&stats, rows * (uint64_t)d->seq_q, 2 * 4);
     out.groups = (int64_t)total_groups;
     if (tiling->concurrent_groups > 0 && (uint64_t)tiling->concurrent_groups < total_groups)
@@ -83,7 +85,7 @@ static fattn_status estimate(const fattn_request *r, const fattn_tiling *tiling,
     out.workspace_bytes = tiling->workspace_bytes;
     out.reduction = flash ? (double)naive / (double)flash : 0.0;
     out.percent_saved = naive ? 100.0 * (1.0 - (double)flash / (double)naive) : 0.0;
-    out.flops = 4.0 * (double)d->batch * (double)d->heads_q * (double)d->head_dim *
+    out.flops = 2.0 * (double)d->batch * (double)d->heads_q * (double)(D + Dv) *
                 fattn_visible_pairs(d->seq_q, d->seq_kv, d->causal != FATTN_CAUSAL_NONE,
                                     fattn_causal_offset(d));
     return fattn_ext_write(user, &out, sizeof out, REPORT_OLDER, "out", "fattn_memory_report", msg);
@@ -103,7 +105,6 @@ fattn_status fattn_memory_estimate(const fattn_attention_desc *desc, const fattn
         return st;
     if (t.tile_q < 0 || t.tile_kv < 0 || t.concurrent_groups < 0)
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT, "tiling has a negative field");
-    if ((st = fattn_request_supported(&r, msg)) != FATTN_OK) return st;
     return estimate(&r, &t, out, msg);
 }
 

@@ -210,8 +210,8 @@ fattn_status fattn_attention_host(fattn_context *ctx, const fattn_attention_desc
     /* Products fit: validate_desc checked them in int64. */
     const size_t nq = (size_t)(desc->batch * desc->heads_q * desc->seq_q);
     const size_t nk = (size_t)(desc->batch * desc->heads_kv * desc->seq_kv);
-    const size_t D = (size_t)desc->head_dim;
-    const size_t bytes[HCOUNT] = {nq * D * es, nk * D * es, nk * D * es, nq * D * es, nq * 4};
+    const size_t D = (size_t)desc->head_dim, Dv = (size_t)desc->head_dim_v; /* resolved */
+    const size_t bytes[HCOUNT] = {nq * D * es, nk * D * es, nk * Dv * es, nq * Dv * es, nq * 4};
     for (int i = 0; i < HCOUNT; i++)
         if (!host[i] && bytes[i] && i != HL)
             return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "%s (host array) is NULL", names[i]);
@@ -233,11 +233,11 @@ fattn_status fattn_attention_host(fattn_context *ctx, const fattn_attention_desc
     }
     if (st == FATTN_OK) {
         const int64_t B = desc->batch, hkv = desc->heads_kv, hq = desc->heads_q,
-                      hd = desc->head_dim;
+                      hd = desc->head_dim, hv = desc->head_dim_v;
         fattn_tensor_init(buf[HQ], desc->dtype, layout, B, hq, desc->seq_q, hd, 0, &t[HQ]);
         fattn_tensor_init(buf[HK], desc->dtype, layout, B, hkv, desc->seq_kv, hd, 0, &t[HK]);
-        fattn_tensor_init(buf[HV], desc->dtype, layout, B, hkv, desc->seq_kv, hd, 0, &t[HV]);
-        fattn_tensor_init(buf[HO], desc->dtype, layout, B, hq, desc->seq_q, hd, 0, &t[HO]);
+        fattn_tensor_init(buf[HV], desc->dtype, layout, B, hkv, desc->seq_kv, hv, 0, &t[HV]);
+        fattn_tensor_init(buf[HO], desc->dtype, layout, B, hq, desc->seq_q, hv, 0, &t[HO]);
         fattn_tensor_init_lse(buf[HL], B, hq, desc->seq_q, 0, &t[HL]);
         st = fattn_forward(ctx, desc, &t[HQ], &t[HK], &t[HV], &t[HO], lse ? &t[HL] : NULL);
     }

@@ -78,12 +78,9 @@ typedef struct fattn_request {
 } fattn_request;
 
 /* Reads and checks desc (sizes, dtype, scale, causal, flags, the
- * sub-descriptions' own fields). Used by validation, accounting and flops. */
+ * sub-descriptions' own fields), and resolves d.head_dim_v (0 becomes
+ * head_dim). Used by validation, accounting and flops. */
 fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request *r, fattn_msg *msg);
-
-/* The first thing r asks for that this version does not implement, as a
- * message into msg: FATTN_ERR_UNSUPPORTED, or FATTN_OK. */
-fattn_status fattn_request_supported(const fattn_request *r, fattn_msg *msg);
 
 /* The one builder of a backend problem: reads and validates the request,
  * and (with tensors, has_operands) every tensor against it, then resolves

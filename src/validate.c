@@ -26,7 +26,8 @@ static int mul4(int64_t a, int64_t b, int64_t c, int64_t d, int64_t *out) {
 #define DESC_OLDER                                                                                 \
     FATTN_OLDER(offsetof(fattn_attention_desc, mask), offsetof(fattn_attention_desc, varlen),      \
                 offsetof(fattn_attention_desc, paged_kv),                                          \
-                offsetof(fattn_attention_desc, workspace), offsetof(fattn_attention_desc, append))
+                offsetof(fattn_attention_desc, workspace), offsetof(fattn_attention_desc, append), \
+                offsetof(fattn_attention_desc, head_dim_v))
 #define MASK_OLDER                                                                                 \
     FATTN_OLDER(offsetof(fattn_mask_desc, softcap), offsetof(fattn_mask_desc, alibi_slopes),       \
                 offsetof(fattn_mask_desc, sinks), offsetof(fattn_mask_desc, bias))
@@ -51,6 +52,10 @@ static fattn_status check_desc(const fattn_attention_desc *d, fattn_msg *msg) {
     if (d->head_dim < 1 || d->head_dim > 256)
         return fattn_fail(msg, FATTN_ERR_HEAD_DIM, "desc->head_dim = %" PRId64 " is outside 1..256",
                           d->head_dim);
+    if (d->head_dim_v < 0 || d->head_dim_v > 256)
+        return fattn_fail(msg, FATTN_ERR_HEAD_DIM,
+                          "desc->head_dim_v = %" PRId64 " is outside 1..256 (0 = head_dim)",
+                          d->head_dim_v);
     if (d->heads_q % d->heads_kv != 0)
         return fattn_fail(msg, FATTN_ERR_HEADS,
                           "desc->heads_q = %" PRId64
@@ -77,6 +82,11 @@ static fattn_status check_desc(const fattn_attention_desc *d, fattn_msg *msg) {
     if (!mul4(d->batch, d->heads_kv, d->seq_kv, d->head_dim, &n))
         return fattn_fail(msg, FATTN_ERR_OVERFLOW,
                           "batch * heads_kv * seq_kv * head_dim overflows a 64-bit integer");
+    const int64_t dv = d->head_dim_v ? d->head_dim_v : d->head_dim;
+    if (!mul4(d->batch, d->heads_q, d->seq_q, dv, &n) ||
+        !mul4(d->batch, d->heads_kv, d->seq_kv, dv, &n))
+        return fattn_fail(msg, FATTN_ERR_OVERFLOW,
+                          "the sizes of V or O (head_dim_v) overflow a 64-bit integer");
     if (!mul4(d->batch, d->heads_q, d->seq_q, d->seq_kv, &n))
         return fattn_fail(msg, FATTN_ERR_OVERFLOW,
                           "batch * heads_q * seq_q * seq_kv overflows a 64-bit integer");
@@ -189,6 +199,7 @@ fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request 
                              msg)))
         return st;
     if ((st = check_desc(&r->d, msg))) return st;
+    if (!r->d.head_dim_v) r->d.head_dim_v = r->d.head_dim; /* resolved once, for every reader */
     r->has_mask = r->d.mask != NULL;
     r->has_varlen = r->d.varlen != NULL;
     r->has_paged = r->d.paged_kv != NULL;
@@ -210,27 +221,6 @@ fattn_status fattn_read_request(const fattn_attention_desc *desc, fattn_request 
         return st;
     if ((st = check_layout(r, msg))) return st;
     return r->has_append ? check_append(r, msg) : FATTN_OK;
-}
-
-fattn_status fattn_request_supported(const fattn_request *r, fattn_msg *msg) {
-    const char *what = NULL;
-    const fattn_mask_desc *m = &r->mask;
-    if (r->has_mask && (m->window_left >= 0 || m->window_right >= 0))
-        what = "a sliding window (desc->mask->window_left/right)";
-    else if (r->has_mask && m->softcap > 0.0f)
-        what = "a logit softcap (desc->mask->softcap)";
-    else if (r->has_mask && m->alibi_slopes)
-        what = "ALiBi slopes (desc->mask->alibi_slopes)";
-    else if (r->has_mask && m->sinks)
-        what = "attention sinks (desc->mask->sinks)";
-    else if (r->has_mask && m->bias)
-        what = "an additive bias (desc->mask->bias)";
-    if (!what) return FATTN_OK;
-    return fattn_fail(
-        msg, FATTN_ERR_UNSUPPORTED,
-        "%s is described in this API but not implemented in fattn %s yet; the request "
-        "passed validation",
-        what, fattn_version_string());
 }
 
 int64_t fattn_causal_offset(const fattn_attention_desc *d) {
@@ -409,6 +399,8 @@ static want_ rows_of(const char *name, fattn_dtype dtype, int64_t b, int64_t h, 
 /* The index tables' operands: cu_seqlens_q, cu_seqlens_kv, seqused_kv,
  * block_table (mem NULL when absent). */
 enum { T_CU_Q, T_CU_KV, T_USED, T_TABLE, T_COUNT };
+/* The mask's tensors, the first rows of check_extra_tensors' list. */
+enum { X_ALIBI, X_SINKS, X_BIAS };
 
 /* The sub-descriptions' tensors, at most. */
 enum { X_COUNT = 7 };
@@ -419,8 +411,8 @@ enum { X_COUNT = 7 };
  * and names go to xr / xnames (NULL where absent) for the workspace check. */
 static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request *r,
                                         fattn_operand tables[T_COUNT], const range_ *const *outs,
-                                        const char *const *out_names, int nouts,
-                                        range_ xr[X_COUNT], const char *xnames[X_COUNT]) {
+                                        const char *const *out_names, int nouts, range_ xr[X_COUNT],
+                                        const char *xnames[X_COUNT], fattn_tensor xt[X_COUNT]) {
     const fattn_attention_desc *d = &r->d;
     const int64_t B = d->batch, Hq = d->heads_q;
     const fattn_mask_desc *m = r->has_mask ? &r->mask : NULL;
@@ -463,6 +455,7 @@ static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request 
                                           extra[i].w.name, out_names[j]);
             xr[i] = rg;
             xnames[i] = extra[i].w.name;
+            xt[i] = t;
         }
         /* The last T_COUNT rows are the index tables, in enum order. */
         if (i >= n - T_COUNT)
@@ -471,16 +464,17 @@ static fattn_status check_extra_tensors(fattn_context *ctx, const fattn_request 
     return FATTN_OK;
 }
 
-/* desc->append's k_new and v_new: [batch, heads_kv, seq_new, head_dim] in
- * desc->dtype, like K (wk) but a dense batch, and sharing no memory with
+/* desc->append's k_new and v_new: [batch, heads_kv, seq_new, head_dim
+ * (head_dim_v)] in desc->dtype, like K (wk) and V (wv) but a dense batch, and sharing no memory with
  * what the call writes (outs: O, lse, K, V). */
 static fattn_status check_new_rows(fattn_context *ctx, const fattn_request *r, const want_ *wk,
-                                   const range_ *const outs[4], const char *const out_names[4],
-                                   fattn_tensor tn[2], range_ rn[2]) {
+                                   const want_ *wv, const range_ *const outs[4],
+                                   const char *const out_names[4], fattn_tensor tn[2],
+                                   range_ rn[2]) {
     const fattn_tensor *user[2] = {r->append.k_new, r->append.v_new};
     fattn_status st;
     for (int i = 0; i < 2; i++) {
-        want_ w = *wk;
+        want_ w = i ? *wv : *wk;
         w.name = i ? "desc->append->v_new" : "desc->append->k_new";
         w.ext[0] = r->d.batch;
         w.ext[2] = r->append.seq_new;
@@ -519,6 +513,40 @@ static void ragged_problem(const fattn_request *r, const fattn_operand tables[T_
     g->top_left = r->d.causal == FATTN_CAUSAL_TOP_LEFT;
 }
 
+/* Fills p->var from the mask and its tensors' operands (xt, NULL without
+ * operands: a given tensor then gets a placeholder mem that says only
+ * "given", so that a report plans the problem that would run). */
+static void variants_problem(const fattn_request *r, const fattn_tensor xt[X_COUNT],
+                             fattn_problem *p) {
+    static const char given;
+    fattn_variants *v = &p->var;
+    memset(v, 0, sizeof *v);
+    v->window_left = v->window_right = -1;
+    v->bias_dtype = FATTN_F32;
+    if (!r->has_mask) return;
+    const fattn_mask_desc *m = &r->mask;
+    v->window_left = m->window_left;
+    v->window_right = m->window_right;
+    v->softcap = m->softcap;
+    const fattn_tensor *user[3] = {m->alibi_slopes, m->sinks, m->bias};
+    fattn_operand *ops[3] = {&v->alibi, &v->sinks, &v->bias};
+    for (int i = 0; i < 3; i++) {
+        if (!user[i]) continue;
+        if (xt) {
+            *ops[i] = operand(&xt[i]);
+            if (!ops[i]->mem) ops[i]->mem = (void *)&given; /* an empty tensor (seq_kv 0) */
+        } else {
+            ops[i]->mem = (void *)&given;
+        }
+    }
+    if (m->bias) {
+        v->bias_stride_dim = xt ? xt[X_BIAS].stride_dim : 0;
+        v->bias_dtype = xt ? xt[X_BIAS].dtype : FATTN_F32;
+    }
+    v->on = v->window_left >= 0 || v->window_right >= 0 || v->softcap > 0.0f || m->alibi_slopes ||
+            m->sinks || m->bias;
+}
+
 /* The workspace the caller passed: this context's, writable. Its size is
  * checked against the plan in attention.c. */
 static fattn_status check_workspace(fattn_context *ctx, const fattn_buffer *ws,
@@ -552,6 +580,7 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
     const fattn_attention_desc *d = &r->d;
     memset(p, 0, sizeof *p);
     fattn_operand tables[T_COUNT] = {{0}};
+    fattn_tensor xt[X_COUNT];
     p->has_operands = q != NULL || k != NULL || v != NULL || o != NULL;
     if (p->has_operands) {
         const int64_t B = d->batch, Hq = d->heads_q, Hk = d->heads_kv, D = d->head_dim;
@@ -568,6 +597,7 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
         want_ wk = {"k", d->dtype, d->dtype, " (desc->dtype)", SHAPE_DATA, {kb, Hk, ks, D}, 0};
         wk.output = r->has_append; /* an append writes K and V (the cache) */
         want_ wv = wk, wo = wq;
+        wv.ext[3] = wo.ext[3] = d->head_dim_v; /* V and O: [.., head_dim_v] */
         const want_ wl = {"lse",      FATTN_F32,       FATTN_F32, " (log-sum-exp is float32)",
                           SHAPE_ROWS, {qb, Hq, qs, 1}, 1};
         wv.name = "v";
@@ -600,12 +630,13 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
         const int nouts = r->has_append ? 4 : 2;
         fattn_tensor tn[2];
         range_ rn[2];
-        if (r->has_append && (st = check_new_rows(ctx, r, &wk, outs, out_names, tn, rn))) return st;
+        if (r->has_append && (st = check_new_rows(ctx, r, &wk, &wv, outs, out_names, tn, rn)))
+            return st;
         const range_ *all[7 + X_COUNT] = {&rq, &rk, &rv, &ro, lse ? &rl : NULL};
         const char *all_names[7 + X_COUNT] = {"q", "k", "v", "o", "lse"};
         range_ xr[X_COUNT];
         const char *xnames[X_COUNT];
-        if ((st = check_extra_tensors(ctx, r, tables, outs, out_names, nouts, xr, xnames)))
+        if ((st = check_extra_tensors(ctx, r, tables, outs, out_names, nouts, xr, xnames, xt)))
             return st;
         for (int i = 0; i < X_COUNT; i++) {
             all[5 + i] = xnames[i] ? &xr[i] : NULL;
@@ -624,7 +655,6 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
         p->has_lse = lse != NULL;
         if (lse) p->lse = operand(&tl);
     }
-    if ((st = fattn_request_supported(r, &ctx->msg)) != FATTN_OK) return st;
 
     p->op = op;
     p->batch = d->batch;
@@ -640,7 +670,9 @@ fattn_status fattn_build_problem(fattn_context *ctx, fattn_op op, const fattn_at
     p->causal_offset = fattn_causal_offset(d);
     p->flags = d->flags;
     p->tune = ctx->tune;
+    p->head_dim_v = d->head_dim_v;
     ragged_problem(r, tables, p);
+    variants_problem(r, p->has_operands ? xt : NULL, p);
     if (r->has_append) {
         if (!ctx->vt->append)
             return fattn_ctx_fail(ctx, FATTN_ERR_UNSUPPORTED,
@@ -769,7 +801,8 @@ fattn_status fattn_build_combine(fattn_context *ctx, const fattn_combine_desc *d
     p->batch = B;
     p->heads_q = p->heads_kv = H;
     p->seq_q = S;
-    p->head_dim = D;
+    p->head_dim = p->head_dim_v = D;
+    p->var.window_left = p->var.window_right = -1; /* no variants (var.on 0) */
     p->dtype = c.dtype;
     p->tune = ctx->tune;
     p->has_operands = 1;

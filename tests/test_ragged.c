@@ -371,16 +371,7 @@ static void run_group(void **state) {
         }
         fattn_context_free(ctx);
     }
-    print_message("%s: %d runs passed, %d declined, %d failed\n", info.name, t.ran, t.declined,
-                  t.failures);
-    assert_int_equal(t.failures, 0);
-    if (t.declined) {
-        char what[64], reason[700];
-        snprintf(what, sizeof what, "%s-ragged", info.name);
-        snprintf(reason, sizeof reason, "%d of %d runs declined: %s", t.declined,
-                 t.declined + t.ran, t.reason);
-        test_skip_unless_required(what, reason);
-    }
+    test_finish_runs(info.name, "ragged", t.ran, t.declined, t.failures, t.reason);
 }
 
 #define RAG(kind, g, label)                                                                        \

@@ -151,6 +151,7 @@ static int64_t choose_splits(int64_t units, int64_t slots, int64_t max_splits, d
 fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                                 fattn_msg *msg) {
     cuda_state *s = state;
+    if (fattn_variants_declined(p, 0, msg)) return FATTN_ERR_UNSUPPORTED;
     const int64_t forced = p->tune.kv_splits;
     const int ragged = p->rag.on;
     if (forced == 1 && !ragged)

@@ -83,7 +83,8 @@ static fattn_status accept_mma(void *state, const fattn_problem *p, fattn_plan *
                                fattn_msg *msg) {
     const cuda_state *s = state;
     int dpad, bm, bn, smem;
-    fattn_status st = tiled_common(p, &dpad, msg);
+    fattn_status st = fattn_variants_declined(p, 0, msg);
+    if (st == FATTN_OK) st = tiled_common(p, &dpad, msg);
     if (st != FATTN_OK) return st;
     if (!mma_domain(s, p))
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
@@ -100,7 +101,8 @@ static fattn_status accept_simt(void *state, const fattn_problem *p, fattn_plan 
                                 fattn_msg *msg) {
     const cuda_state *s = state;
     int dpad, bm, bn, smem;
-    fattn_status st = tiled_common(p, &dpad, msg);
+    fattn_status st = fattn_variants_declined(p, 0, msg);
+    if (st == FATTN_OK) st = tiled_common(p, &dpad, msg);
     if (st != FATTN_OK) return st;
     /* The tensor-core row's problem, which it declined (its tile does not
      * fit): its reason stands, since this row is the last one the planner
@@ -136,7 +138,8 @@ static fattn_status accept_simt(void *state, const fattn_problem *p, fattn_plan 
 static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan *plan,
                                  fattn_msg *msg) {
     (void)state;
-    fattn_status st = cuda_naive_check(p, msg);
+    fattn_status st = fattn_variants_declined(p, 0, msg);
+    if (st == FATTN_OK) st = cuda_naive_check(p, msg);
     if (st == FATTN_OK) st = fattn_dense_only(p, "the naive baseline", msg);
     if (st == FATTN_OK && p->seq_kv > 0) st = cuda_naive_load(msg);
     if (st != FATTN_OK) return st;

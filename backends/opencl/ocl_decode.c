@@ -179,6 +179,7 @@ static long decode_waves(int batched, int64_t resident) {
 fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                                fattn_msg *msg) {
     ocl_state *s = state;
+    if (fattn_variants_declined(p, 0, msg)) return FATTN_ERR_UNSUPPORTED;
     const int forced = p->tune.kv_splits;
     const char *tune = s->settings.decode_tune;
     const long waves_set = fattn_tune_value(tune, "waves", 0);

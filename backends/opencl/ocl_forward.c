@@ -44,6 +44,7 @@ static fattn_status tiled_kernel(ocl_state *s, const fattn_problem *p, const ocl
 fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                               fattn_msg *msg) {
     ocl_state *s = state;
+    if (fattn_variants_declined(p, 0, msg)) return FATTN_ERR_UNSUPPORTED;
     const int64_t int_max = FATTN_INT32_MAX;
     if (p->seq_q > int_max - 1024 || p->seq_kv > int_max || p->batch * p->heads_q > int_max)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,

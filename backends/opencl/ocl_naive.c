@@ -372,6 +372,7 @@ static int64_t padded(int64_t x) { return (x + 255) / 256 * 256; }
 fattn_status ocl_naive_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                               fattn_msg *msg) {
     const ocl_state *s = state;
+    if (fattn_variants_declined(p, 0, msg)) return FATTN_ERR_UNSUPPORTED;
     pthread_once(&clblast_once, open_clblast);
     if (p->rag.on) return fattn_dense_only(p, "the naive baseline", msg);
     if (!sgemm_batched)

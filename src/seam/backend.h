@@ -14,7 +14,7 @@
 
 /* Bumped whenever this header changes incompatibly; the core refuses a
  * module built against another value. */
-#define FATTN_BACKEND_ABI 9
+#define FATTN_BACKEND_ABI 10
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
@@ -190,6 +190,45 @@ static inline fattn_status fattn_fault_fail(unsigned bits, fattn_msg *msg) {
                       bits & FATTN_FAULT_BLOCK_TABLE ? " desc->paged_kv->block_table" : "");
 }
 
+/* The attention variants of desc->mask after validation (fattn.h's
+ * fattn_mask_desc states the rules; fattn_seq_keys below is the host form
+ * of the visible keys, causal and window together). The operands are float32 except the bias
+ * (bias_dtype); mem NULL: not given.
+ * - window: key j is visible to row i of a sequence iff
+ *   i + off - window_left <= j <= i + off + window_right, off = len_kv -
+ *   len_q of the sequence (bottom-right, whatever the causal alignment);
+ *   -1 unbounded on that side; both -1: no window. With causal, both apply.
+ * - softcap > 0: s = softcap * tanh(s / softcap) on the scaled score, first.
+ * - alibi: slope (b, h) at offset + b * stride_batch + h * stride_head;
+ *   s -= slope * |i + off - j|.
+ * - bias: element (b, h, i, j) at offset + b * stride_batch + h *
+ *   stride_head + i * stride_seq + j * bias_stride_dim, i and j within
+ *   sequence b; s += bias.
+ * - sinks: element h at offset + h * stride_head: a logit that joins the
+ *   row's softmax denominator with no value row (applied once per row, at
+ *   the end; a split-KV path adds it at the merge).
+ * on is 1 when any of them is set; with on 0 the rest is not read (a
+ * zeroed struct asks for nothing). */
+typedef struct fattn_variants {
+    int on;
+    int64_t window_left, window_right;
+    float softcap;
+    fattn_operand alibi;
+    fattn_operand sinks;
+    fattn_operand bias;
+    int64_t bias_stride_dim;
+    fattn_dtype bias_dtype;
+} fattn_variants;
+
+/* Bits naming the variants (and head_dim_v != head_dim), for
+ * fattn_variants_declined. */
+#define FATTN_VAR_WINDOW 1u
+#define FATTN_VAR_SOFTCAP 2u
+#define FATTN_VAR_ALIBI 4u
+#define FATTN_VAR_SINKS 8u
+#define FATTN_VAR_BIAS 16u
+#define FATTN_VAR_HEAD_DIM_V 32u
+
 /* A validated attention problem (FlashAttention-2's Flash_fwd_params idea),
  * built by one function (fattn_build_problem) for validation, accounting and
  * execution alike: sizes, the resolved scale, the causal diagonal, and the
@@ -197,6 +236,7 @@ static inline fattn_status fattn_fault_fail(unsigned bits, fattn_msg *msg) {
 typedef struct fattn_problem {
     fattn_op op;
     int64_t batch, heads_q, heads_kv, seq_q, seq_kv, head_dim;
+    int64_t head_dim_v; /* of V and O: desc->head_dim_v, else head_dim; always set */
     fattn_dtype dtype;
     float scale;      /* resolved: never 0 unless the caller asked for it */
     float scale_log2; /* scale * log2(e), for kernels that use exp2 */
@@ -232,7 +272,46 @@ typedef struct fattn_problem {
     int has_append;
     fattn_operand k_new, v_new;
     int64_t seq_new;
+    /* desc->mask's variants (fattn_variants above); var.on 0 for none. */
+    fattn_variants var;
 } fattn_problem;
+
+/* The variant bits (FATTN_VAR_*) problem p uses: none of the mask's while
+ * var.on is 0 (a zeroed fattn_variants, as a combine problem has, asks for
+ * nothing). */
+static inline unsigned fattn_variants_used(const fattn_problem *p) {
+    const fattn_variants *v = &p->var;
+    const unsigned dv = p->head_dim_v != p->head_dim ? FATTN_VAR_HEAD_DIM_V : 0u;
+    if (!v->on) return dv;
+    return dv | (v->window_left >= 0 || v->window_right >= 0 ? FATTN_VAR_WINDOW : 0u) |
+           (v->softcap > 0.0f ? FATTN_VAR_SOFTCAP : 0u) | (v->alibi.mem ? FATTN_VAR_ALIBI : 0u) |
+           (v->sinks.mem ? FATTN_VAR_SINKS : 0u) | (v->bias.mem ? FATTN_VAR_BIAS : 0u);
+}
+
+/* What a variant (a row of a backend's table) that runs only the variants
+ * in `supported` (FATTN_VAR_* bits) says to problem p: FATTN_OK, or
+ * FATTN_ERR_UNSUPPORTED naming the first variant it lacks. One line in each
+ * accept function, so that "supported?" stays the planner's answer. */
+static inline fattn_status fattn_variants_declined(const fattn_problem *p, unsigned supported,
+                                                   fattn_msg *msg) {
+    static const struct {
+        unsigned bit;
+        const char *what;
+    } names[] = {
+        {FATTN_VAR_WINDOW, "a sliding window (desc->mask->window_left/right)"},
+        {FATTN_VAR_SOFTCAP, "a logit softcap (desc->mask->softcap)"},
+        {FATTN_VAR_ALIBI, "ALiBi slopes (desc->mask->alibi_slopes)"},
+        {FATTN_VAR_SINKS, "attention sinks (desc->mask->sinks)"},
+        {FATTN_VAR_BIAS, "an additive bias (desc->mask->bias)"},
+        {FATTN_VAR_HEAD_DIM_V, "a value head dimension other than head_dim (desc->head_dim_v)"},
+    };
+    const unsigned missing = fattn_variants_used(p) & ~supported;
+    for (size_t i = 0; missing && i < sizeof names / sizeof names[0]; i++)
+        if (missing & names[i].bit)
+            return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "this kernel does not implement %s yet",
+                              names[i].what);
+    return FATTN_OK;
+}
 
 /* What a variant that takes only dense batches says to a ragged problem
  * (FATTN_ERR_UNSUPPORTED, or FATTN_OK for a dense one). */
@@ -281,6 +360,24 @@ static inline void fattn_seq_resolve(const fattn_problem *p, const void *base_cu
     if (r->on && base_used)
         s->len_kv = fattn_table_at(&r->seqused_kv, base_used, 0, b) + r->keys_added;
     s->causal_offset = !r->on ? p->causal_offset : r->top_left ? 0 : s->len_kv - s->len_q;
+}
+
+/* The keys [*lo, *hi) of sequence s that its query row i sees (0 <= i <
+ * s->len_q): causal (s->causal_offset) and the window (p->var, aligned
+ * bottom-right: offset len_kv - len_q) together, clamped to 0..len_kv;
+ * *lo >= *hi when it sees none. Both ends grow with i. */
+static inline void fattn_seq_keys(const fattn_problem *p, const fattn_seq *s, int64_t i,
+                                  int64_t *lo, int64_t *hi) {
+    int64_t a = 0, z = s->len_kv;
+    if (p->causal && i + s->causal_offset + 1 < z) z = i + s->causal_offset + 1;
+    if (p->var.on) {
+        const int64_t diag = i + s->len_kv - s->len_q;
+        if (p->var.window_right >= 0 && diag + p->var.window_right + 1 < z)
+            z = diag + p->var.window_right + 1;
+        if (p->var.window_left >= 0 && diag - p->var.window_left > a) a = diag - p->var.window_left;
+    }
+    *lo = a > s->len_kv ? s->len_kv : a;
+    *hi = z < 0 ? 0 : z;
 }
 
 /* Keys j < fattn_key_limit(p, i) are visible to query row i, clamped to

@@ -26,8 +26,8 @@
  * failure no byte at all), a success that let outputs overlap each other or
  * the inputs, and, for finite inputs, an output outside the values of V or
  * an LSE that is NaN, or -inf where the row sees a key; a success with a
- * description of size 0 or with a non-zero tail, with a sub-description
- * that asks for a feature not implemented yet, a tensor of size 0, a
+ * description of size 0 or with a non-zero tail, with a mask of a bad size
+ * or value (window < -1, a negative or non-finite softcap), a tensor of size 0, a
  * workspace of another context, or a varlen or paged description in the
  * host call; a varlen or paged call accepted with totals, sizes or index
  * tables that break the rules of src/seam/backend.h (fattn_ragged) and
@@ -429,6 +429,7 @@ typedef struct extras {
     fattn_buffer *workspace;
     int workspace_foreign, workspace_owned, workspace_exact;
     int mask_refused, varlen_refused, paged_refused;
+    int mask_asks; /* the mask asks for a variant (window, softcap, ALiBi, sinks, bias) */
     /* What the library reads of the varlen and paged descriptions and of
      * their tables (see covered), and whether a table's own size must be
      * refused. */
@@ -673,7 +674,11 @@ static void check_forward_ok(world *w, const call *c, const char *what) {
     }
     check_memory(w, w->out_map, what);
 
-    if (!c->finite_inputs) return;
+    /* The values below hold for plain attention: a window or a -inf bias
+     * hides keys, sinks pull O towards 0 and set LSE, and the slopes, sinks
+     * and bias are arena bytes of any dtype. test_variants checks the
+     * variants' values against its reference. */
+    if (!c->finite_inputs || (d->mask && c->x.mask_asks)) return;
     /* |score| <= 16 * 256 * 64: no overflow, so every row is defined. */
     for (int64_t b = 0; b < d->batch; b++) {
         const seqv s = seq_of(w, c, b);
@@ -869,10 +874,14 @@ static void decode_mask(reader *r, const world *w, const fattn_attention_desc *d
     const fattn_mask_desc init = FATTN_MASK_DESC_INIT;
     fattn_mask_desc e;
     covered(&e, &m, &init, sizeof m, z.size, mask_fields, COUNT(mask_fields));
-    /* A mask equal to INIT asks for nothing; anything else is refused in this
-     * release (UNSUPPORTED, or an argument error for a bad value). */
-    x->mask_refused = sized_refused(z) || e.window_left != -1 || e.window_right != -1 ||
-                      e.softcap != 0.0f || e.alibi_slopes || e.sinks || e.bias;
+    /* A mask equal to INIT asks for nothing. The CPU runs every variant, so
+     * only a bad size or value must be refused (a window below -1, a
+     * negative or non-finite cap); the tensors' own checks are the
+     * library's. */
+    x->mask_refused = sized_refused(z) || e.window_left < -1 || e.window_right < -1 ||
+                      !isfinite(e.softcap) || e.softcap < 0.0f;
+    x->mask_asks = e.window_left != -1 || e.window_right != -1 || e.softcap != 0.0f ||
+                   e.alibi_slopes || e.sinks || e.bias;
 }
 
 static void decode_varlen(reader *r, const world *w, const fattn_attention_desc *d, extras *x) {
@@ -1149,7 +1158,7 @@ static const char *layout_refusal(const call *c) {
  * the tables' contents); why, for the message. */
 static const char *forward_refusal(const call *c, int naive) {
     if (c->desc_refused) return "a description of size 0 or with non-zero extra bytes";
-    if (c->d.mask && c->x.mask_refused) return "a mask that asks for something (or is badly sized)";
+    if (c->d.mask && c->x.mask_refused) return "a mask of a bad size or value";
     if (c->d.varlen && c->x.varlen_refused) return "a varlen description of a size to refuse";
     if (c->d.paged_kv && c->x.paged_refused) return "a paged-KV description of a size to refuse";
     const char *layout = layout_refusal(c);
@@ -1253,7 +1262,7 @@ static void run_host(reader *r, world *w, const call *c) {
     CHECK(!c->desc_refused, "fattn_attention_host accepted a description of size %zu",
           c->pass->size);
     CHECK(!(d->mask && c->x.mask_refused),
-          "fattn_attention_host accepted a mask that asks for something");
+          "fattn_attention_host accepted a mask of a bad size or value");
     CHECK(!(d->workspace && c->x.workspace_foreign),
           "fattn_attention_host accepted a workspace of another context");
     memset(w->out_map, 0, w->arena_len);

@@ -6,6 +6,7 @@
 #ifndef FATTN_TEST_BACKEND_H
 #define FATTN_TEST_BACKEND_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,21 @@ static inline void test_skip_unless_required(const char *what, const char *reaso
                  reason);
     print_message("[  SKIPPED ] %s: %s\n", what, reason);
     skip();
+}
+
+/* The end of a backend's run of cases: its counts, a failure if any case
+ * failed, and where some were declined (FATTN_ERR_UNSUPPORTED, reason: the
+ * first one's message) a visible skip, or a failure when
+ * FATTN_TEST_REQUIRE names "<backend>-<part>". */
+static inline void test_finish_runs(const char *backend, const char *part, int ran, int declined,
+                                    int failures, const char *reason) {
+    print_message("%s: %d runs passed, %d declined, %d failed\n", backend, ran, declined, failures);
+    assert_int_equal(failures, 0);
+    if (!declined) return;
+    char what[64], why[700];
+    snprintf(what, sizeof what, "%s-%s", backend, part);
+    snprintf(why, sizeof why, "%d of %d runs declined: %s", declined, declined + ran, reason);
+    test_skip_unless_required(what, why);
 }
 
 /* 1 when FATTN_TEST_BACKENDS is unset or names this backend. */
