@@ -89,7 +89,7 @@ static void usage(void) {
         "                   [--budget SECONDS] [--csv FILE|-] [--json FILE|-] [--long [--long-seq "
         "N]]\n"
         "                   [--fail-above ERR] [--csv-header] [--hbm-gbps GBPS] [--no-stream]\n"
-        "                   [--layout bshd|bhsd]\n"
+        "                   [--layout bshd|bhsd] [--variant V[,V..]]\n"
         "Default sweep: seq 512..16384, dim 64 and 128, causal and not, batch*seq = 16384, "
         "heads*dim = 2048,\n"
         "every dtype, every backend and device; 10 timed calls after 2 warm-ups.\n"
@@ -134,6 +134,13 @@ static void usage(void) {
         "--layout bhsd: dense cells lay Q, K, V and O out [batch, heads, seq, dim] (each head's\n"
         "  keys contiguous, as PyTorch's tensors in peers_torch.py) instead of BSHD (the\n"
         "  default, bshd); timing only, with --check-rows 0 (the check reads BSHD).\n"
+        "--variant V[,V..]: every cell's forward gets these attention variants (fattn_mask_desc):\n"
+        "  window=L (keys at most L before the diagonal; with a causal shape, Mistral's window),\n"
+        "  window=L:R (L before, R after; -1 unbounded), softcap=C, alibi (a slope per query\n"
+        "  head), sinks (a logit per query head), bias (one [seq_q, seq_kv] plane in the cell's\n"
+        "  dtype, stride 0 over batch and heads: seq_q * seq_kv elements of memory). Timing\n"
+        "  only: add --check-rows 0. A backend that declines a variant reports the cell as an\n"
+        "  error with its message (exit status 1). TFLOP/s still counts the causal pairs only.\n"
         "--decode: instead of the papers' sweep, decoding: seq_q 1, not causal, batch\n"
         "  --batches (1,8,64) x seq_kv --seqs (4096,16384,32768,131072) x heads --heads\n"
         "  (32:8 GQA, 32:32 MHA) x dim --dims (64,128), every dtype; the tiled path only (as\n"
@@ -158,6 +165,45 @@ static void usage(void) {
         "  cell runs with a workspace the bench allocates (fattn_workspace_size), like any other.\n"
         "Exit status: 0 done; 1 a measurement failed, or a named backend or device is missing;\n"
         "  2 a bad option.\n");
+}
+
+/* --variant's list (usage) into o->variant; 0 with *why for a bad item. */
+static int parse_variant(const char *v, bench_opts *o, char *why, size_t len) {
+    o->variant.on = 1;
+    o->variant.window_left = o->variant.window_right = -1;
+    for (const char *p = v;;) {
+        const char *comma = strchr(p, ',');
+        const size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        char item[64], *end;
+        snprintf(item, sizeof item, "%.*s", (int)(n < 63 ? n : 63), p);
+        if (!strncmp(item, "window=", 7)) {
+            const long long l = strtoll(item + 7, &end, 10);
+            long long r = -1;
+            if (*end == ':') r = strtoll(end + 1, &end, 10);
+            if (end == item + 7 || *end || l < -1 || r < -1) {
+                snprintf(why, len, "'%s' is not window=L or window=L:R (each >= -1)", item);
+                return 0;
+            }
+            o->variant.window_left = l, o->variant.window_right = r;
+        } else if (!strncmp(item, "softcap=", 8)) {
+            o->variant.softcap = strtof(item + 8, &end);
+            if (end == item + 8 || *end || !(o->variant.softcap > 0.0f)) {
+                snprintf(why, len, "'%s' is not softcap=C with C > 0", item);
+                return 0;
+            }
+        } else if (!strcmp(item, "alibi")) {
+            o->variant.alibi = 1;
+        } else if (!strcmp(item, "sinks")) {
+            o->variant.sinks = 1;
+        } else if (!strcmp(item, "bias")) {
+            o->variant.bias = 1;
+        } else {
+            snprintf(why, len, "'%s' is not window=L[:R], softcap=C, alibi, sinks or bias", item);
+            return 0;
+        }
+        if (!comma) return 1;
+        p = comma + 1;
+    }
 }
 
 /* A bad option: which one and why, then the usage; main returns 2. */
@@ -722,7 +768,7 @@ int main(int argc, char **argv) {
             "--backend",   "--device",  "--dtype",     "--seqs",       "--dims",   "--causal",
             "--shape",     "--iters",   "--warmup",    "--check-rows", "--budget", "--fail-above",
             "--long-seq",  "--csv",     "--json",      "--batches",    "--heads",  "--hbm-gbps",
-            "--page-size", "--kv-lens", "--kv-layout", "--layout"};
+            "--page-size", "--kv-lens", "--kv-layout", "--layout",     "--variant"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known |= !strcmp(a, with_value[k]);
@@ -769,6 +815,8 @@ int main(int argc, char **argv) {
             if (strcmp(v, "bshd") && strcmp(v, "bhsd"))
                 return bad_option(a, "'%s' is not bshd or bhsd", v);
             c.opts.bhsd = !strcmp(v, "bhsd");
+        } else if (!strcmp(a, "--variant")) {
+            if (!parse_variant(v, &c.opts, why, sizeof why)) return bad_option(a, "%s", why);
         } else if (!strcmp(a, "--hbm-gbps")) {
             if (!parse_num(v, 0, &x) || x <= 0)
                 return bad_option(a, "'%s' is not a bandwidth in GB/s > 0", v);
@@ -905,6 +953,9 @@ int main(int argc, char **argv) {
         return bad_option("--no-sweep", "no --shape given: nothing to measure");
     if (c.opts.bhsd && c.opts.check_rows)
         return bad_option("--layout", "bhsd is timing only: add --check-rows 0");
+    if (c.opts.variant.on && c.opts.check_rows)
+        return bad_option("--variant", "timing only (the check knows no variant): add "
+                                       "--check-rows 0");
     /* --kv-lens and --kv-layout give every dense shape their lengths and
      * storage; --page-size then repeats each dense-layout or padded shape
      * once per page size (0: as it is). */

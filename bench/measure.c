@@ -209,7 +209,7 @@ static int64_t grown(fattn_context *ctx, forward_fn f, const fattn_attention_des
 
 /* ---- The cell: buffers, tensors, index tables, descriptions -------------- */
 
-enum { CQ, CK, CV, CO, CIDX, CBUFS };
+enum { CQ, CK, CV, CO, CIDX, CSLOPES, CSINKS, CBIAS, CBUFS };
 
 /* A cell's problem as the library sees it (measure.h's K/V storage). The
  * index tables (cu_seqlens_q [b+1], cu_seqlens_kv [b+1], seqused_kv [b],
@@ -228,6 +228,8 @@ typedef struct cell {
     fattn_tensor x[4], cu_q, cu_kv, used, table;
     fattn_varlen_desc vl;
     fattn_paged_kv_desc pg;
+    fattn_tensor slopes, sinks, bias; /* --variant */
+    fattn_mask_desc mask;
     fattn_attention_desc d;
 } cell;
 
@@ -671,6 +673,56 @@ static int inputs_fit(fattn_context *ctx, const bench_opts *o, double need, char
     return 0;
 }
 
+/* A float32 or dtype buffer of n elements, every one x. */
+static fattn_status filled(fattn_context *ctx, fattn_dtype t, size_t n, float x,
+                           fattn_buffer **out) {
+    const size_t es = fattn_dtype_size(t);
+    unsigned char *h = malloc(n * es);
+    if (!h) return FATTN_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        if (t == FATTN_F32)
+            memcpy(h + i * 4, &x, 4);
+        else
+            ((uint16_t *)(void *)h)[i] =
+                t == FATTN_F16 ? fattn_f32_to_f16(x) : fattn_f32_to_bf16(x);
+    }
+    fattn_status st = fattn_buffer_alloc(ctx, n * es, out);
+    if (st == FATTN_OK) st = fattn_buffer_write(*out, 0, h, n * es);
+    free(h);
+    return st;
+}
+
+/* --variant: the mask and its tensors on c (slopes 1/16, sinks 0, a bias of
+ * 0: values do not change the time). */
+static fattn_status cell_variant(fattn_context *ctx, const bench_opts *o, cell *c) {
+    const fattn_mask_desc m0 = FATTN_MASK_DESC_INIT;
+    const fattn_tensor t0 = FATTN_TENSOR_INIT;
+    const bench_shape sh = c->sh;
+    fattn_status st = FATTN_OK;
+    c->mask = m0;
+    c->mask.window_left = o->variant.window_left;
+    c->mask.window_right = o->variant.window_right;
+    c->mask.softcap = o->variant.softcap;
+    if (o->variant.alibi &&
+        !(st = filled(ctx, FATTN_F32, (size_t)sh.hq, 0.0625f, &c->buf[CSLOPES]))) {
+        c->slopes = t0, c->slopes.buffer = c->buf[CSLOPES], c->slopes.stride_head = 1;
+        c->mask.alibi_slopes = &c->slopes;
+    }
+    if (!st && o->variant.sinks &&
+        !(st = filled(ctx, FATTN_F32, (size_t)sh.hq, 0.0f, &c->buf[CSINKS]))) {
+        c->sinks = t0, c->sinks.buffer = c->buf[CSINKS], c->sinks.stride_head = 1;
+        c->mask.sinks = &c->sinks;
+    }
+    if (!st && o->variant.bias &&
+        !(st = filled(ctx, c->t, (size_t)(sh.sq * sh.skv), 0.0f, &c->buf[CBIAS]))) {
+        c->bias = t0, c->bias.buffer = c->buf[CBIAS], c->bias.dtype = c->t;
+        c->bias.stride_seq = sh.skv, c->bias.stride_dim = 1; /* batch and head stride 0 */
+        c->mask.bias = &c->bias;
+    }
+    c->d.mask = &c->mask;
+    return st;
+}
+
 void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
     if (o->bhsd && bench_is_dense(r->shape)) r->shape.bhsd = 1;
     const bench_shape sh = r->shape;
@@ -708,6 +760,11 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
     fattn_status st = cell_tables(ctx, &c);
     if (st != FATTN_OK) {
         fail(ctx, r, "index tables");
+        cell_free(&c);
+        return;
+    }
+    if (o->variant.on && (st = cell_variant(ctx, o, &c)) != FATTN_OK) {
+        fail(ctx, r, "--variant's tensors");
         cell_free(&c);
         return;
     }

@@ -78,6 +78,17 @@ typedef struct bench_opts {
      * only: the float64 check reads BSHD, so fattn_bench asks for
      * --check-rows 0 with it. */
     int bhsd;
+    /* --variant: the mask every cell's forward gets (timing only, like
+     * bhsd: the float64 check knows no variant). window_left, window_right
+     * -1 and softcap 0 for none; alibi: a slope per query head; sinks: a
+     * logit per query head; bias: one [seq_q, seq_kv] plane in the cell's
+     * dtype broadcast over batch and heads (stride 0). */
+    struct {
+        int on;
+        int64_t window_left, window_right;
+        float softcap;
+        int alibi, sinks, bias;
+    } variant;
     /* Wall seconds the warmup + iters calls of one path (tiled, naive) may
      * take; 0: no limit. With a limit, the path first runs once untimed on a
      * small problem of the same dtype, head dim, GQA group and mask (kernel

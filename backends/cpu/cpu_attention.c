@@ -2,7 +2,12 @@
  * (sequence, KV head, tile of its query heads' rows, key split), streaming
  * key/value tiles; variable-length sequences and paged caches resolved per
  * sequence through backend.h's rules), and the naive baseline that
- * materialises scores and probabilities. */
+ * materialises scores and probabilities. Both take every variant of
+ * desc->mask and head_dim_v: the window narrows each row's keys (key tiles
+ * outside every row's window are not visited), softcap, ALiBi and the bias
+ * rewrite a row's scores after the dot products (score_variants), and a
+ * sink joins the denominator when a row is finished (cpu_finish_row).
+ * The AVX2 kernels take tiles that need none of the per-score work. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,9 +136,47 @@ CPU_INLINE void axpy4(float *restrict a, const float p[4], const float *const v[
         a[d] = (((a[d] + p[0] * v[0][d]) + p[1] * v[1][d]) + p[2] * v[2][d]) + p[3] * v[3][d];
 }
 
-/* Keys j < key_limit(p, i) are visible to query row i (either causal
- * alignment: backend.h's one definition). */
-#define key_limit fattn_key_limit
+/* 1 when p's scores are rewritten after the dot products (softcap, ALiBi,
+ * bias); the window and sinks leave them as they are. */
+static inline int score_variants_on(const fattn_problem *p) {
+    return p->var.on && (p->var.softcap > 0.0f || p->var.alibi.mem || p->var.bias.mem);
+}
+
+/* Element (b, h, i, j) of the bias as float. */
+static inline float bias_at(const fattn_variants *v, int64_t b, int64_t h, int64_t i, int64_t j) {
+    const fattn_operand *x = &v->bias;
+    const int64_t off = x->offset + b * x->stride_batch + h * x->stride_head + i * x->stride_seq +
+                        j * v->bias_stride_dim;
+    if (v->bias_dtype == FATTN_F32) return ((const float *)x->mem)[off];
+    const uint16_t e = ((const uint16_t *)x->mem)[off];
+    return v->bias_dtype == FATTN_F16 ? fattn_f16_to_f32(e) : fattn_bf16_to_f32(e);
+}
+
+/* Rewrites the scores S[jlo .. jn) of row i (within sequence b, query head
+ * h), whose key is j0 + their index, by fattn.h's rules and in their
+ * order: softcap, then ALiBi (the distance to the bottom-right diagonal
+ * i + diag_off), then the bias. */
+static void score_variants(const fattn_problem *p, int64_t b, int64_t h, int64_t i,
+                           int64_t diag_off, float *S, int64_t j0, int64_t jlo, int64_t jn) {
+    const fattn_variants *v = &p->var;
+    const float c = v->softcap;
+    if (c > 0.0f) {
+        const float inv = 1.0f / c;
+        for (int64_t j = jlo; j < jn; j++) S[j] = c * tanhf(S[j] * inv);
+    }
+    if (v->alibi.mem) {
+        const float slope =
+            ((const float *)v->alibi
+                 .mem)[v->alibi.offset + b * v->alibi.stride_batch + h * v->alibi.stride_head];
+        const int64_t diag = i + diag_off;
+        for (int64_t j = jlo; j < jn; j++) {
+            const int64_t dist = diag - (j0 + j);
+            S[j] -= slope * (float)(dist < 0 ? -dist : dist);
+        }
+    }
+    if (v->bias.mem)
+        for (int64_t j = jlo; j < jn; j++) S[j] += bias_at(v, b, h, i, j0 + j);
+}
 
 /* The value a row's scores are shifted by before exp: its running max, or 0
  * while that is -inf (no finite score yet), so that exp never sees
@@ -142,11 +185,27 @@ static inline float shift_of(float m) { return m == -INFINITY ? 0.0f : m; }
 
 /* Writes a finished row: O = acc / l and LSE = m + log(l); a row with no
  * finite score (l == 0) gets 0 and -inf, and a NaN l (a NaN or +inf score)
- * stays NaN in both. acc is overwritten. */
+ * stays NaN in both. With sinks, the head's sink logit joins l first (on the
+ * larger of m and the sink as the shift): a row with no key then gets O = 0
+ * and lse = the sink; a sink of -inf is none, a NaN one makes the row NaN.
+ * acc is overwritten. */
 void cpu_finish_row(const fattn_problem *p, int64_t b, int64_t h, int64_t i, float *acc, float m,
                     float l) {
-    const int64_t D = p->head_dim;
-    const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+    const int64_t D = p->head_dim_v;
+    float mul = 1.0f;
+    if (p->var.on && p->var.sinks.mem) {
+        const float sink =
+            ((const float *)p->var.sinks.mem)[p->var.sinks.offset + h * p->var.sinks.stride_head];
+        if (sink != sink) {
+            l = sink;
+        } else if (sink != -INFINITY) {
+            const float shift = l == 0.0f || sink > m ? sink : m;
+            mul = l == 0.0f ? 0.0f : expf(m - shift);
+            l = l * mul + expf(sink - shift);
+            m = shift;
+        }
+    }
+    const float inv = l == 0.0f ? 0.0f : mul / l;
     for (int64_t d = 0; d < D; d++) acc[d] *= inv;
     cpu_store_row((void *)cpu_elem(&p->o, p->dtype, b, h, i), acc, p->dtype, D);
     if (p->has_lse) {
@@ -168,7 +227,7 @@ uint64_t cpu_split_workspace(const fattn_problem *p, int64_t splits) {
     if (splits <= 1) return 0;
     uint64_t n;
     const uint64_t rows = (uint64_t)out_batches(p) * (uint64_t)p->heads_q,
-                   per = (uint64_t)p->head_dim + 2;
+                   per = (uint64_t)p->head_dim_v + 2;
     if (__builtin_mul_overflow(rows, (uint64_t)out_rows_per_head(p), &n) ||
         __builtin_mul_overflow(n, per, &n) || __builtin_mul_overflow(n, (uint64_t)splits, &n) ||
         __builtin_mul_overflow(n, (uint64_t)sizeof(float), &n) || n > UINT64_MAX - 64)
@@ -191,19 +250,11 @@ typedef struct tiled_job {
 /* Rows of a tile rounded up to cpu_key_tile's fours. */
 static inline int64_t rows4(int64_t n) { return (n + 3) & ~(int64_t)3; }
 
-/* Scratch layout per thread, in floats. */
-static size_t tiled_scratch(int64_t tq, int64_t tkv, int64_t D) {
+/* Scratch layout per thread, in floats (Dv: head_dim_v). */
+static size_t tiled_scratch(int64_t tq, int64_t tkv, int64_t D, int64_t Dv) {
     const int64_t tr = rows4(tq);
-    return (size_t)(4 * tkv /*K,V row pointers*/ + tr * D /*Q*/ + 2 * tkv * D /*K,V*/ +
-                    4 * (tkv + 1) /*scores*/ + tr * D /*acc*/ + 2 * tr);
-}
-
-/* Keys j < seq_limit(...) of a sequence with len_kv keys are visible to its
- * query row i: backend.h's rule per sequence, clamped to 0..len_kv. */
-static inline int64_t seq_limit(int causal, int64_t offset, int64_t len_kv, int64_t i) {
-    if (!causal) return len_kv;
-    const int64_t lim = i + offset + 1;
-    return lim < 0 ? 0 : (lim > len_kv ? len_kv : lim);
+    return (size_t)(4 * tkv /*K,V row pointers*/ + tr * D /*Q*/ + tkv * (D + Dv) /*K,V*/ +
+                    4 * (tkv + 1) /*scores*/ + tr * Dv /*acc*/ + 2 * tr);
 }
 
 /* Key j of sequence b: its row in K or V (a page's slot when paged). */
@@ -228,7 +279,8 @@ static inline int64_t part_row(const tiled_job *job, const fattn_seq *s, int64_t
 CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
     const tiled_job *job = arg;
     const fattn_problem *p = job->p;
-    const int64_t D = p->head_dim, tq = job->tq, tkv = job->tkv, group = job->group;
+    const int64_t D = p->head_dim, Dv = p->head_dim_v, tq = job->tq, tkv = job->tkv,
+                  group = job->group;
     const int64_t split = item % job->splits;
     const int64_t tile = (item / job->splits) % job->tiles;
     const int64_t bh = item / job->splits / job->tiles;
@@ -245,8 +297,8 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
     const float **Kp = (const float **)(void *)scratch, **Vp = Kp + tkv;
     const void **Kr = (const void **)(void *)scratch, **Vr = Kr + tkv;
     const int64_t tr = rows4(tq), nr4 = rows4(nr);
-    float *Q = scratch + 4 * tkv, *K = Q + tr * D, *V = K + tkv * D, *S = V + tkv * D;
-    float *acc = S + 4 * (tkv + 1), *m = acc + tr * D, *l = m + tr;
+    float *Q = scratch + 4 * tkv, *K = Q + tr * D, *V = K + tkv * D, *S = V + tkv * Dv;
+    float *acc = S + 4 * (tkv + 1), *m = acc + tr * Dv, *l = m + tr;
     for (int64_t r = 0; r < nr; r++) {
         const int64_t i = (r0 + r) / group, h = hk * group + (r0 + r) % group;
         /* Folding the scale into Q saves a multiply per score. */
@@ -256,27 +308,35 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
     /* The kernel's padding rows: zero Q, no key seen yet. */
     memset(Q + nr * D, 0, (size_t)((nr4 - nr) * D) * sizeof(float));
     for (int64_t r = 0; r < nr4; r++) m[r] = -INFINITY, l[r] = 0.0f;
-    memset(acc, 0, (size_t)(nr4 * D) * sizeof(float));
+    memset(acc, 0, (size_t)(nr4 * Dv) * sizeof(float));
 
-    /* This split's keys; keys past what the tile's last row sees are never
-     * loaded: causal tiles above the diagonal are skipped, not masked. */
-    const int64_t k_lo = split * job->chunk, row_bytes = D * fattn_esize(p->dtype);
-    int64_t k_hi = seq_limit(p->causal, s.causal_offset, s.len_kv, (r0 + nr - 1) / group);
-    if (job->splits > 1 && k_hi > k_lo + job->chunk) k_hi = k_lo + job->chunk;
+    /* This split's keys; keys outside what the tile's rows see are never
+     * loaded: causal tiles above the diagonal and key tiles outside every
+     * row's window are skipped, not masked. Both ends of a row's keys grow
+     * with the row, so the first row has the lowest and the last the
+     * highest. */
+    const int64_t row_bytes = D * fattn_esize(p->dtype), vrow_bytes = Dv * fattn_esize(p->dtype);
+    const int scores = score_variants_on(p);
+    int64_t k_lo, k_hi, first_hi, last_lo;
+    fattn_seq_keys(p, &s, r0 / group, &k_lo, &first_hi);
+    fattn_seq_keys(p, &s, (r0 + nr - 1) / group, &last_lo, &k_hi);
+    if (job->splits > 1) {
+        if (k_lo < split * job->chunk) k_lo = split * job->chunk;
+        if (k_hi > (split + 1) * job->chunk) k_hi = (split + 1) * job->chunk;
+    }
     for (int64_t j0 = k_lo; j0 < k_hi; j0 += tkv) {
         const int64_t nk = (k_hi - j0) < tkv ? (k_hi - j0) : tkv;
-        /* Limits grow with the row: the first and the last row agree when
-         * every row sees the same keys of this tile. */
-        int64_t lo = seq_limit(p->causal, s.causal_offset, s.len_kv, r0 / group) - j0;
-        lo = lo < nk ? lo : nk;
-        const int kernel = avx2 && D % 8 == 0 && lo == nk;
+        /* The AVX2 kernel takes tiles every row sees whole, with no
+         * per-score work and V as wide as K. */
+        const int kernel =
+            avx2 && D % 8 == 0 && Dv == D && !scores && first_hi >= j0 + nk && last_lo <= j0;
         for (int64_t j = 0; j < nk; j++) {
             /* The next tile's rows are fetched while this one is computed:
              * a head's key rows lie apart (BSHD, pages), which the hardware
              * prefetchers do not follow; decoding is bound by this stream. */
             if (j0 + j + tkv < k_hi) {
                 prefetch_row(key_row(job, &p->k, &s, b, hk, j0 + j + tkv), row_bytes);
-                prefetch_row(key_row(job, &p->v, &s, b, hk, j0 + j + tkv), row_bytes);
+                prefetch_row(key_row(job, &p->v, &s, b, hk, j0 + j + tkv), vrow_bytes);
             }
             const void *kr = key_row(job, &p->k, &s, b, hk, j0 + j);
             const void *vr = key_row(job, &p->v, &s, b, hk, j0 + j);
@@ -289,8 +349,8 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
                 continue;
             }
             load_row(K + j * D, kr, p->dtype, D, 1.0f, avx2);
-            load_row(V + j * D, vr, p->dtype, D, 1.0f, avx2);
-            Kp[j] = K + j * D, Vp[j] = V + j * D;
+            load_row(V + j * Dv, vr, p->dtype, Dv, 1.0f, avx2);
+            Kp[j] = K + j * D, Vp[j] = V + j * Dv;
         }
 #ifdef CPU_X86_KERNELS
         if (kernel) {
@@ -310,30 +370,37 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
         }
 #endif
         for (int64_t r = 0; r < nr; r++) {
-            int64_t jn = seq_limit(p->causal, s.causal_offset, s.len_kv, (r0 + r) / group) - j0;
-            if (jn > nk) jn = nk;
-            if (jn <= 0) continue;
+            /* This row's keys of the tile: S[jlo .. jn). */
+            const int64_t i = (r0 + r) / group;
+            int64_t jlo, jn;
+            fattn_seq_keys(p, &s, i, &jlo, &jn);
+            jlo = jlo > j0 ? jlo - j0 : 0;
+            jn = jn - j0 < nk ? jn - j0 : nk;
+            if (jn <= jlo) continue;
             const float *q = Q + r * D;
-            int64_t j = 0;
+            int64_t j = jlo;
             for (; j + 4 <= jn; j += 4) dot4(q, Kp + j, D, S + j);
             for (; j < jn; j++) S[j] = dot(q, Kp[j], D);
+            if (scores)
+                score_variants(p, b, hk * group + (r0 + r) % group, i, s.len_kv - s.len_q, S, j0,
+                               jlo, jn);
             float mx = -INFINITY;
-            for (j = 0; j < jn; j++) mx = S[j] > mx ? S[j] : mx;
+            for (j = jlo; j < jn; j++) mx = S[j] > mx ? S[j] : mx;
             const float m_new = mx > m[r] ? mx : m[r];
             const float shift = shift_of(m_new);
             const float alpha = expf(m[r] - shift); /* 0 while m[r] is -inf */
             float sum = 0.0f, pj[4];
-            float *a = acc + r * D;
-            for (int64_t d = 0; d < D; d++) a[d] *= alpha;
-            for (j = 0; j + 4 <= jn; j += 4) {
+            float *a = acc + r * Dv;
+            for (int64_t d = 0; d < Dv; d++) a[d] *= alpha;
+            for (j = jlo; j + 4 <= jn; j += 4) {
                 for (int c = 0; c < 4; c++) sum += pj[c] = expf(S[j + c] - shift);
-                axpy4(a, pj, Vp + j, D);
+                axpy4(a, pj, Vp + j, Dv);
             }
             for (; j < jn; j++) {
                 const float w = expf(S[j] - shift);
                 const float *vj = Vp[j];
                 sum += w;
-                for (int64_t d = 0; d < D; d++) a[d] += w * vj[d];
+                for (int64_t d = 0; d < Dv; d++) a[d] += w * vj[d];
             }
             l[r] = l[r] * alpha + sum;
             m[r] = m_new;
@@ -342,15 +409,15 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
     for (int64_t r = 0; r < nr; r++) {
         const int64_t i = (r0 + r) / group, h = hk * group + (r0 + r) % group;
         if (job->splits == 1) {
-            cpu_finish_row(p, s.q_batch, h, s.q_row0 + i, acc + r * D, m[r], l[r]);
+            cpu_finish_row(p, s.q_batch, h, s.q_row0 + i, acc + r * Dv, m[r], l[r]);
             continue;
         }
         /* A split writes its running state; an empty split writes m = -inf,
-         * l = 0, which the merge skips. */
-        float *out = job->part + (split * job->part_rows + part_row(job, &s, h, i)) * (D + 2);
+         * l = 0, which the merge skips. The sink joins at the merge. */
+        float *out = job->part + (split * job->part_rows + part_row(job, &s, h, i)) * (Dv + 2);
         out[0] = m[r];
         out[1] = l[r];
-        memcpy(out + 2, acc + r * D, (size_t)D * sizeof(float));
+        memcpy(out + 2, acc + r * Dv, (size_t)Dv * sizeof(float));
     }
 }
 
@@ -369,7 +436,11 @@ cpu_tiled_kind cpu_tiled_kind_of(const fattn_problem *p, int64_t tq, int64_t tkv
     const int64_t rows = p->seq_q * (p->heads_q / p->heads_kv);
     /* A quarter of a 1 MiB L2: 8 KV heads x 4 rows at d128 take 40 KiB. */
     const size_t most = 256 << 10;
-    if (!cpu_have_avx2() || p->head_dim % 8 != 0 || (p->causal && p->seq_q != 1) || rows > tq ||
+    /* The kernel does no per-score work, takes V as wide as K, and every
+     * row must see the same keys (with a window: one query row). */
+    const int window = p->var.on && (p->var.window_left >= 0 || p->var.window_right >= 0);
+    if (!cpu_have_avx2() || p->head_dim % 8 != 0 || p->head_dim_v != p->head_dim ||
+        score_variants_on(p) || ((p->causal || window) && p->seq_q != 1) || rows > tq ||
         (p->heads_kv > 1 &&
          (p->k.stride_head >= p->k.stride_seq || p->v.stride_head >= p->v.stride_seq)) ||
         heads_scratch(p, tkv) * sizeof(float) > most)
@@ -408,9 +479,12 @@ static void heads_item(void *arg, int64_t item, float *scratch) {
     memset(acc, 0, (size_t)(H * R * D) * sizeof(float));
 
     /* Every row sees the same keys (cpu_tiled_kind_of): the last row's. */
-    const int64_t k_lo = split * job->chunk;
-    int64_t k_hi = seq_limit(p->causal, s.causal_offset, s.len_kv, s.len_q - 1);
-    if (job->splits > 1 && k_hi > k_lo + job->chunk) k_hi = k_lo + job->chunk;
+    int64_t k_lo, k_hi;
+    fattn_seq_keys(p, &s, s.len_q - 1, &k_lo, &k_hi);
+    if (job->splits > 1) {
+        if (k_lo < split * job->chunk) k_lo = split * job->chunk;
+        if (k_hi > (split + 1) * job->chunk) k_hi = (split + 1) * job->chunk;
+    }
     const int64_t es = fattn_esize(p->dtype);
     cpu_heads_block blk = {.q = Q,
                            .k = Kr,
@@ -483,7 +557,7 @@ static cpu_item_fn tiled_fn(void) {
 static void merge_item(void *arg, int64_t item, float *scratch) {
     const tiled_job *job = arg;
     const fattn_problem *p = job->p;
-    const int64_t D = p->head_dim, i = item % p->seq_q, bh = item / p->seq_q;
+    const int64_t D = p->head_dim_v, i = item % p->seq_q, bh = item / p->seq_q;
     const int64_t b = bh / p->heads_q, h = bh % p->heads_q;
     fattn_seq s;
     fattn_seq_resolve(p, job->cu_q, job->cu_kv, job->used, b, &s);
@@ -531,7 +605,7 @@ fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_
     }
     const int threads = cpu_threads(st, p);
     int64_t items = p->batch * p->heads_kv * job.tiles * job.splits;
-    size_t scratch = tiled_scratch(job.tq, job.tkv, p->head_dim) * sizeof(float);
+    size_t scratch = tiled_scratch(job.tq, job.tkv, p->head_dim, p->head_dim_v) * sizeof(float);
     cpu_item_fn fn = tiled_fn();
 #ifdef CPU_X86_KERNELS
     if (tp->kind == CPU_TILED_ALL_HEADS) {
@@ -543,7 +617,7 @@ fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_
     fattn_status s = cpu_parallel_for(threads, items, scratch, fn, &job, msg);
     if (s != FATTN_OK || job.splits == 1) return s;
     return cpu_parallel_for(threads, p->batch * p->heads_q * p->seq_q,
-                            (size_t)p->head_dim * sizeof(float), merge_item, &job, msg);
+                            (size_t)p->head_dim_v * sizeof(float), merge_item, &job, msg);
 }
 
 /* ---- Naive baseline --------------------------------------------------------- */
@@ -553,34 +627,46 @@ typedef struct naive_job {
     float *scores, *probs; /* [batch * heads_q * seq_q, seq_kv] each */
 } naive_job;
 
-/* One query row: S = scale Q K^T (masked -inf), P = softmax(S), O = P V. */
+/* The larger of a problem's two head dims. */
+static int64_t wider_dim(const fattn_problem *p) {
+    return p->head_dim_v > p->head_dim ? p->head_dim_v : p->head_dim;
+}
+
+/* One query row: S = scale Q K^T (with the variants; -inf where hidden),
+ * P = softmax(S), O = P V. */
 static void naive_item(void *arg, int64_t row, float *scratch) {
     const naive_job *job = arg;
     const fattn_problem *p = job->p;
-    const int64_t D = p->head_dim, Sk = p->seq_kv;
+    const int64_t D = p->head_dim, Dv = p->head_dim_v, Sk = p->seq_kv;
     const int64_t i = row % p->seq_q, bh = row / p->seq_q;
     const int64_t b = bh / p->heads_q, h = bh % p->heads_q;
     const int64_t hk = h / (p->heads_q / p->heads_kv);
-    float *q = scratch, *kv = q + D, *out = kv + D;
+    float *q = scratch, *kv = q + D, *out = kv + wider_dim(p);
     float *S = Sk ? job->scores + row * Sk : NULL, *P = Sk ? job->probs + row * Sk : NULL;
-    const int64_t lim = key_limit(p, i);
+    fattn_seq s; /* dense: the problem's own lengths */
+    fattn_seq_resolve(p, NULL, NULL, NULL, b, &s);
+    int64_t lo, hi;
+    fattn_seq_keys(p, &s, i, &lo, &hi);
 
     cpu_load_row(q, cpu_elem(&p->q, p->dtype, b, h, i), p->dtype, D, p->scale);
     float mx = -INFINITY, sum = 0.0f;
     for (int64_t j = 0; j < Sk; j++) {
+        S[j] = -INFINITY;
+        if (j < lo || j >= hi) continue;
         cpu_load_row(kv, cpu_elem(&p->k, p->dtype, b, hk, j), p->dtype, D, 1.0f);
-        S[j] = j < lim ? dot(q, kv, D) : -INFINITY;
+        S[j] = dot(q, kv, D);
+        if (score_variants_on(p)) score_variants(p, b, h, i, Sk - p->seq_q, S, 0, j, j + 1);
         mx = S[j] > mx ? S[j] : mx;
     }
     const float shift = shift_of(mx);
     for (int64_t j = 0; j < Sk; j++) {
-        P[j] = j < lim ? expf(S[j] - shift) : 0.0f;
+        P[j] = j >= lo && j < hi ? expf(S[j] - shift) : 0.0f;
         sum += P[j];
     }
-    memset(out, 0, (size_t)D * sizeof(float));
-    for (int64_t j = 0; j < lim; j++) {
-        cpu_load_row(kv, cpu_elem(&p->v, p->dtype, b, hk, j), p->dtype, D, 1.0f);
-        for (int64_t d = 0; d < D; d++) out[d] += P[j] * kv[d];
+    memset(out, 0, (size_t)Dv * sizeof(float));
+    for (int64_t j = lo; j < hi; j++) {
+        cpu_load_row(kv, cpu_elem(&p->v, p->dtype, b, hk, j), p->dtype, Dv, 1.0f);
+        for (int64_t d = 0; d < Dv; d++) out[d] += P[j] * kv[d];
     }
     cpu_finish_row(p, b, h, i, out, mx, sum);
 }
@@ -610,8 +696,9 @@ fattn_status cpu_forward_naive(void *state, const fattn_problem *p, const fattn_
                               bytes);
         }
     }
-    fattn_status st = cpu_parallel_for(
-        cpu_threads(s, p), rows, (size_t)(3 * p->head_dim) * sizeof(float), naive_item, &job, msg);
+    fattn_status st = cpu_parallel_for(cpu_threads(s, p), rows,
+                                       (size_t)(p->head_dim + 2 * wider_dim(p)) * sizeof(float),
+                                       naive_item, &job, msg);
     free(job.scores);
     free(job.probs);
     return st;

@@ -192,7 +192,6 @@ static void split_plan(const cpu_state *s, const fattn_problem *p, int64_t tq, i
 static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan *plan,
                                  fattn_msg *msg) {
     const cpu_state *s = state;
-    if (fattn_variants_declined(p, 0, msg)) return FATTN_ERR_UNSUPPORTED;
     if (p->tune.tile_q > CPU_TILE_MAX || p->tune.tile_kv > CPU_TILE_MAX)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "tile_q = %d, tile_kv = %d: the CPU backend takes tiles up to %d",
@@ -224,7 +223,6 @@ static fattn_status accept_rows(void *state, const fattn_problem *p, fattn_plan 
                                 fattn_msg *msg) {
     (void)state;
     (void)plan;
-    if (fattn_variants_declined(p, 0, msg)) return FATTN_ERR_UNSUPPORTED;
     return fattn_dense_only(p, "the naive baseline", msg);
 }
 
@@ -254,7 +252,9 @@ static fattn_status cpu_run(void *state, const fattn_problem *p, const fattn_pla
 static fattn_status cpu_append(void *state, const fattn_problem *p, fattn_msg *msg) {
     (void)state, (void)msg;
     const fattn_ragged *g = &p->rag;
-    const size_t row = (size_t)(p->head_dim * fattn_esize(p->dtype));
+    /* K rows have head_dim elements, V rows head_dim_v. */
+    const size_t row[2] = {(size_t)(p->head_dim * fattn_esize(p->dtype)),
+                           (size_t)(p->head_dim_v * fattn_esize(p->dtype))};
     const fattn_operand *dst[2] = {&p->k, &p->v}, *src[2] = {&p->k_new, &p->v_new};
     for (int64_t b = 0; b < p->batch; b++) {
         const int64_t len = fattn_table_at(&g->seqused_kv, g->seqused_kv.mem, 0, b);
@@ -268,7 +268,7 @@ static fattn_status cpu_append(void *state, const fattn_problem *p, fattn_msg *m
             for (int64_t h = 0; h < p->heads_kv; h++)
                 for (int x = 0; x < 2; x++)
                     memcpy((void *)cpu_elem(dst[x], p->dtype, kb, h, kj),
-                           cpu_elem(src[x], p->dtype, b, h, t), row);
+                           cpu_elem(src[x], p->dtype, b, h, t), row[x]);
         }
     }
     return FATTN_OK;

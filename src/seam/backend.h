@@ -191,8 +191,8 @@ static inline fattn_status fattn_fault_fail(unsigned bits, fattn_msg *msg) {
 }
 
 /* The attention variants of desc->mask after validation (fattn.h's
- * fattn_mask_desc states the rules; fattn_score_variants below is their
- * host form for one score). The operands are float32 except the bias
+ * fattn_mask_desc states the rules; fattn_seq_keys below is the host form
+ * of the visible keys, causal and window together). The operands are float32 except the bias
  * (bias_dtype); mem NULL: not given.
  * - window: key j is visible to row i of a sequence iff
  *   i + off - window_left <= j <= i + off + window_right, off = len_kv -
@@ -360,6 +360,24 @@ static inline void fattn_seq_resolve(const fattn_problem *p, const void *base_cu
     if (r->on && base_used)
         s->len_kv = fattn_table_at(&r->seqused_kv, base_used, 0, b) + r->keys_added;
     s->causal_offset = !r->on ? p->causal_offset : r->top_left ? 0 : s->len_kv - s->len_q;
+}
+
+/* The keys [*lo, *hi) of sequence s that its query row i sees (0 <= i <
+ * s->len_q): causal (s->causal_offset) and the window (p->var, aligned
+ * bottom-right: offset len_kv - len_q) together, clamped to 0..len_kv;
+ * *lo >= *hi when it sees none. Both ends grow with i. */
+static inline void fattn_seq_keys(const fattn_problem *p, const fattn_seq *s, int64_t i,
+                                  int64_t *lo, int64_t *hi) {
+    int64_t a = 0, z = s->len_kv;
+    if (p->causal && i + s->causal_offset + 1 < z) z = i + s->causal_offset + 1;
+    if (p->var.on) {
+        const int64_t diag = i + s->len_kv - s->len_q;
+        if (p->var.window_right >= 0 && diag + p->var.window_right + 1 < z)
+            z = diag + p->var.window_right + 1;
+        if (p->var.window_left >= 0 && diag - p->var.window_left > a) a = diag - p->var.window_left;
+    }
+    *lo = a > s->len_kv ? s->len_kv : a;
+    *hi = z < 0 ? 0 : z;
 }
 
 /* Keys j < fattn_key_limit(p, i) are visible to query row i, clamped to
