@@ -43,7 +43,7 @@ typedef ushort bias_t;
  * slopes (b, h), the sinks (h), the bias (b, h, i, j) and V's head dim.
  * Buffers a build does not use are NULL. */
 #define VAR_PARAMS                                                                                 \
-    , long win_left, long win_right, float cap2, __global const float *al, long al_off,           \
+    , long win_left, long win_right, float cap2, __global const float *al, long al_off,            \
         long al_sb, long al_sh, __global const float *snk, long snk_off, long snk_sh,              \
         __global const bias_t *bs, long bs_off, long bs_sb, long bs_sh, long bs_ss, long bs_sd,    \
         int Dv
