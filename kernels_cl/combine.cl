@@ -21,13 +21,21 @@
  * below `seq`, the longest sequence, but row i of sequence b goes to row
  * cu_q[b] + i of O and lse at batch index 0, and rows at or past the
  * sequence's length, or of a bad span (decode.cl recorded the fault), are
- * skipped. */
+ * skipped.
+ *
+ * Built with SINKS=1 for the split-KV decode of a problem with attention
+ * sinks (the public fattn_combine has none): head h's sink logit (natural
+ * units) joins each row's denominator once, with no value row, so a row
+ * whose parts all saw no key gets O = 0 and lse = the sink. */
 
 #ifndef WG
 #define WG 64 /* work-items per row, a power of two */
 #endif
 #ifndef PART_DTYPE
 #define PART_DTYPE 0 /* the parts' storage: 0 = f32, 1 = f16, 2 = bf16 */
+#endif
+#ifndef SINKS
+#define SINKS 0 /* 1: the sink operand (snk) joins each row's denominator */
 #endif
 #define COMBINE_MAX_D 256 /* the host's limit on the head dim */
 #define COMBINE_NACC ((COMBINE_MAX_D + WG - 1) / WG)
@@ -50,6 +58,10 @@ void combine(__global const part_t *po, long po_off, long po_sb, long po_sh, lon
              long pl_ss, long pl_ps, __global elem_t *o, long o_off, long o_sb, long o_sh,
              long o_ss, __global float *lse, long l_off, long l_sb, long l_sh, long l_ss,
              int has_lse, long heads, long seq, long rows, long parts, int D
+#if SINKS
+             ,
+             __global const float *snk, long snk_off, long snk_sh
+#endif
 #if FATTN_RAGGED
              ,
              __global const int *rg_cu_q, long rg_cu_q_off, long rg_cu_q_s, long rg_total_q
@@ -85,6 +97,12 @@ void combine(__global const part_t *po, long po_off, long po_sb, long po_sh, lon
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         m = red[0];
+#if SINKS
+        /* The sink counts in the max (fmax drops a NaN sink, which then
+         * makes l NaN below). */
+        const float sink = snk[snk_off + h * snk_sh];
+        m = fmax(m, sink);
+#endif
         const float shift = m == -INFINITY ? 0.0f : m;
 
         float l = 0.0f, acc[COMBINE_NACC];
@@ -109,6 +127,9 @@ void combine(__global const part_t *po, long po_off, long po_sb, long po_sh, lon
             }
         }
 
+#if SINKS
+        l += exp(sink - shift);
+#endif
         const float inv = l == 0.0f ? 0.0f : 1.0f / l;
         const long dst = o_off + ob * o_sb + h * o_sh + oi * o_ss;
 #if FATTN_RAGGED

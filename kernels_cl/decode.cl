@@ -58,7 +58,16 @@
  * are loaded while tile t is computed, next to tile t + 1's K/V loads, and
  * stored as row offsets in local memory (kps) before tile t + 1's step, so no
  * K/V load waits on a table load of its own step. A key on a bad page is
- * not loaded and its score is -inf. */
+ * not loaded and its score is -inf.
+ *
+ * Built with FATTN_VAR (variants.cl) it runs the attention variants but the
+ * sinks, which the combine adds once per row (its SINKS build): the rows'
+ * window edges, slopes and bias rows sit in local memory by row, the
+ * split's tiles are divided from the ones the tile's rows see (the
+ * window's first one on), a tile every row sees whole skips the per-key
+ * mask, and visible scores go through var_score. With head_dim_v, V, the
+ * accumulators and the partial O have DVPAD padded dims (DVC chunks, loaded
+ * by a map of their own), Q and K DPAD. */
 
 #ifndef DPAD
 #define DPAD 128 /* head dim rounded up: 32, 64, 128 or 256 */
@@ -105,19 +114,27 @@ typedef float4 kvf_t;
 typedef uint4 chunk_t;
 typedef float8 kvf_t;
 #endif
+#ifndef DVPAD
+#define DVPAD DPAD /* V's head dim rounded up (a build with head_dim_v sets it) */
+#endif
 #define DC (DPAD / CE)      /* chunks per row */
+#define DVC (DVPAD / CE)    /* chunks per V row */
+#define DCX (DC > DVC ? DC : DVC)
 #define KSTEP (NT / DC)     /* key stride of one work-item's loads */
-#define LPT (BKV / KSTEP)   /* K (and V) chunks one work-item loads per tile */
+#define LPT (BKV / KSTEP)   /* K chunks one work-item loads per tile */
+#define KSTEPV (NT / DVC)   /* ... and of V (the same without head_dim_v) */
+#define LPTV (BKV / KSTEPV)
+#define LPTX (LPT > LPTV ? LPT : LPTV)
 #define NL (NT / BR)        /* softmax lanes per row */
 #define SRPT (BR / SR)
 #define SKPT (BKV / SK)
 #define VRPT (BR / VR)
-#define VCPT (DC / VC)
+#define VCPT (DVC / VC)
 #define VKPT (BKV / VK)
 
-#if BR % SR != 0 || BKV % SK != 0 || SR * SK > NT || BR % VR != 0 || DC % VC != 0 ||               \
+#if BR % SR != 0 || BKV % SK != 0 || SR * SK > NT || BR % VR != 0 || DVC % VC != 0 ||              \
     BKV % VK != 0 || VR * VC * VK != NT || BR > NT || NT % DC != 0 || BKV % KSTEP != 0 ||          \
-    LPT > 32 || NT % BR != 0 || BKV % 4 != 0
+    LPT > 32 || NT % BR != 0 || BKV % 4 != 0 || NT % DVC != 0 || BKV % KSTEPV != 0 || LPTV > 32
 #error "decode.cl: inconsistent work-item maps"
 #endif
 
@@ -194,8 +211,10 @@ inline int key_limit(int i, int Sk, int causal, long coff) {
  * paged, also when it lies on a bad page (its K/V were not loaded). */
 #if FATTN_PAGED
 #define KEY_MASKED(key, lim, j) ((key) >= (lim) || kps[(j0 / BKV) & 1][j].x < 0)
+#define KEY_PAGE_BAD(j) (kps[(j0 / BKV) & 1][j].x < 0)
 #else
 #define KEY_MASKED(key, lim, j) ((key) >= (lim))
+#define KEY_PAGE_BAD(j) 0
 #endif
 
 /* global: (groups * NT), groups = B * Hkv * row_tiles * splits; local: (NT). */
@@ -205,14 +224,21 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
             __global const elem_t *v, long v_off, long v_sb, long v_sh, long v_ss,
             __global float *ws, long wl_off, int Hq, int Hkv, int group, int Sq, int Sk, int D,
             float scale_log2e, int causal, long coff, int splits, int row_tiles,
-            int tiles DEC_RAGGED_PARAMS) {
-    __local kvf_t Qs[BR][DC + 1];   /* Q; at the end, the summed accumulators */
+            int tiles VAR_PARAMS DEC_RAGGED_PARAMS) {
+    __local kvf_t Qs[BR][DCX + 1];   /* Q; at the end, the summed accumulators */
     __local chunk_t Ks[BKV][DC + 1]; /* the tile's K ... */
-    __local chunk_t Vs[BKV][DC + 1]; /* ... and V, stored together from registers */
+    __local chunk_t Vs[BKV][DVC + 1]; /* ... and V, stored together from registers */
     __local float4 Ps4[BR][BKV / 4 + 1]; /* scores, float4 so that rows read as float4 */
     __local float Pp[BR][BKV + 4];       /* probabilities */
     __local float rowm[BR], rowa[BR], rowl[BR];
     __local int rowlim[BR];
+#define VAR_ROWS VAR_HAS(VAR_WINDOW | VAR_ALIBI | VAR_BIAS)
+#if VAR_ROWS
+    /* Per row: the first key it sees, its query index, slope and bias row. */
+    __local int rowlo[BR], rowi[BR];
+    __local float rowsl[BR];
+    __local long rowbb[BR];
+#endif
 #if FATTN_PAGED
     /* A paged tile's keys, by tile parity: the row's offset from K's and V's
      * head base (page * stride + slot * stride), x -1 for a bad page. */
@@ -252,9 +278,9 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
 #define ROW_OK(r) (live && (r) < rows && (r0 + (r)) % Sq < Lq)
 #define Q_AT(g, i)                                                                                 \
     (q_off + sq.q_batch * q_sb + (long)(hk * group + (g)) * q_sh + (sq.q_row0 + (i)) * q_ss)
-    const int t0 = (int)((long)s * tiles / splits), t1 = (int)((long)(s + 1) * tiles / splits);
     /* The largest query index among the tile's rows that are the sequence's. */
     const int imax = cross ? Lq - 1 : min(last % Sq, Lq - 1);
+    const long woff = (long)Sk - Lq; /* the window's offset (bottom-right) */
 #else
     const long kb = k_off + b * k_sb + hk * k_sh;
     const long vb = v_off + b * v_sb + hk * v_sh;
@@ -264,11 +290,27 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     /* This split's keys: whole tiles, ending where the tile's last-seeing row
      * stops (the largest query index among its rows: Sq - 1 when the rows
      * cross a head boundary). */
-    const int t0 = (int)((long)s * tiles / splits), t1 = (int)((long)(s + 1) * tiles / splits);
     const int first = r0, last = r0 + rows - 1;
     const int imax = first / Sq != last / Sq ? Sq - 1 : last % Sq;
+    const long woff = (long)Sk - Sq; /* the window's offset (bottom-right) */
 #endif
+#if FATTN_VAR
+    /* The keys the tile's rows see, [vlo, vhi): from the smallest query
+     * index's first (the window) to the largest's limit; the split divides
+     * those tiles. Keys in [vlo_max, vhi_min) every row sees. */
+    const int imin = first / Sq != last / Sq ? 0 : first % Sq;
+    int vlo, vlo_max;
+    const int vhi = var_keys(imax, woff, key_limit(imax, Sk, causal, coff), win_left, win_right,
+                             &vlo_max);
+    const int vhi_min = var_keys(imin, woff, key_limit(imin, Sk, causal, coff), win_left,
+                                 win_right, &vlo);
+    const int tb = vlo / BKV, vt = max((vhi + BKV - 1) / BKV - tb, 0);
+    const int t0 = tb + (int)((long)s * vt / splits), t1 = tb + (int)((long)(s + 1) * vt / splits);
+    const int j_hi = min(t1 * BKV, vhi);
+#else
+    const int t0 = (int)((long)s * tiles / splits), t1 = (int)((long)(s + 1) * tiles / splits);
     const int j_hi = min(t1 * BKV, key_limit(imax, Sk, causal, coff));
+#endif
 #define PS(r, j) (((__local float *)Ps4[r])[j])
 
     for (int idx = tid; idx < BR * DC; idx += NT) {
@@ -281,11 +323,24 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
         Qs[r][c] = x;
     }
     if (tid < BR) rowlim[tid] = ROW_OK(tid) ? key_limit((r0 + tid) % Sq, Sk, causal, coff) : 0;
+#if VAR_ROWS
+    if (tid < BR) {
+        const int rr = r0 + tid, g = rr / Sq, i = rr - g * Sq;
+        const long hq = hk * group + g;
+        int lo = 0;
+        if (ROW_OK(tid)) rowlim[tid] = var_keys(i, woff, rowlim[tid], win_left, win_right, &lo);
+        rowlo[tid] = lo;
+        rowi[tid] = i;
+        rowsl[tid] = ROW_OK(tid) ? var_slope(al, al_off, al_sb, al_sh, b, hq) : 0.0f;
+        rowbb[tid] = bs_off + b * bs_sb + hq * bs_sh + i * bs_ss;
+    }
+#endif
 
     /* Loads: work-item tid moves chunk lc of keys lj + n * KSTEP of every
      * tile, K and V, through registers, one tile ahead of the compute. */
     const int lc = tid % DC, lj = tid / DC;
-    chunk_t kr[LPT], vr[LPT];
+    const int lvc = tid % DVC, lvj = tid / DVC; /* V's (lc, lj without head_dim_v) */
+    chunk_t kr[LPT], vr[LPTV];
 #if FATTN_RAGGED
     /* A bad page seen: recorded in the fault word once, after the key loop,
      * not by an atomic among the loads. */
@@ -323,35 +378,45 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
                 ok ? (long2)(pf_e * k_sb + pf_sl * k_ss, pf_e * v_sb + pf_sl * v_ss) : (long2)(-1); \
         }                                                                                          \
     } while (0)
+/* Without head_dim_v, LPTV == LPT and the V map is K's: the n < LPT and
+ * n < LPTV tests are always true and fold away. */
 #define LOAD_TILE(jt)                                                                              \
     do {                                                                                           \
         __local const long2 *kp = kps[((jt) / BKV) & 1];                                           \
-        for (int n = 0; n < LPT; n++) {                                                            \
-            const int key = (jt) + lj + n * KSTEP;                                                 \
-            chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                          \
-            if (key < j_hi) {                                                                      \
-                const long2 e = kp[lj + n * KSTEP];                                                \
-                if (e.x >= 0) {                                                                    \
-                    xk = load_chunk(k, khb + e.x, lc, D);                                          \
-                    xv = load_chunk(v, vhb + e.y, lc, D);                                          \
+        for (int n = 0; n < LPTX; n++) {                                                           \
+            if (n < LPT) {                                                                         \
+                const int key = (jt) + lj + n * KSTEP;                                             \
+                chunk_t xk = (chunk_t)(0);                                                         \
+                if (key < j_hi) {                                                                  \
+                    const long2 e = kp[lj + n * KSTEP];                                            \
+                    if (e.x >= 0) xk = load_chunk(k, khb + e.x, lc, D);                            \
                 }                                                                                  \
+                kr[n] = xk;                                                                        \
             }                                                                                      \
-            kr[n] = xk;                                                                            \
-            vr[n] = xv;                                                                            \
+            if (n < LPTV) {                                                                        \
+                const int key = (jt) + lvj + n * KSTEPV;                                           \
+                chunk_t xv = (chunk_t)(0);                                                         \
+                if (key < j_hi) {                                                                  \
+                    const long2 e = kp[lvj + n * KSTEPV];                                          \
+                    if (e.x >= 0) xv = load_chunk(v, vhb + e.y, lvc, DV_OF(D));                    \
+                }                                                                                  \
+                vr[n] = xv;                                                                        \
+            }                                                                                      \
         }                                                                                          \
     } while (0)
 #else
 #define LOAD_TILE(jt)                                                                              \
     do {                                                                                           \
-        for (int n = 0; n < LPT; n++) {                                                            \
-            const int key = (jt) + lj + n * KSTEP;                                                 \
-            chunk_t xk = (chunk_t)(0), xv = (chunk_t)(0);                                          \
-            if (key < j_hi) {                                                                      \
-                xk = load_chunk(k, kb + (long)key * k_ss, lc, D);                                  \
-                xv = load_chunk(v, vb + (long)key * v_ss, lc, D);                                  \
+        for (int n = 0; n < LPTX; n++) {                                                           \
+            if (n < LPT) {                                                                         \
+                const int key = (jt) + lj + n * KSTEP;                                             \
+                kr[n] = key < j_hi ? load_chunk(k, kb + (long)key * k_ss, lc, D) : (chunk_t)(0);   \
             }                                                                                      \
-            kr[n] = xk;                                                                            \
-            vr[n] = xv;                                                                            \
+            if (n < LPTV) {                                                                        \
+                const int key = (jt) + lvj + n * KSTEPV;                                           \
+                vr[n] = key < j_hi ? load_chunk(v, vb + (long)key * v_ss, lvc, DV_OF(D))           \
+                                   : (chunk_t)(0);                                                 \
+            }                                                                                      \
         }                                                                                          \
     } while (0)
 #endif
@@ -378,9 +443,9 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     if (t0 * BKV < j_hi) LOAD_TILE(t0 * BKV);
     for (int j0 = t0 * BKV; j0 < j_hi; j0 += BKV) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile's readers of K, V, P are done */
-        for (int n = 0; n < LPT; n++) {
-            Ks[lj + n * KSTEP][lc] = kr[n];
-            Vs[lj + n * KSTEP][lc] = vr[n];
+        for (int n = 0; n < LPTX; n++) {
+            if (n < LPT) Ks[lj + n * KSTEP][lc] = kr[n];
+            if (n < LPTV) Vs[lvj + n * KSTEPV][lvc] = vr[n];
         }
         /* The next tile's loads fly while this one is computed, and so do
          * (paged) the table entries of the tile after it. */
@@ -402,12 +467,37 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
                     for (int kk = 0; kk < SKPT; kk++) sc[ii][kk] += dotv(qv, kv[kk]);
                 }
             }
+#if FATTN_VAR
+            /* A tile every row sees whole needs no per-key mask: a row sees
+             * all of it or (a row not computed, lim 0) none. */
+            const int full = j0 >= vlo_max && j0 + BKV <= vhi_min;
+#endif
             for (int ii = 0; ii < SRPT; ii++) {
                 const int r = sy + ii * SR, lim = rowlim[r];
+#if FATTN_VAR
+#if VAR_ROWS
+                const int lo = rowlo[r], ri = rowi[r];
+                const float slope2 = rowsl[r];
+                const long brow = rowbb[r];
+#else
+                const int lo = 0, ri = 0;
+                const float slope2 = 0.0f;
+                const long brow = 0;
+#endif
+                for (int kk = 0; kk < SKPT; kk++) {
+                    const int j = sk + kk * SK, key = j0 + j;
+                    const int hidden =
+                        full ? lim <= j0 || KEY_PAGE_BAD(j) : KEY_MASKED(key, lim, j) || key < lo;
+                    PS(r, j) = hidden ? -INFINITY
+                                      : var_score(sc[ii][kk], ri, key, woff, cap2, slope2, bs,
+                                                  brow, bs_sd);
+                }
+#else
                 for (int kk = 0; kk < SKPT; kk++) {
                     const int j = sk + kk * SK;
                     PS(r, j) = KEY_MASKED(j0 + j, lim, j) ? -INFINITY : sc[ii][kk];
                 }
+#endif
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* scores written */
@@ -482,16 +572,17 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
 
     /* l == 0: no visible key in this split, O_s = 0 and lse_s = -inf. A NaN
      * l stays NaN in both. */
-    for (int idx = tid; idx < BR * DC; idx += NT) {
-        const int r = idx / DC, c = idx % DC, rr = r0 + r;
+    const int Do = DV_OF(D);
+    for (int idx = tid; idx < BR * DVC; idx += NT) {
+        const int r = idx / DVC, c = idx % DVC, rr = r0 + r;
         if (!ROW_OK(r)) continue;
         const int g = rr / Sq, i = rr - g * Sq;
         const long row = (b * Hq + hk * group + g) * Sq + i;
         const float l = rowl[r];
         const kvf_t x = Qs[r][c] * (l == 0.0f ? 0.0f : 1.0f / l);
-        __global float *o = ws + (row * splits + s) * D + CE * c;
+        __global float *o = ws + (row * splits + s) * Do + CE * c;
         const int d = CE * c;
-        if (d + CE <= D) {
+        if (d + CE <= Do) {
 #if DTYPE == 0
             vstore4(x, 0, o);
 #else
@@ -504,7 +595,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
 #else
             vstore8(x, 0, xs);
 #endif
-            for (int e = 0; e < CE && d + e < D; e++) o[e] = xs[e];
+            for (int e = 0; e < CE && d + e < Do; e++) o[e] = xs[e];
         }
     }
     if (ROW_OK(tid)) {

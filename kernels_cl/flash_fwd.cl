@@ -20,7 +20,15 @@
  * nothing when its tile starts past the sequence's rows, and reads its rows
  * and keys where the tables put them; Sq, Sk and coff become the sequence's. A paged
  * tile first looks up its keys' pages into local memory (one more barrier
- * per tile); a key on a bad page is not loaded and its score is -inf. */
+ * per tile); a key on a bad page is not loaded and its score is -inf.
+ *
+ * Built with FATTN_VAR (variants.cl) it runs the attention variants: each
+ * row's visible keys are [lo, lim) (the window cuts both ends), key tiles
+ * outside what the group's rows see are not loaded, a tile every row sees
+ * whole skips the per-key mask, and visible scores go through var_score
+ * (softcap, ALiBi, bias: the bias is read for visible keys only). Sinks join
+ * each row's denominator at the end (var_finish). With head_dim_v, V, the
+ * accumulators and O have DVPAD padded dims (DV at run time), Q and K DPAD. */
 
 #ifndef DPAD
 #define DPAD 64          /* head dim rounded up; the run-time D is <= DPAD */
@@ -51,26 +59,34 @@
 #define RPT (BQ / TQ)
 #define KPT (BKV / TK)
 #define D4 (DPAD / 4)
-#define CPT (D4 / TK)     /* float4 chunks of output dims per work-item */
+#ifndef DVPAD
+#define DVPAD DPAD       /* V's head dim rounded up (a build with head_dim_v sets it) */
+#endif
+#define DV4 (DVPAD / 4)
+#define KV4 (D4 > DV4 ? D4 : DV4) /* float4s of a K or V row in local memory */
+#define CPT (DV4 / TK)    /* float4 chunks of output dims per work-item */
 
 #if FATTN_RAGGED
 #define FWD_RAGGED_PARAMS , RAGGED_PARAMS
 /* Key `key` (tile entry j) of K or V from base `hb` (offset and head): through
  * the tile's pages when paged, else row `key` from `kb` (offset, head,
  * sequence's batch and first row). A key on a bad page reads as zeros. */
-#define KEY_LOAD(x, hb, kb, sb, ss, j, key, c)                                                     \
+#define KEY_LOAD(x, hb, kb, sb, ss, j, key, c, dim)                                                \
     (paged ? (pg[j] < 0 ? (float4)(0.0f)                                                           \
-                        : load_row4(x, hb + pg[j] * sb + sl[j] * ss, 4 * (c), D))                  \
-           : load_row4(x, kb + (key) * ss, 4 * (c), D))
+                        : load_row4(x, hb + pg[j] * sb + sl[j] * ss, 4 * (c), dim))                \
+           : load_row4(x, kb + (key) * ss, 4 * (c), dim))
 #define KEY_MASKED(key, lim, j) ((key) >= (lim) || (paged && pg[j] < 0))
+#define KEY_PAGE_BAD(j) (paged && pg[j] < 0)
 #else
 #define FWD_RAGGED_PARAMS
-#define KEY_LOAD(x, hb, kb, sb, ss, j, key, c) load_row4(x, kb + (key) * ss, 4 * (c), D)
+#define KEY_LOAD(x, hb, kb, sb, ss, j, key, c, dim) load_row4(x, kb + (key) * ss, 4 * (c), dim)
 #define KEY_MASKED(key, lim, j) ((key) >= (lim))
+#define KEY_PAGE_BAD(j) 0
 #endif
 
-#if BQ % TQ != 0 || BKV % TK != 0 || BKV % 4 != 0 || DPAD % (4 * TK) != 0 || PPAD % 4 != 0
-#error "need BQ % TQ == 0, BKV % TK == 0, BKV % 4 == 0, DPAD % (4 * TK) == 0, PPAD % 4 == 0"
+#if BQ % TQ != 0 || BKV % TK != 0 || BKV % 4 != 0 || DPAD % (4 * TK) != 0 || PPAD % 4 != 0 ||   \
+    DVPAD % (4 * TK) != 0
+#error "need BQ % TQ == 0, BKV % TK == 0, BKV % 4 == 0, DPAD and DVPAD % (4 * TK) == 0, PPAD % 4 == 0"
 #endif
 
 
@@ -91,11 +107,11 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
                __global elem_t *o, long o_off, long o_sb, long o_sh, long o_ss,
                __global float *lse, long l_off, long l_sb, long l_sh, long l_ss, int has_lse,
                int Hq, int group, int Sq, int Sk, int D, float scale_log2e, int causal, long coff
-               FWD_RAGGED_PARAMS) {
+               VAR_PARAMS FWD_RAGGED_PARAMS) {
     __local float4 Qs[BQ][D4 + QPAD];
     /* K for the scores, then V for the accumulation: one buffer, because the
      * scores are finished (a barrier) before V is written. */
-    __local float4 KVs[BKV][D4 + KPAD];
+    __local float4 KVs[BKV][KV4 + KPAD];
     __local float4 Ps[BQ][(BKV + PPAD) / 4];
     __local float red[BQ][TK];
 #if FATTN_RAGGED
@@ -138,9 +154,20 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
     int lim[RPT];
     float m_i[RPT], l_i[RPT];   /* l_i: this work-item's keys only; summed over the row at the end */
     float4 acc[RPT][CPT];
+#if FATTN_VAR
+    /* The window's offset (bottom-right), the row's slope and bias base. */
+    const long woff = (long)Sk - Sq;
+    const float slope2 = var_slope(al, al_off, al_sb, al_sh, b, h);
+    const long bbase = bs_off + b * bs_sb + h * bs_sh;
+    int lo[RPT]; /* the first key each row sees */
+#endif
     for (int i = 0; i < RPT; i++) {
         const int row = q0 + ty + i * TQ;
         lim[i] = row < Sq ? key_limit(row, Sk, causal, coff) : 0;
+#if FATTN_VAR
+        lim[i] = row < Sq ? var_keys(row, woff, lim[i], win_left, win_right, &lo[i]) : 0;
+        if (row >= Sq) lo[i] = 0;
+#endif
         m_i[i] = -INFINITY;
         l_i[i] = 0.0f;
         for (int c = 0; c < CPT; c++) acc[i][c] = (float4)(0.0f);
@@ -148,8 +175,20 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
     /* Tiles past what the last row sees (key_limit grows with the row) are
      * skipped, not masked. */
     const int kv_end = key_limit(min(q0 + BQ, Sq) - 1, Sk, causal, coff);
-
+#if FATTN_VAR
+    /* ... and so are tiles before what the first row sees (the window's left
+     * edge grows with the row too); tiles in [full_lo, full_hi) every row
+     * of the group sees whole. */
+    int kv_lo = 0, kv_hi = 0, full_lo = 0, full_hi = 0;
+    const int last = min(q0 + BQ, Sq) - 1;
+    if (last >= q0) {
+        kv_hi = var_keys(last, woff, kv_end, win_left, win_right, &full_lo);
+        full_hi = var_keys(q0, woff, key_limit(q0, Sk, causal, coff), win_left, win_right, &kv_lo);
+    }
+    for (int j0 = kv_lo / BKV * BKV; j0 < kv_hi; j0 += BKV) {
+#else
     for (int j0 = 0; j0 < kv_end; j0 += BKV) {
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);   /* the previous tile's readers of V, P (and pages) are done */
 #if FATTN_RAGGED
         if (paged) {
@@ -159,7 +198,7 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
 #endif
         for (int idx = tid; idx < BKV * D4; idx += NT) {
             const int j = idx / D4, c = idx % D4, key = j0 + j;
-            KVs[j][c] = key < Sk ? KEY_LOAD(k, khb, kb, k_sb, k_ss, j, key, c) : (float4)(0.0f);
+            KVs[j][c] = key < Sk ? KEY_LOAD(k, khb, kb, k_sb, k_ss, j, key, c, D) : (float4)(0.0f);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -181,19 +220,39 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
                 }
         }
 
+#if FATTN_VAR
+        /* A tile every row sees whole needs no per-key mask: a row either
+         * sees all of it or (a row past Sq, lim 0) none. */
+        const int full = j0 >= full_lo && j0 + BKV <= full_hi;
+#endif
         for (int i = 0; i < RPT; i++) {
             float mx = -INFINITY;
+#if FATTN_VAR
+            const int row = q0 + ty + i * TQ;
+            const long brow = bbase + row * bs_ss;
+            const int rfull = full && lim[i] > j0;
+#endif
             for (int kk = 0; kk < KPT; kk++) {
+#if FATTN_VAR
+                const int key = j0 + tx + kk * TK;
+                const int hidden = full ? !rfull || KEY_PAGE_BAD(tx + kk * TK)
+                                        : KEY_MASKED(key, lim[i], tx + kk * TK) || key < lo[i];
+                s[i][kk] = hidden ? -INFINITY
+                                  : var_score(s[i][kk], row, key, woff, cap2, slope2, bs, brow,
+                                              bs_sd);
+#else
                 if (KEY_MASKED(j0 + tx + kk * TK, lim[i], tx + kk * TK)) s[i][kk] = -INFINITY;
+#endif
                 mx = fmax(mx, s[i][kk]);
             }
             red[ty + i * TQ][tx] = mx;
         }
         barrier(CLK_LOCAL_MEM_FENCE);   /* also: every work-item is done reading K */
 
-        for (int idx = tid; idx < BKV * D4; idx += NT) {
-            const int j = idx / D4, c = idx % D4, key = j0 + j;
-            KVs[j][c] = key < Sk ? KEY_LOAD(v, vhb, vb, v_sb, v_ss, j, key, c) : (float4)(0.0f);
+        for (int idx = tid; idx < BKV * DV4; idx += NT) {
+            const int j = idx / DV4, c = idx % DV4, key = j0 + j;
+            KVs[j][c] =
+                key < Sk ? KEY_LOAD(v, vhb, vb, v_sb, v_ss, j, key, c, DV_OF(D)) : (float4)(0.0f);
         }
         for (int i = 0; i < RPT; i++) {
             const int r = ty + i * TQ;
@@ -247,18 +306,28 @@ void flash_fwd(__global const elem_t *q, long q_off, long q_sb, long q_sh, long 
         /* l == 0: no finite score, so O = 0 and lse = -inf. A NaN or +inf
          * score made l NaN (fmax skips NaN, but exp2 of it reaches l), and
          * NaN it stays in both. */
+#if FATTN_VAR
+        float inv;
+        const float lse2 = var_finish(m_i[i], l, var_sink(snk, snk_off, snk_sh, h), &inv);
+#else
         const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+#endif
         const long ob = O_AT(row);
+        const int Do = DV_OF(D);
         for (int c = 0; c < CPT; c++) {
             const int d = 4 * (tx + c * TK);
             const float4 x = acc[i][c] * inv;
-            if (d < D) STORE(o, ob + d, x.x);
-            if (d + 1 < D) STORE(o, ob + d + 1, x.y);
-            if (d + 2 < D) STORE(o, ob + d + 2, x.z);
-            if (d + 3 < D) STORE(o, ob + d + 3, x.w);
+            if (d < Do) STORE(o, ob + d, x.x);
+            if (d + 1 < Do) STORE(o, ob + d + 1, x.y);
+            if (d + 2 < Do) STORE(o, ob + d + 2, x.z);
+            if (d + 3 < Do) STORE(o, ob + d + 3, x.w);
         }
+#if FATTN_VAR
+        if (has_lse && tx == 0) lse[LSE_AT(row)] = lse2 * M_LN2_F;
+#else
         if (has_lse && tx == 0)
             lse[LSE_AT(row)] =
                 l == 0.0f ? -INFINITY : (m_i[i] + log2(l)) * M_LN2_F;
+#endif
     }
 }

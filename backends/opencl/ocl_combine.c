@@ -64,9 +64,13 @@ fattn_status ocl_combine_run(void *state, const fattn_problem *p, const fattn_pl
     fattn_status st;
     const fattn_operand *cu_q = &p->rag.cu_seqlens_q;
     const int packed = p->rag.on && ocl_mem_of(cu_q) != NULL;
-    char options[112];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DDTYPE=%d -DPART_DTYPE=%d -DWG=%d%s",
-             (int)p->dtype, (int)p->part_dtype, wg, packed ? " -DFATTN_RAGGED=1" : "");
+    /* The split-KV decode's merge of a problem with sinks (its copy of the
+     * problem keeps p->var; fattn_combine's has none). */
+    const int sinks = (fattn_variants_used(p) & FATTN_VAR_SINKS) != 0;
+    char options[128];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DDTYPE=%d -DPART_DTYPE=%d -DWG=%d%s%s",
+             (int)p->dtype, (int)p->part_dtype, wg, packed ? " -DFATTN_RAGGED=1" : "",
+             sinks ? " -DSINKS=1" : "");
     cl_kernel k;
     if ((st = ocl_get_kernel(&s->cache, s->context, s->dev.device, "combine.cl", "combine", options,
                              &k, msg)) != FATTN_OK)
@@ -94,6 +98,13 @@ fattn_status ocl_combine_run(void *state, const fattn_problem *p, const fattn_pl
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof has_lse, &has_lse));
     for (int i = 0; i < 4; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof longs[i], &longs[i]));
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof D, &D));
+    if (sinks) {
+        const fattn_operand *sk = &p->var.sinks;
+        const cl_mem m = ocl_mem_of(sk);
+        const cl_long f[2] = {sk->offset, sk->stride_head};
+        OCL_TRY(msg, clSetKernelArg(k, a++, sizeof m, &m));
+        for (int i = 0; i < 2; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof f[i], &f[i]));
+    }
     if (packed) {
         const cl_mem m = ocl_mem_of(cu_q);
         const cl_long f[3] = {cu_q->offset, cu_q->stride_seq, p->rag.total_q};

@@ -63,6 +63,7 @@ typedef struct ocl_tiles {
     int dpad;    /* head dim bucket: 32, 64, 128 or 256 */
     int bq, bkv; /* query rows and keys per tile */
     int tq, tk;  /* work-item grid: rows x keys (and dims) */
+    int dvpad;   /* V's head dim bucket (head_dim_v); dpad when they are equal */
 } ocl_tiles;
 
 typedef struct ocl_limits {
@@ -80,11 +81,12 @@ enum { OCL_CLASS_OTHER, OCL_CLASS_NVIDIA, OCL_CLASS_AMD, OCL_CLASS_INTEL, OCL_CL
 
 fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *out,
                              fattn_msg *msg);
-/* Tiles for head dim D with the caller's overrides (0 = table default) and
- * the FATTN_OPENCL_TILES value `forced` (NULL = none); fails with
+/* Tiles for head dims D (Q, K) and Dv (V, O) with the caller's overrides
+ * (0 = table default) and the FATTN_OPENCL_TILES value `forced` (NULL =
+ * none; its items are keyed by the larger dim's bucket); fails with
  * FATTN_ERR_UNSUPPORTED when overrides cannot fit the device, and with
  * FATTN_ERR_ENVIRONMENT when `forced` is malformed. */
-fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced, int D, int tile_q,
+fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced, int D, int Dv, int tile_q,
                               int tile_kv, ocl_tiles *out, fattn_msg *msg);
 /* Local memory the kernel uses for these tiles. */
 size_t ocl_local_bytes(const ocl_tiles *t);
@@ -218,6 +220,18 @@ fattn_status ocl_fault_switch(ocl_state *s, cl_context qctx, fattn_msg *msg);
  * since the last check; else a blocking read of the word on the context's
  * queue, reset when set, and fattn_fault_fail with its bits. */
 fattn_status ocl_take_fault(void *state, fattn_msg *msg);
+
+/* ---- Attention variants (ocl_variants.c) ---------------------------------------- */
+
+/* The build options of a kernel running the FATTN_VAR_* `bits` of problem p
+ * (kernels_cl/variants.cl): " -DFATTN_VAR=<bits>", the bias's dtype with a
+ * bias, " -DDVPAD=<dvpad>" with head_dim_v; "" for bits 0, so plain builds
+ * keep their options and programs. */
+void ocl_variant_options(const fattn_problem *p, unsigned bits, int dvpad, char *buf, size_t len);
+/* Sets variants.cl's VAR_PARAMS from argument *a on, for a build with
+ * `bits` (nothing for 0). */
+fattn_status ocl_variant_args(cl_kernel k, cl_uint *a, const fattn_problem *p, unsigned bits,
+                              fattn_msg *msg);
 
 /* ---- Kernel variants (ocl_forward.c, ocl_decode.c, ocl_naive.c, ocl_combine.c) ----
  * Rows of the variant table (fattn_variant): accept decides and fills the

@@ -24,6 +24,10 @@
  *   32-bit key and row indices, a workspace larger than one device buffer
  *   even at one split, a device or kernel build that cannot hold the tiles.
  * Causal masks of both alignments are handled (the kernel's key_limit).
+ * The attention variants (p->var) and head_dim_v take FATTN_VAR builds of
+ * decode.cl (ocl_variants.c), all but the sinks, which the combine's SINKS
+ * build adds once per row; with a window the split count follows the keys
+ * the rows see (decode_visible_keys), and the kernel divides only those.
  * Variable-length sequences and paged caches (p->rag.on) take a second
  * build of decode.cl (FATTN_RAGGED, ocl_ragged.c's arguments): sizes, splits
  * and the workspace follow seq_q and seq_kv, the longest sequences, and
@@ -94,6 +98,8 @@
 /* The plan (decode.cl's build options, plus the launch's counts). */
 typedef struct ocl_decode_plan {
     int dpad, br, bkv, nt;
+    int dvpad;              /* V's head dim bucket (head_dim_v), else dpad */
+    unsigned var;           /* decode.cl's FATTN_VAR: the problem's variants but the sinks */
     int ce;                 /* elements per 16-byte chunk: 4 (f32) or 8 */
     int sr, sk, vr, vc, vk; /* work-item maps: scores SR x SK, P V VK x VR x VC */
     int vec;                /* decode.cl's KV_VEC: K/V rows 16-byte aligned */
@@ -103,16 +109,20 @@ typedef struct ocl_decode_plan {
 FATTN_PLAN_FITS(ocl_decode_plan);
 
 /* Mirrors decode.cl's local arrays, pads included (paged: its builds with
- * FATTN_PAGED). */
+ * FATTN_PAGED; d->var: its variant builds). */
 static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int paged) {
     (void)dt; /* d->ce says it */
-    const size_t dc = (size_t)(d->dpad / d->ce), br = (size_t)d->br, bkv = (size_t)d->bkv;
-    return br * (dc + 1) * (size_t)d->ce * 4   /* Qs (widened chunks) */
-           + 2 * bkv * (dc + 1) * 16           /* Ks, Vs */
+    const size_t dc = (size_t)(d->dpad / d->ce), dvc = (size_t)(d->dvpad / d->ce);
+    const size_t br = (size_t)d->br, bkv = (size_t)d->bkv, dcx = dc > dvc ? dc : dvc;
+    const int rows = (d->var & (FATTN_VAR_WINDOW | FATTN_VAR_ALIBI | FATTN_VAR_BIAS)) != 0;
+    return br * (dcx + 1) * (size_t)d->ce * 4  /* Qs (widened chunks; then the accumulators) */
+           + bkv * (dc + 1) * 16               /* Ks */
+           + bkv * (dvc + 1) * 16              /* Vs */
            + 2 * br * (bkv + 4) * 4            /* Ps, Pp */
            + br * 4 * 4                        /* rowm, rowa, rowl, rowlim */
+           + (rows ? br * (4 + 4 + 4 + 8) : 0) /* VAR_ROWS: rowlo, rowi, rowsl, rowbb */
            + (paged ? 2 * bkv * 16 : 0)        /* kps */
-           + 64;                               /* alignment between the arrays */
+           + (rows ? 80 : 64);                 /* alignment between the arrays */
 }
 
 /* The work-item maps for NT work-items (all powers of two; decode.cl checks
@@ -120,7 +130,7 @@ static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int p
  * VC 16-byte chunks of the head dim (up to all), then VR row lanes, then VK
  * key lanes with the rest. */
 static void decode_maps(ocl_decode_plan *d, int vr_set) {
-    const int dc = d->dpad / d->ce;
+    const int dc = d->dvpad / d->ce; /* P V runs over V's chunks */
     d->sk = d->bkv < d->nt ? d->bkv : d->nt;
     d->sr = d->nt / d->sk < d->br ? d->nt / d->sk : d->br;
     d->vc = dc < d->nt ? dc : d->nt;
@@ -133,17 +143,27 @@ static void decode_maps(ocl_decode_plan *d, int vr_set) {
 
 static fattn_status decode_kernel(ocl_state *s, const fattn_problem *p, const ocl_decode_plan *d,
                                   cl_kernel *k, fattn_msg *msg) {
-    char options[256];
+    char options[320], var[80];
+    ocl_variant_options(p, d->var, d->dvpad, var, sizeof var);
     snprintf(options, sizeof options,
              "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBR=%d -DBKV=%d -DNT=%d -DSR=%d -DSK=%d -DVR=%d "
-             "-DVC=%d -DVK=%d -DKV_VEC=%d%s",
+             "-DVC=%d -DVK=%d -DKV_VEC=%d%s%s",
              (int)p->dtype, d->dpad, d->br, d->bkv, d->nt, d->sr, d->sk, d->vr, d->vc, d->vk,
-             d->vec, ocl_ragged_option(p));
+             d->vec, ocl_ragged_option(p), var);
     return ocl_get_kernel(&s->cache, s->context, s->dev.device, "decode.cl", "decode", options, k,
                           msg);
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Keys the rows of one sequence see at most: with a window's left side,
+ * seq_q + window_left (the last row's diagonal is the last key, the first
+ * row's window starts seq_q - 1 keys before it), else all. Splits divide
+ * these (decode.cl takes its tiles from the window's first). */
+static int64_t decode_visible_keys(const fattn_problem *p) {
+    const int64_t wl = p->var.on ? p->var.window_left : -1;
+    return wl >= 0 && wl < p->seq_kv - p->seq_q ? p->seq_q + wl : p->seq_kv;
+}
 
 static int is_pow2(long x) { return x > 0 && (x & (x - 1)) == 0; }
 
@@ -151,7 +171,7 @@ static int is_pow2(long x) { return x > 0 && (x & (x - 1)) == 0; }
  * multiple of ce) and holds whole chunks, so decode.cl may use one 16-byte
  * load per chunk (the buffers' own bases are aligned far more). */
 static int decode_vec_ok(const fattn_problem *p, int ce) {
-    if (p->head_dim % ce) return 0;
+    if (p->head_dim % ce || p->head_dim_v % ce) return 0;
     const fattn_operand *ops[2] = {&p->k, &p->v};
     for (int i = 0; i < 2; i++) {
         const int64_t f[4] = {ops[i]->offset, ops[i]->stride_batch, ops[i]->stride_head,
@@ -179,7 +199,6 @@ static long decode_waves(int batched, int64_t resident) {
 fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                                fattn_msg *msg) {
     ocl_state *s = state;
-    if (fattn_variants_declined(p, 0, msg)) return FATTN_ERR_UNSUPPORTED;
     const int forced = p->tune.kv_splits;
     const char *tune = s->settings.decode_tune;
     const long waves_set = fattn_tune_value(tune, "waves", 0);
@@ -221,16 +240,21 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     memset(&d, 0, sizeof d);
     d.dpad = 32;
     while (d.dpad < p->head_dim) d.dpad *= 2;
-    const int max_br = br_set ? (int)br_set : d.dpad <= 128 ? 32 : 16;
+    d.dvpad = 32;
+    while (d.dvpad < p->head_dim_v) d.dvpad *= 2;
+    d.var = fattn_variants_used(p) & ~FATTN_VAR_SINKS; /* the combine adds the sinks */
+    const int dpad_max = d.dpad > d.dvpad ? d.dpad : d.dvpad;
+    const int max_br = br_set ? (int)br_set : dpad_max <= 128 ? 32 : 16;
     d.br = 1;
     while (d.br < R && d.br < max_br) d.br *= 2;
     d.ce = p->dtype == FATTN_F32 ? 4 : 8;
-    const int dc = d.dpad / d.ce; /* 16-byte chunks per row */
+    const int dc = d.dpad / d.ce, dvc = d.dvpad / d.ce; /* 16-byte chunks per row */
+    const int dcx = dc > dvc ? dc : dvc;
     d.nt = s->limits.softmax_wg < nt ? (int)s->limits.softmax_wg : (int)nt;
-    if (d.nt < d.br || d.nt < dc) /* a work-item per row (softmax), per chunk (loads) */
+    if (d.nt < d.br || d.nt < dcx) /* a work-item per row (softmax), per chunk (loads) */
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel needs %d work-items per group; the device takes %d",
-                          d.br > dc ? d.br : dc, s->limits.softmax_wg);
+                          d.br > dcx ? d.br : dcx, s->limits.softmax_wg);
     d.vec = vec && decode_vec_ok(p, d.ce);
     /* Keys per tile: a K tile of `tile` bytes (or bkv keys), halved until the
      * group's local memory fits, at least 16 and at least one key per
@@ -240,14 +264,18 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     const int paged = p->rag.on && p->rag.page_size > 0;
     const size_t cap =
         s->limits.local_mem < OCL_DEC_LOCAL_CAP ? s->limits.local_mem : OCL_DEC_LOCAL_CAP;
-    const int kstep = d.nt / dc, min_bkv = kstep > 16 ? kstep : 16;
+    /* With head_dim_v: a tile holds whole load strides of the narrower of
+     * K's and V's rows (kstep), and the wider one's chunks per work-item
+     * (over kstep_w) stay within OCL_DEC_MAX_LPT. */
+    const int kstep = d.nt / (dc < dvc ? dc : dvc), kstep_w = d.nt / dcx;
+    const int min_bkv = kstep > 16 ? kstep : 16;
     d.row_tiles = (int)ceil_div(R, d.br);
     const int64_t base = p->batch * p->heads_kv * d.row_tiles; /* work-groups per split */
     const int batched = base >= OCL_DEC_BATCHED_UNITS;
     d.bkv = bkv_set ? (int)bkv_set : paged && !batched ? OCL_DEC_PAGED_BKV : 256;
     while (!bkv_set && d.bkv > min_bkv &&
-           ((size_t)d.bkv * (size_t)d.dpad * esize > (size_t)tile_bytes ||
-            d.bkv / kstep > OCL_DEC_MAX_LPT))
+           ((size_t)d.bkv * (size_t)dpad_max * esize > (size_t)tile_bytes ||
+            d.bkv / kstep_w > OCL_DEC_MAX_LPT))
         d.bkv /= 2;
     decode_maps(&d, (int)vr_set);
     while (d.bkv > min_bkv && decode_local_bytes(&d, p->dtype, paged) > cap) {
@@ -255,7 +283,7 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
         decode_maps(&d, (int)vr_set);
     }
     if (decode_local_bytes(&d, p->dtype, paged) > s->limits.local_mem || d.vk > d.bkv ||
-        d.bkv < kstep || d.bkv / kstep > OCL_DEC_MAX_LPT)
+        d.bkv < kstep || d.bkv / kstep_w > OCL_DEC_MAX_LPT)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel's tiles (%d keys, %d work-items) need %zu bytes of "
                           "local memory; the device has %zu",
@@ -270,7 +298,7 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     if (batched && !vr_set && d.nt / d.vc <= d.bkv)
         decode_maps(&d, paged ? OCL_DEC_PAGED_VR_BATCHED : 1);
     const int64_t rows = p->batch * p->heads_q * p->seq_q; /* validated: no overflow */
-    const uint64_t per_split = (uint64_t)rows * (uint64_t)(p->head_dim + 1) * sizeof(float);
+    const uint64_t per_split = (uint64_t)rows * (uint64_t)(p->head_dim_v + 1) * sizeof(float);
     if (per_split > s->limits.max_alloc || base > int_max / d.nt)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel's workspace or grid would be too large");
@@ -299,11 +327,15 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
         splits = forced;
     } else {
         const int64_t want = ceil_div((int64_t)s->limits.compute_units * waves, base);
-        const int64_t by_keys = p->seq_kv / min_keys;
+        const int64_t by_keys = decode_visible_keys(p) / min_keys;
         splits = want < by_keys ? want : by_keys;
         if (splits > max_splits) splits = max_splits;
     }
+    /* No more splits than tiles the rows see (a window's keys can straddle
+     * one more tile boundary than they fill). */
+    const int64_t vis_tiles = ceil_div(decode_visible_keys(p), d.bkv) + 1;
     if (splits > d.tiles) splits = d.tiles;
+    if (splits > vis_tiles) splits = vis_tiles;
     if (splits < 1) splits = 1;
     /* The workspace must be one device buffer, and the groups a 32-bit count
      * of work-items: fewer splits when not (a forced count too). */
@@ -331,8 +363,8 @@ fattn_status ocl_decode_run(void *state, const fattn_problem *p, const fattn_pla
     if (!ws || p->workspace.offset != 0) /* the core binds whole buffers */
         return fattn_fail(msg, FATTN_ERR_INTERNAL,
                           "the decode plan needs a workspace buffer of its own (offset 0)");
-    const int64_t rows = p->batch * p->heads_q * p->seq_q, D = p->head_dim;
-    const cl_long wl_off = (cl_long)(rows * d.splits * D); /* the lse parts follow the O parts */
+    const int64_t rows = p->batch * p->heads_q * p->seq_q, D = p->head_dim, Dv = p->head_dim_v;
+    const cl_long wl_off = (cl_long)(rows * d.splits * Dv); /* the lse parts follow the O parts */
 
     cl_kernel k = d.k;
     fattn_status st;
@@ -359,6 +391,7 @@ fattn_status ocl_decode_run(void *state, const fattn_problem *p, const fattn_pla
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof causal_offset, &causal_offset));
     const cl_int counts[3] = {d.splits, d.row_tiles, d.tiles};
     for (int i = 0; i < 3; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof counts[i], &counts[i]));
+    if ((st = ocl_variant_args(k, &a, p, d.var, msg)) != FATTN_OK) return st;
     /* Ragged: seq_q and seq_kv are the longest sequences (the grid's and the
      * workspace's size); each group resolves its own (kernels_cl/ragged.cl),
      * and the combine's ragged build maps packed rows back (cu_seqlens_q). */
@@ -374,15 +407,17 @@ fattn_status ocl_decode_run(void *state, const fattn_problem *p, const fattn_pla
         OCL_TRY(msg, clEnqueueBarrierWithWaitList(s->queue, 0, NULL, NULL));
 
     /* The combine over the workspace: part p of row (b, h, i) at
-     * ((b * Hq + h) * Sq + i) * splits + p, D floats of O (lse: one). */
+     * ((b * Hq + h) * Sq + i) * splits + p, Dv floats of O (lse: one). It
+     * keeps p->var: with sinks its build adds each row's sink once. */
     fattn_problem c = *p;
     c.op = FATTN_OP_COMBINE;
+    c.head_dim = c.head_dim_v = Dv;
     c.parts = d.splits;
     c.part_dtype = FATTN_F32;
     const int64_t S = d.splits, Sq = p->seq_q, Hq = p->heads_q;
-    c.part_o = (fattn_operand){p->workspace.mem, 0, Hq * Sq * S * D, Sq * S * D, S * D};
+    c.part_o = (fattn_operand){p->workspace.mem, 0, Hq * Sq * S * Dv, Sq * S * Dv, S * Dv};
     c.part_lse = (fattn_operand){p->workspace.mem, wl_off, Hq * Sq * S, Sq * S, S};
-    c.part_o_stride = D;
+    c.part_o_stride = Dv;
     c.part_lse_stride = 1;
     fattn_plan cp;
     memset(&cp, 0, sizeof cp);

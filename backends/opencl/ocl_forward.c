@@ -21,10 +21,11 @@ FATTN_PLAN_FITS(ocl_tiled_plan);
  * memory report shows is one that runs. */
 static fattn_status tiled_kernel(ocl_state *s, const fattn_problem *p, const ocl_tiles *t,
                                  cl_kernel *k, fattn_msg *msg) {
-    char options[200];
+    char options[256], var[80];
+    ocl_variant_options(p, fattn_variants_used(p), t->dvpad, var, sizeof var);
     snprintf(options, sizeof options,
-             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBQ=%d -DBKV=%d -DTQ=%d -DTK=%d%s", (int)p->dtype,
-             t->dpad, t->bq, t->bkv, t->tq, t->tk, ocl_ragged_option(p));
+             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBQ=%d -DBKV=%d -DTQ=%d -DTK=%d%s%s",
+             (int)p->dtype, t->dpad, t->bq, t->bkv, t->tq, t->tk, ocl_ragged_option(p), var);
     fattn_status st = ocl_get_kernel(&s->cache, s->context, s->dev.device, "flash_fwd.cl",
                                      "flash_fwd", options, k, msg);
     if (st != FATTN_OK) return st;
@@ -44,15 +45,15 @@ static fattn_status tiled_kernel(ocl_state *s, const fattn_problem *p, const ocl
 fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                               fattn_msg *msg) {
     ocl_state *s = state;
-    if (fattn_variants_declined(p, 0, msg)) return FATTN_ERR_UNSUPPORTED;
     const int64_t int_max = FATTN_INT32_MAX;
     if (p->seq_q > int_max - 1024 || p->seq_kv > int_max || p->batch * p->heads_q > int_max)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the OpenCL kernel indexes rows and heads with 32-bit integers: seq_q, "
                           "seq_kv and batch * heads_q must stay below 2^31");
     ocl_tiles t;
-    fattn_status st = ocl_choose_tiles(&s->limits, s->settings.opencl_tiles, (int)p->head_dim,
-                                       p->tune.tile_q, p->tune.tile_kv, &t, msg);
+    fattn_status st =
+        ocl_choose_tiles(&s->limits, s->settings.opencl_tiles, (int)p->head_dim, (int)p->head_dim_v,
+                         p->tune.tile_q, p->tune.tile_kv, &t, msg);
     if (st != FATTN_OK) return st;
     cl_kernel k;
     if ((st = tiled_kernel(s, p, &t, &k, msg)) != FATTN_OK) return st;
@@ -97,7 +98,8 @@ fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof causal_offset, &causal_offset));
     /* Ragged: seq_q and seq_kv are the longest sequences (the grid's size);
      * each group resolves its own (kernels_cl/ragged.cl). */
-    fattn_status st;
+    fattn_status st = ocl_variant_args(k, &a, p, fattn_variants_used(p), msg);
+    if (st != FATTN_OK) return st;
     if (p->rag.on && (st = ocl_ragged_args(s, k, &a, p, msg)) != FATTN_OK) return st;
 
     const size_t nt = (size_t)t.tq * (size_t)t.tk;

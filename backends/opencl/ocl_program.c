@@ -67,11 +67,12 @@ static fattn_status load_source(const char *kernel_dir, const char *file, int op
 
 /* What the compiler gets for `file`: the files every kernel shares, then the
  * file. storage.cl holds the storage types; ragged.cl the variable-length
- * and paged helpers, empty unless the build sets FATTN_RAGGED. A
+ * and paged helpers, empty unless the build sets FATTN_RAGGED; variants.cl
+ * the attention variants' helpers, empty unless it sets FATTN_VAR. A
  * FATTN_KERNEL_DIR without them uses the embedded ones. */
 static fattn_status program_source(const char *kernel_dir, const char *file, char **out,
                                    size_t *len, fattn_msg *msg) {
-    static const char *const common[] = {"storage.cl", "ragged.cl"};
+    static const char *const common[] = {"storage.cl", "ragged.cl", "variants.cl"};
     enum { N = sizeof common / sizeof common[0] + 1 };
     char *part[N] = {NULL};
     size_t plen[N] = {0}, total = 0;

@@ -84,10 +84,12 @@ fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *
 size_t ocl_local_bytes(const ocl_tiles *t) {
     const size_t f = sizeof(float);
     const size_t qpad = t->tk < 8 ? 4 : 0, kpad = 4, ppad = 4;
-    return f * ((size_t)t->bq * (t->dpad + qpad)    /* Q */
-                + (size_t)t->bkv * (t->dpad + kpad) /* K, then V */
-                + (size_t)t->bq * (t->bkv + ppad)   /* P */
-                + (size_t)t->bq * t->tk);           /* row max and sum partials */
+    /* A K or V row: the wider of the two (KV4 with head_dim_v). */
+    const size_t kv = (size_t)(t->dpad > t->dvpad ? t->dpad : t->dvpad);
+    return f * ((size_t)t->bq * (t->dpad + qpad)  /* Q */
+                + (size_t)t->bkv * (kv + kpad)    /* K, then V */
+                + (size_t)t->bq * (t->bkv + ppad) /* P */
+                + (size_t)t->bq * t->tk);         /* row max and sum partials */
 }
 
 static int pow2_divisor(int n, int cap) {
@@ -96,10 +98,13 @@ static int pow2_divisor(int n, int cap) {
     return p;
 }
 
+/* The smaller of the Q/K and V dim buckets: TK must divide both over 4. */
+static int min_pad(const ocl_tiles *t) { return t->dpad < t->dvpad ? t->dpad : t->dvpad; }
+
 /* Work-item grid for the tiles: the table's shape, narrowed to divide them. */
 static void shape(ocl_tiles *t, int tq, int tk) {
     t->tq = pow2_divisor(t->bq, tq);
-    t->tk = pow2_divisor(t->bkv, tk < t->dpad / 4 ? tk : t->dpad / 4);
+    t->tk = pow2_divisor(t->bkv, tk < min_pad(t) / 4 ? tk : min_pad(t) / 4);
 }
 
 /* Work-items per group. */
@@ -166,16 +171,23 @@ static int env_row(const char *value, int dpad, tuning_row *out, const char **ba
     return found;
 }
 
-fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced_tiles, int D, int tile_q,
-                              int tile_kv, ocl_tiles *out, fattn_msg *msg) {
-    int dpad = 32;
-    while (dpad < D) dpad *= 2; /* 32, 64, 128, 256: few programs to build */
+static int dim_bucket(int D) {
+    int pad = 32;
+    while (pad < D) pad *= 2; /* 32, 64, 128, 256: few programs to build */
+    return pad;
+}
+
+fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced_tiles, int D, int Dv,
+                              int tile_q, int tile_kv, ocl_tiles *out, fattn_msg *msg) {
+    /* With head_dim_v the larger bucket picks the row (it sizes the K/V
+     * tile); the kernel pads Q and K to dqk and V to dv. */
+    const int dqk = dim_bucket(D), dv = dim_bucket(Dv), dpad = dqk > dv ? dqk : dv;
     const tuning_row *row = NULL;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (table[i].dpad == dpad && (table[i].vendor_class == lim->vendor_class ||
                                       (!row && table[i].vendor_class == OCL_CLASS_OTHER)))
             row = &table[i];
-    tuning_row forced;
+    tuning_row forced = {OCL_CLASS_OTHER, 0, 0, 0, 0, 0};
     const char *bad = "";
     int bad_len = 0;
     const int from_env = env_row(forced_tiles, dpad, &forced, &bad, &bad_len);
@@ -187,19 +199,19 @@ fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced_tiles, i
                           "dividing BKV and DPAD/4",
                           forced_tiles, bad_len, bad, OCL_TILE_MAX);
     if (from_env) { /* taken as given: it either fits or fails */
-        ocl_tiles t = {dpad, forced.bq, forced.bkv, forced.tq, forced.tk};
-        if (!fits(lim, &t))
+        ocl_tiles t = {dqk, forced.bq, forced.bkv, forced.tq, forced.tk, dv};
+        if (!fits(lim, &t) || (min_pad(&t) / 4) % t.tk)
             return fattn_fail(
                 msg, FATTN_ERR_UNSUPPORTED,
-                "FATTN_OPENCL_TILES: %dx%d/%dx%d at head dim %d needs %zu bytes of local "
-                "memory (device: %zu), %zu work-items (device: %zu) and at most %d rows "
-                "and keys per work-item",
-                t.bq, t.bkv, t.tq, t.tk, dpad, ocl_local_bytes(&t), lim->local_mem, items(&t),
+                "FATTN_OPENCL_TILES: %dx%d/%dx%d at head dim %d (V: %d) needs %zu bytes of "
+                "local memory (device: %zu), %zu work-items (device: %zu), at most %d rows "
+                "and keys per work-item, and TK dividing both dims' buckets over 4",
+                t.bq, t.bkv, t.tq, t.tk, dqk, dv, ocl_local_bytes(&t), lim->local_mem, items(&t),
                 lim->max_wg, OCL_MAX_PER_ITEM);
         *out = t;
         return FATTN_OK;
     }
-    ocl_tiles t = {dpad, row->bq, row->bkv, row->tq, row->tk};
+    ocl_tiles t = {dqk, row->bq, row->bkv, row->tq, row->tk, dv};
     int tq = row->tq, tk = row->tk;
     if (tile_q) t.bq = tile_q;
     if (tile_kv) {
@@ -214,7 +226,7 @@ fattn_status ocl_choose_tiles(const ocl_limits *lim, const char *forced_tiles, i
     while (t.bq / t.tq > OCL_MAX_PER_ITEM && t.bq % (2 * t.tq) == 0 && 2 * items(&t) <= 256)
         tq = t.tq *= 2;
     while (t.bkv / t.tk > OCL_MAX_PER_ITEM && t.bkv % (2 * t.tk) == 0 && 2 * items(&t) <= 256 &&
-           2 * t.tk <= dpad / 4)
+           2 * t.tk <= min_pad(&t) / 4)
         tk = t.tk *= 2;
     /* Whole hardware groups (warps, wavefronts): widen the grid along rows
      * while the work-item count is not a multiple of what the device prefers. */
