@@ -6,7 +6,8 @@
  * fattn.h's rules (fattn_mask_desc), with poisoned outputs, random inputs
  * and sizes that are no multiple of a tile. A backend that declines a
  * variant (FATTN_ERR_UNSUPPORTED) is a visible skip, and a failure where
- * FATTN_TEST_REQUIRE names "<backend>-variants". Bad values get their
+ * FATTN_TEST_REQUIRE names "<backend>-variants" (its naive baseline:
+ * "<backend>-naive-variants"). Bad values get their
  * specific statuses (the "validation" test, on the CPU). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -511,7 +512,12 @@ static void run_one(fattn_context *ctx, const char *backend, vprob *p, int naive
     }
 }
 
-static void conformance(void **state) {
+/* Every case on one backend's tiled paths (every split count the case
+ * lists), or (naive) on its naive baseline, fattn_forward_naive, which takes
+ * dense batches only: two parts, so FATTN_TEST_REQUIRE can ask for
+ * <backend>-variants and <backend>-naive-variants apart and a baseline that
+ * declines is a skip of its own. */
+static void run_cases(void **state, int naive) {
     const fattn_backend_kind kind = *(const fattn_backend_kind *)*state;
     fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     test_use_backend(kind, &info);
@@ -533,17 +539,22 @@ static void conformance(void **state) {
                                 fattn_error_message(ctx));
                     t.failures++;
                 } else {
-                    for (int64_t s = 0; s < (c->splits ? N(kv_splits) : 1); s++)
+                    for (int64_t s = 0; !naive && s < (c->splits ? N(kv_splits) : 1); s++)
                         run_one(ctx, info.name, &p, 0, kv_splits[s], &t);
-                    /* The naive baseline takes dense batches only. */
-                    if (!c->len_q && c->kv == KV_DENSE) run_one(ctx, info.name, &p, 1, 0, &t);
+                    if (naive && !c->len_q && c->kv == KV_DENSE)
+                        run_one(ctx, info.name, &p, 1, 0, &t);
                 }
                 vprob_free(&p);
             }
         fattn_context_free(ctx);
     }
-    test_finish_runs(info.name, "variants", t.ran, t.declined, t.failures, t.reason);
+    test_finish_runs(info.name, naive ? "naive-variants" : "variants", t.ran, t.declined,
+                     t.failures, t.reason);
 }
+
+static void conformance(void **state) { run_cases(state, 0); }
+
+static void conformance_naive(void **state) { run_cases(state, 1); }
 
 /* ---- Validation (CPU) -------------------------------------------------------- */
 
@@ -663,8 +674,11 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(validation),
         {"cpu", conformance, NULL, NULL, (void *)&cpu},
+        {"cpu naive", conformance_naive, NULL, NULL, (void *)&cpu},
         {"cuda", conformance, NULL, NULL, (void *)&cuda},
+        {"cuda naive", conformance_naive, NULL, NULL, (void *)&cuda},
         {"opencl", conformance, NULL, NULL, (void *)&ocl},
+        {"opencl naive", conformance_naive, NULL, NULL, (void *)&ocl},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
