@@ -590,10 +590,17 @@ fattn_status ocl_get_kernel(ocl_program_cache *cache, cl_context ctx, cl_device_
     snprintf(full, sizeof full, "%s|%s|%s", file, name, options);
     for (int i = 0; i < cache->count; i++)
         if (strcmp(cache->entries[i].options, full) == 0) {
-            *out = cache->entries[i].kernel;
+            /* Most recently used last: a full cache drops entries[0], so a
+             * kernel fetched earlier in the same call (a plan's decode
+             * kernel, then its combine) is never released under the plan. */
+            const ocl_cached_program e = cache->entries[i];
+            memmove(&cache->entries[i], &cache->entries[i + 1],
+                    sizeof e * (size_t)(cache->count - 1 - i));
+            cache->entries[cache->count - 1] = e;
+            *out = e.kernel;
             return FATTN_OK;
         }
-    if (cache->count == OCL_MAX_PROGRAMS) { /* full: drop the oldest */
+    if (cache->count == OCL_MAX_PROGRAMS) { /* full: drop the least recently used */
         clReleaseKernel(cache->entries[0].kernel);
         clReleaseProgram(cache->entries[0].program);
         memmove(cache->entries, cache->entries + 1,
