@@ -1188,16 +1188,23 @@ static void test_device_memory_cpu(void **state) {
     assert_int_equal(fattn_context_device_memory(ctx, &used, &total), FATTN_OK);
     assert_true(total > ((uint64_t)64 << 20));
     assert_true(used > 0 && used < total);
+    /* "used" is the machine's: tests running beside this one (ctest -j)
+     * free memory too, so one of three tries must see the growth. */
     const size_t big = (size_t)512 << 20;
-    unsigned char *p = malloc(big);
-    assert_non_null(p);
-    memset(p, 1, big);
-    assert_int_equal(fattn_context_device_memory(ctx, &used2, &total2), FATTN_OK);
-    assert_true(total2 == total);
-    if (used2 < used + big / 4)
-        fail_msg("512 MiB touched, but used grew from %llu to %llu bytes", (unsigned long long)used,
-                 (unsigned long long)used2);
-    free(p);
+    int grew = 0;
+    for (int attempt = 0; attempt < 3 && !grew; attempt++) {
+        assert_int_equal(fattn_context_device_memory(ctx, &used, &total), FATTN_OK);
+        unsigned char *p = malloc(big);
+        assert_non_null(p);
+        memset(p, 1, big);
+        assert_int_equal(fattn_context_device_memory(ctx, &used2, &total2), FATTN_OK);
+        assert_true(total2 == total);
+        grew = used2 >= used + big / 4;
+        free(p);
+    }
+    if (!grew)
+        fail_msg("512 MiB touched, three times, but used grew only from %llu to %llu bytes",
+                 (unsigned long long)used, (unsigned long long)used2);
     fattn_context_free(ctx);
 }
 
