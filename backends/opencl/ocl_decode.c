@@ -47,7 +47,12 @@
  * lane (vr=1) 0.099 / 0.247. With 32 or more groups per split (batch 8 and
  * up here) one row lane and 8 groups per compute unit ran best: batch 8 32k
  * 0.472 -> 0.366 ms, batch 64 2.74 -> 2.47 ms. Tiles of 128 keys, 256
- * work-items and a 32 KiB tile did not help.
+ * work-items and a 32 KiB tile did not help. The paged build carries more
+ * state: at 64-key tiles it took 168 registers (3 groups per compute unit)
+ * where the dense one took 128; with 32-key tiles 126. So an unbatched
+ * paged decode takes 32-key tiles (b1 32k page 16: 0.114 -> 0.089 ms, the
+ * dense one 0.082), and a batched one two row lanes (b8 32k page 16: 0.446
+ * -> 0.413 ms with one lane; 32-key tiles there: 0.507).
  *
  * Tuning at run time: FATTN_DECODE_TUNE="name=value,..." (settings
  * decode_tune; fattn_tune_value) overrides them. Values that change the
@@ -83,6 +88,8 @@
 #define OCL_DEC_LOCAL_CAP 49152 /* local bytes per group, at most (NVIDIA's limit) */
 #define OCL_DEC_KV_TILE 16384   /* bytes of one K (or V) tile in local memory, aimed at */
 #define OCL_DEC_MAX_LPT 32      /* chunks of K (and of V) one work-item holds in registers */
+#define OCL_DEC_PAGED_BKV 32    /* paged, unbatched: keys per tile, at most */
+#define OCL_DEC_PAGED_VR_BATCHED 2 /* paged, batched: P.V row lanes */
 
 /* The plan (decode.cl's build options, plus the launch's counts). */
 typedef struct ocl_decode_plan {
@@ -234,7 +241,10 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     const size_t cap =
         s->limits.local_mem < OCL_DEC_LOCAL_CAP ? s->limits.local_mem : OCL_DEC_LOCAL_CAP;
     const int kstep = d.nt / dc, min_bkv = kstep > 16 ? kstep : 16;
-    d.bkv = bkv_set ? (int)bkv_set : 256;
+    d.row_tiles = (int)ceil_div(R, d.br);
+    const int64_t base = p->batch * p->heads_kv * d.row_tiles; /* work-groups per split */
+    const int batched = base >= OCL_DEC_BATCHED_UNITS;
+    d.bkv = bkv_set ? (int)bkv_set : paged && !batched ? OCL_DEC_PAGED_BKV : 256;
     while (!bkv_set && d.bkv > min_bkv &&
            ((size_t)d.bkv * (size_t)d.dpad * esize > (size_t)tile_bytes ||
             d.bkv / kstep > OCL_DEC_MAX_LPT))
@@ -251,15 +261,14 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
                           "local memory; the device has %zu",
                           d.bkv, d.nt, decode_local_bytes(&d, p->dtype, paged),
                           s->limits.local_mem);
-    d.row_tiles = (int)ceil_div(R, d.br);
     d.tiles = (int)ceil_div(p->seq_kv, d.bkv);
 
-    const int64_t base = p->batch * p->heads_kv * d.row_tiles; /* work-groups per split */
-    /* Many row tiles (batched decoding): one P.V row lane per work-item and
-     * more groups per compute unit ran faster on the H200, at batch 1 the
-     * defaults did (see the measurements above). */
-    const int batched = base >= OCL_DEC_BATCHED_UNITS;
-    if (batched && !vr_set && d.nt / d.vc <= d.bkv) decode_maps(&d, 1);
+    /* Many row tiles (batched decoding): fewer P.V row lanes per work-item
+     * (one; two for a paged cache) and more groups per compute unit ran
+     * faster on the H200, at batch 1 the defaults did (see the measurements
+     * above). */
+    if (batched && !vr_set && d.nt / d.vc <= d.bkv)
+        decode_maps(&d, paged ? OCL_DEC_PAGED_VR_BATCHED : 1);
     const int64_t rows = p->batch * p->heads_q * p->seq_q; /* validated: no overflow */
     const uint64_t per_split = (uint64_t)rows * (uint64_t)(p->head_dim + 1) * sizeof(float);
     if (per_split > s->limits.max_alloc || base > int_max / d.nt)
