@@ -571,9 +571,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             const int64_t i = (int64_t)m0 + wr0 + mt * 16 + (lane >> 2) + hh * 8;
             if (i >= seq_q) continue;
-            float inv = l == 0.f ? 0.f : 1.f / l;
-            float lse = l == 0.f ? -INFINITY : (mrow[mt][hh] + log2f(l)) * kLn2;
-            if constexpr (kVar) var_sink_fold(mrow[mt][hh], l, var_sink_log2(a, h), &inv, &lse);
+            float inv = l == 0.f ? 0.f : 1.f / l, lse = -INFINITY;
+            if constexpr (kVar) { /* the plain instances take the lse at its store */
+                if (l != 0.f) lse = (mrow[mt][hh] + log2f(l)) * kLn2;
+                var_sink_fold(mrow[mt][hh], l, var_sink_log2(a, h), &inv, &lse);
+            }
             T *orow = og + i * a.o_ss;
 #pragma unroll
             for (int dt = 0; dt < ND; ++dt) {
@@ -586,7 +588,9 @@ __global__ void __launch_bounds__(NW * 32, MINB)
                     if (d + 1 < D) orow[d + 1] = to_storage<T>(v1);
                 }
             }
-            if (a.lse && (lane & 3) == 0) a.lse[qb * a.l_sb + h * a.l_sh + (qr + i) * a.l_ss] = lse;
+            if (a.lse && (lane & 3) == 0)
+                a.lse[qb * a.l_sb + h * a.l_sh + (qr + i) * a.l_ss] =
+                    kVar ? lse : l == 0.f ? -INFINITY : (mrow[mt][hh] + log2f(l)) * kLn2;
         }
 #endif
 }

@@ -264,9 +264,10 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
     // kVar: the window narrows the block's keys to [kv_lo, kv_end) (kv_lo
     // rounded down to a tile); woff is the sequence's len_kv - len_q.
     int kv_lo = 0;
-    const int64_t woff = (int64_t)Sk - Sq;
+    int64_t woff = 0;
     float slope = 0.f;
     if constexpr (kVar) {
+        woff = (int64_t)Sk - Sq;
         const int64_t last = (int64_t)min((unsigned)q0 + BQ, (unsigned)Sq) - 1;
         if (a.var.window_right >= 0)
             kv_end =
@@ -431,9 +432,11 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
         const unsigned row = (unsigned)q0 + ty + i * TQ;
         const float l = row_sum<TK>(l_i[i]);   // every lane: the shuffle needs the whole warp
         if (row >= (unsigned)Sq) continue;
-        float inv = l == 0.f ? 0.f : 1.f / l;
-        float lse = l == 0.f ? -INFINITY : (m_i[i] + log2f(l)) * kLn2;
-        if constexpr (kVar) var_sink_fold(m_i[i], l, var_sink_log2(a, h), &inv, &lse);
+        float inv = l == 0.f ? 0.f : 1.f / l, lse = -INFINITY;
+        if constexpr (kVar) {   // the plain instances take the lse at its store
+            if (l != 0.f) lse = (m_i[i] + log2f(l)) * kLn2;
+            var_sink_fold(m_i[i], l, var_sink_log2(a, h), &inv, &lse);
+        }
         T *o = static_cast<T *>(a.o) + qb * a.o_sb + h * a.o_sh + (qr + row) * a.o_ss;
 #pragma unroll
         for (int c = 0; c < CPT; c++) {
@@ -444,7 +447,9 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
             if (d + 2 < Dv) from_f(o + d + 2, x.z * inv);
             if (d + 3 < Dv) from_f(o + d + 3, x.w * inv);
         }
-        if (a.lse && tx == 0) a.lse[qb * a.l_sb + h * a.l_sh + (qr + row) * a.l_ss] = lse;
+        if (a.lse && tx == 0)
+            a.lse[qb * a.l_sb + h * a.l_sh + (qr + row) * a.l_ss] =
+                kVar ? lse : l == 0.f ? -INFINITY : (m_i[i] + log2f(l)) * kLn2;
     }
 }
 
