@@ -463,22 +463,37 @@ __global__ void __launch_bounds__(NW * 32, MINB)
              * the rescoring (in natural units, back to log2) where asked. */
             const bool mask_el = need_mask || j < jfull, rescore = var_rescore(a);
             if (mask_el || rescore) {
+                /* Per row: its visible tile columns [lo, hi], ALiBi's
+                 * distance at column 0 and its bias at kv0; per element
+                 * then int and float arithmetic only. */
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-                    for (int nt = 0; nt < NS; ++nt)
+                    for (int hh = 0; hh < 2; ++hh) {
+                        const int64_t i = (int64_t)m0 + wr0 + mt * 16 + (lane >> 2) + hh * 8;
+                        int lo = 0, hi = BN - 1;
+                        if (i >= seq_q)
+                            lo = BN; /* a row past the sequence: nothing, no bias read */
+                        else if (mask_el)
+                            var_cols(a, i, kv0, BN, seq_kv, off, woff, &lo, &hi);
+                        const float dist0 = (float)(i + woff - kv0);
+                        const int64_t brow = rescore && a.var.bias
+                                                 ? var_bias_row(a, b, h, i) + kv0 * a.var.bias_sd
+                                                 : 0;
 #pragma unroll
-                        for (int e = 0; e < 4; ++e) {
-                            const int64_t i =
-                                (int64_t)m0 + wr0 + mt * 16 + (lane >> 2) + (e >> 1) * 8;
-                            const int64_t jj = (int64_t)kv0 + nt * 8 + (lane & 3) * 2 + (e & 1);
-                            const bool vis =
-                                i < seq_q && (!mask_el || var_visible(a, i, jj, seq_kv, off, woff));
-                            float x = s[mt][nt][e];
-                            if (rescore && vis)
-                                x = var_score(a, x, b, h, i, jj, woff, slope) * kLog2e;
-                            s[mt][nt][e] = vis ? x : -INFINITY;
-                        }
+                        for (int nt = 0; nt < NS; ++nt)
+#pragma unroll
+                            for (int e2 = 0; e2 < 2; ++e2) {
+                                const int col = nt * 8 + (lane & 3) * 2 + e2;
+                                const bool vis = col >= lo && col <= hi;
+                                float x = s[mt][nt][2 * hh + e2];
+                                if (rescore && vis)
+                                    x = var_score(a, x, slope, dist0 - (float)col,
+                                                  brow + col * a.var.bias_sd) *
+                                        kLog2e;
+                                s[mt][nt][2 * hh + e2] = vis ? x : -INFINITY;
+                            }
+                    }
             }
         } else if (need_mask) {
             const int kv_rel = seq_kv - 1 - kv0;

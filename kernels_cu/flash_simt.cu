@@ -361,7 +361,9 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
                     const bool vis = jj < lim[i] && var_visible(a, row, jj, Sk, off, woff);
                     float x = s[i][kk];
                     if (rescore && vis)
-                        x = var_score(a, x * kLn2, b, h, row, jj, woff, slope) * kLog2e;
+                        x = var_score(a, x * kLn2, slope, (float)(row + woff - jj),
+                                      var_bias_row(a, b, h, row) + jj * a.var.bias_sd) *
+                            kLog2e;
                     s[i][kk] = vis ? x : -INFINITY;
                     mx = fmaxf(mx, s[i][kk]);
                 }

@@ -29,6 +29,19 @@ __device__ __forceinline__ bool var_visible(const fattn_cuda_args &a, int64_t i,
            (a.var.window_left < 0 || j >= i + woff - a.var.window_left);
 }
 
+// The keys of a tile [kv0, kv0 + n) that row i sees (the rule of
+// var_visible), as tile columns [*lo, *hi], clamped to 0..n (none: *lo > *hi).
+__device__ __forceinline__ void var_cols(const fattn_cuda_args &a, int64_t i, int64_t kv0, int n,
+                                         int64_t kv_len, int64_t off, int64_t woff, int *lo,
+                                         int *hi) {
+    int64_t first = 0, last = kv_len - 1;
+    if (a.causal) last = min(last, i + off);
+    if (a.var.window_right >= 0) last = min(last, i + woff + a.var.window_right);
+    if (a.var.window_left >= 0) first = max(first, i + woff - a.var.window_left);
+    *lo = (int)max((int64_t)0, min((int64_t)n, first - kv0));
+    *hi = (int)max((int64_t)-1, min((int64_t)n - 1, last - kv0));
+}
+
 // Whether any variant changes a score (softcap, ALiBi, bias) rather than
 // only hiding keys (window) or joining the denominator (sinks).
 __device__ __forceinline__ bool var_rescore(const fattn_cuda_args &a) {
@@ -40,11 +53,16 @@ __device__ __forceinline__ float var_slope(const fattn_cuda_args &a, int64_t b, 
     return a.var.alibi ? a.var.alibi[b * a.var.alibi_sb + h * a.var.alibi_sh] : 0.f;
 }
 
-// The bias of (b, h) at row i, key j (the sequence's own), in float32.
-__device__ __forceinline__ float var_bias(const fattn_cuda_args &a, int64_t b, int64_t h, int64_t i,
-                                          int64_t j) {
+// The bias element of (b, h) at row i, key 0 (the sequence's own); key j
+// lies j * bias_sd further.
+__device__ __forceinline__ int64_t var_bias_row(const fattn_cuda_args &a, int64_t b, int64_t h,
+                                                int64_t i) {
+    return b * a.var.bias_sb + h * a.var.bias_sh + i * a.var.bias_ss;
+}
+
+// The bias element at `at`, in float32.
+__device__ __forceinline__ float var_bias(const fattn_cuda_args &a, int64_t at) {
     const fattn_cuda_var &v = a.var;
-    const int64_t at = b * v.bias_sb + h * v.bias_sh + i * v.bias_ss + j * v.bias_sd;
     if (v.bias_dtype == FATTN_F32) return static_cast<const float *>(v.bias)[at];
     const unsigned short e = static_cast<const unsigned short *>(v.bias)[at];
     if (v.bias_dtype == FATTN_F16) return __half2float(__ushort_as_half(e));
@@ -52,17 +70,15 @@ __device__ __forceinline__ float var_bias(const fattn_cuda_args &a, int64_t b, i
 }
 
 // Score x (natural units: scale * q.k) of a visible key j of row i, after
-// the softcap (first; -inf -> -softcap, NaN stays), ALiBi (-slope * |i +
-// woff - j|) and the bias, in that order. Row i and key j must lie in the
-// sequence (the bias is read).
-__device__ __forceinline__ float var_score(const fattn_cuda_args &a, float x, int64_t b, int64_t h,
-                                           int64_t i, int64_t j, int64_t woff, float slope) {
+// the softcap (first; -inf -> -softcap, NaN stays), ALiBi (-slope * |dist|,
+// dist = i + woff - j) and the bias (element bias_at: var_bias_row plus j
+// * bias_sd), in that order. Row i and key j must lie in the sequence
+// (the bias is read).
+__device__ __forceinline__ float var_score(const fattn_cuda_args &a, float x, float slope,
+                                           float dist, int64_t bias_at) {
     if (a.var.softcap > 0.f) x = a.var.softcap * tanhf(x / a.var.softcap);
-    if (a.var.alibi) {
-        const int64_t d = i + woff - j;
-        x -= slope * (float)(d < 0 ? -d : d);
-    }
-    if (a.var.bias) x += var_bias(a, b, h, i, j);
+    if (a.var.alibi) x -= slope * fabsf(dist);
+    if (a.var.bias) x += var_bias(a, bias_at);
     return x;
 }
 
