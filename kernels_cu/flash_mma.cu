@@ -19,6 +19,7 @@
 #include "params.h"
 #include "device_util.cuh"
 #include "ragged.cuh"
+#include "variants.cuh"
 
 /* With no bucket built, the kernel and its helpers would be unused. */
 #if FATTN_CUDA_DPAD_32 || FATTN_CUDA_DPAD_64 || FATTN_CUDA_DPAD_128 || FATTN_CUDA_DPAD_256
@@ -230,9 +231,13 @@ __device__ __forceinline__ void load_kv_rows(T *sk, T *sv, const T *kb, const T 
  * fold_sc: the scale (times log2 e) to fold into the exponent, 0 for none.
  * kRagged: the block works on sequence b of a variable-length or paged
  * problem (ragged.cuh): its rows, keys and causal offset; query tiles at or
- * past its length exit, and keys on a bad page give the block no keys. */
+ * past its length exit, and keys on a bad page give the block no keys.
+ * kVar: the attention variants (variants.cuh; launched with var.on and
+ * fold_sc 0): key tiles outside the block's window are skipped, tiles
+ * reaching past a window edge are masked per element, softcap, ALiBi and
+ * bias rescore every element, and the sink joins each row at the end. */
 template <typename T, int DPAD, int BM, int BN, int NW, bool QREG, bool FOLD, int MINB,
-          bool kRagged>
+          bool kRagged, bool kVar>
 __global__ void __launch_bounds__(NW * 32, MINB)
     flash_mma_kernel(const fattn_cuda_args a, const Pairs pairs, const int vec,
                      const float fold_sc) {
@@ -296,7 +301,20 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     /* Keys past the last one the block's last stored row sees are skipped. */
     int64_t kv_end = seq_kv;
     if (a.causal) kv_end = min(kv_end, min((int64_t)m0 + BM, (int64_t)seq_q) + off);
+    /* kVar: the window's offset (the sequence's len_kv - len_q), the first
+     * key the block's first row sees (tiles before kv_lo's are skipped),
+     * and ALiBi's slope. */
+    int64_t woff = 0, kv_lo = 0;
+    float slope = 0.f;
+    if constexpr (kVar) {
+        woff = (int64_t)seq_kv - seq_q;
+        const int64_t last = min((int64_t)m0 + BM, (int64_t)seq_q) - 1;
+        if (a.var.window_right >= 0) kv_end = min(kv_end, last + woff + a.var.window_right + 1);
+        if (a.var.window_left >= 0) kv_lo = max((int64_t)0, (int64_t)m0 + woff - a.var.window_left);
+        slope = var_slope(a, b, h);
+    }
     int ntiles = kv_end > 0 ? (int)((kv_end + BN - 1) / BN) : 0;
+    const int j0 = kVar ? (int)min(kv_lo / BN, (int64_t)ntiles) : 0;
     /* Ragged: the block's keys end at kv_end (no stored row sees a later
      * one), so later keys are zeros, not loads, and those below it are on
      * vetted pages; a bad page gives the block no keys (O = 0, lse = -inf).
@@ -304,12 +322,25 @@ __global__ void __launch_bounds__(NW * 32, MINB)
      * (spills at dpad 64 and 128). */
     if constexpr (kRagged) {
         seq_kv = (int)max(kv_end, (int64_t)0);
-        if (!ragged_pages_ok(a, b, 0, seq_kv)) ntiles = 0;
+        if (!ragged_pages_ok(a, b, j0 * BN, seq_kv)) ntiles = 0;
     }
     /* Tiles before jmask are wholly visible to every row of the block: all
      * keys < seq_kv and, for causal, <= the first row's limit m0 + off. */
     int jmask = seq_kv / BN;
     if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
+    /* kVar: the window's right edge for the first row limits them too, and
+     * tiles before jfull reach left of the last stored row's window. */
+    int jfull = 0;
+    if constexpr (kVar) {
+        if (a.var.window_right >= 0)
+            jmask = min(jmask,
+                        (int)(max((int64_t)0, (int64_t)m0 + woff + a.var.window_right + 1) / BN));
+        if (a.var.window_left >= 0) {
+            const int64_t last = min((int64_t)m0 + BM, (int64_t)seq_q) - 1;
+            const int64_t lo = last + woff - a.var.window_left; /* first key it sees */
+            jfull = (int)min((max((int64_t)0, lo) + BN - 1) / BN, (int64_t)ntiles);
+        }
+    }
 
     const int wr0 = warp * MT * 16;
 
@@ -338,10 +369,14 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     const bool fold = FOLD && fold_sc > 0.f;
     const float sc = fold ? fold_sc : 1.f;
 
-    if (ntiles > 0) {
+    if (ntiles > j0) {
         load_tile<T, BM, DPAD, NT>(sq, qg + (int64_t)m0 * a.q_ss, a.q_ss, m0, seq_q, D, vec & 1);
         if constexpr (kRagged) {
-            load_kv_rows<T, BN, DPAD, NT>(sk, sv, kg, vg, a, sr, b, 0, seq_kv, D, vec);
+            load_kv_rows<T, BN, DPAD, NT>(sk, sv, kg, vg, a, sr, b, j0 * BN, seq_kv, D, vec);
+        } else if constexpr (kVar) {
+            const int64_t kvs = (int64_t)j0 * BN;
+            load_tile<T, BN, DPAD, NT>(sk, kg + kvs * a.k_ss, a.k_ss, kvs, seq_kv, D, vec & 2);
+            load_tile<T, BN, DPAD, NT>(sv, vg + kvs * a.v_ss, a.v_ss, kvs, seq_kv, D, vec & 4);
         } else {
             load_tile<T, BN, DPAD, NT>(sk, kg, a.k_ss, 0, seq_kv, D, vec & 2);
             load_tile<T, BN, DPAD, NT>(sv, vg, a.v_ss, 0, seq_kv, D, vec & 4);
@@ -349,8 +384,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         cp_async_commit();
     }
 
-    for (int j = 0; j < ntiles; ++j) {
-        const int buf = j & 1;
+    for (int j = j0; j < ntiles; ++j) {
+        const int buf = (j - j0) & 1;
         /* Tile j has landed, and every warp is done with tile j-1, whose
          * buffer the prefetch below overwrites. */
         cp_async_wait_all();
@@ -367,7 +402,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         }
         cp_async_commit();
 
-        if (QREG && j == 0) {
+        if (QREG && j == j0) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -412,14 +447,55 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         const int kv0 = j * BN;
         const bool need_mask = j >= jmask;
         if (!fold) {
+            /* kVar with a rescoring variant: natural units first (var_score). */
+            float pre = a.scale_log2;
+            if constexpr (kVar) pre = var_rescore(a) ? a.var.scale : a.scale_log2;
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                 for (int nt = 0; nt < NS; ++nt)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) s[mt][nt][e] *= a.scale_log2;
+                    for (int e = 0; e < 4; ++e) s[mt][nt][e] *= pre;
         }
-        if (need_mask) {
+        if constexpr (kVar) {
+            /* Every element of the tile, in the sequence's coordinates: the
+             * mask where the tile reaches past an edge of some row's keys,
+             * the rescoring (in natural units, back to log2) where asked. */
+            const bool mask_el = need_mask || j < jfull, rescore = var_rescore(a);
+            if (mask_el || rescore) {
+                /* Per row: its visible tile columns [lo, hi], ALiBi's
+                 * distance at column 0 and its bias at kv0; per element
+                 * then int and float arithmetic only. */
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int hh = 0; hh < 2; ++hh) {
+                        const int64_t i = (int64_t)m0 + wr0 + mt * 16 + (lane >> 2) + hh * 8;
+                        int lo = 0, hi = BN - 1;
+                        if (i >= seq_q)
+                            lo = BN; /* a row past the sequence: nothing, no bias read */
+                        else if (mask_el)
+                            var_cols(a, i, kv0, BN, seq_kv, off, woff, &lo, &hi);
+                        const float dist0 = (float)(i + woff - kv0);
+                        const int64_t brow = rescore && a.var.bias
+                                                 ? var_bias_row(a, b, h, i) + kv0 * a.var.bias_sd
+                                                 : 0;
+#pragma unroll
+                        for (int nt = 0; nt < NS; ++nt)
+#pragma unroll
+                            for (int e2 = 0; e2 < 2; ++e2) {
+                                const int col = nt * 8 + (lane & 3) * 2 + e2;
+                                const bool vis = col >= lo && col <= hi;
+                                float x = s[mt][nt][2 * hh + e2];
+                                if (rescore && vis)
+                                    x = var_score(a, x, slope, dist0 - (float)col,
+                                                  brow + col * a.var.bias_sd) *
+                                        kLog2e;
+                                s[mt][nt][2 * hh + e2] = vis ? x : -INFINITY;
+                            }
+                    }
+            }
+        } else if (need_mask) {
             const int kv_rel = seq_kv - 1 - kv0;
             const int64_t rel64 = (int64_t)m0 + wr0 + (lane >> 2) + off - kv0;
             const int rel = a.causal ? (int)max((int64_t)-BM, min((int64_t)BN, rel64)) : BN + BM;
@@ -510,7 +586,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             const int64_t i = (int64_t)m0 + wr0 + mt * 16 + (lane >> 2) + hh * 8;
             if (i >= seq_q) continue;
-            const float inv = l == 0.f ? 0.f : 1.f / l;
+            float inv = l == 0.f ? 0.f : 1.f / l, lse = -INFINITY;
+            if constexpr (kVar) { /* the plain instances take the lse at its store */
+                if (l != 0.f) lse = (mrow[mt][hh] + log2f(l)) * kLn2;
+                var_sink_fold(mrow[mt][hh], l, var_sink_log2(a, h), &inv, &lse);
+            }
             T *orow = og + i * a.o_ss;
 #pragma unroll
             for (int dt = 0; dt < ND; ++dt) {
@@ -525,7 +605,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             }
             if (a.lse && (lane & 3) == 0)
                 a.lse[qb * a.l_sb + h * a.l_sh + (qr + i) * a.l_ss] =
-                    l == 0.f ? -INFINITY : (mrow[mt][hh] + log2f(l)) * kLn2;
+                    kVar ? lse : l == 0.f ? -INFINITY : (mrow[mt][hh] + log2f(l)) * kLn2;
         }
 #endif
 }
@@ -555,11 +635,12 @@ template <int DPAD, typename S> constexpr int shape_smem() {
     return (S::BM + 4 * S::BN) * (DPAD + kPad) * 2;
 }
 
-template <typename T, int DPAD, typename S, bool kRagged>
+template <typename T, int DPAD, typename S, bool kRagged, bool kVar>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     static_assert(sizeof(T) == 2, "the shared-memory size assumes a 2-byte storage type");
     constexpr int smem = shape_smem<DPAD, S>();
-    auto kern = flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB, kRagged>;
+    auto kern =
+        flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB, kRagged, kVar>;
     cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) return e;
     const int64_t hkv = a->heads_q / a->group;
@@ -575,10 +656,12 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     if (aligned8(a->q, a->q_sb, nbq, a->q_sh, a->heads_q, a->q_ss, nsq)) vec |= 1;
     if (aligned8(a->k, a->k_sb, nbk, a->k_sh, hkv, a->k_ss, nsk)) vec |= 2;
     if (aligned8(a->v, a->v_sb, nbk, a->v_sh, hkv, a->v_ss, nsk)) vec |= 4;
-    const float fold_sc = S::FOLD ? fold_scale(a) : 0.f;
+    /* The variant instance scales first: its scores are rescored and masked
+     * in scaled units. */
+    const float fold_sc = S::FOLD && !kVar ? fold_scale(a) : 0.f;
     const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + S::BM - 1) / S::BM);
     return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
-        flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB, kRagged>
+        flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB, kRagged, kVar>
             <<<grid, S::NW * 32, smem, stream>>>(*a, pairs, vec, fold_sc);
     });
 }
@@ -590,14 +673,20 @@ template <int DPAD> void tiles(int *bm, int *bn, int *smem) {
     *smem = shape_smem<DPAD, S>();
 }
 
-/* Ragged problems run their own instances: the dense kernel keeps its code. */
+/* Ragged problems run their own instances: the dense kernel keeps its code.
+ * Problems with variants run one more family, ragged-capable (a dense
+ * problem is a ragged one with rag.on 0), so the variants add one instance
+ * per dtype and bucket. */
 template <int DPAD> cudaError_t dispatch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = Sm80Shape<DPAD>;
+    if (a->var.on)
+        return a->dtype == FATTN_F16 ? launch<__half, DPAD, S, true, true>(a, stream)
+                                     : launch<__nv_bfloat16, DPAD, S, true, true>(a, stream);
     if (a->rag.on)
-        return a->dtype == FATTN_F16 ? launch<__half, DPAD, S, true>(a, stream)
-                                     : launch<__nv_bfloat16, DPAD, S, true>(a, stream);
-    return a->dtype == FATTN_F16 ? launch<__half, DPAD, S, false>(a, stream)
-                                 : launch<__nv_bfloat16, DPAD, S, false>(a, stream);
+        return a->dtype == FATTN_F16 ? launch<__half, DPAD, S, true, false>(a, stream)
+                                     : launch<__nv_bfloat16, DPAD, S, true, false>(a, stream);
+    return a->dtype == FATTN_F16 ? launch<__half, DPAD, S, false, false>(a, stream)
+                                 : launch<__nv_bfloat16, DPAD, S, false, false>(a, stream);
 }
 
 }   // namespace
@@ -607,8 +696,8 @@ extern "C" cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad,
                                             cudaStream_t stream) {
     (void)stream; /* unused only when no bucket is built */
     if (!a || (a->dtype != FATTN_F16 && a->dtype != FATTN_BF16) || a->group < 1 ||
-        a->head_dim > dpad)
-        return cudaErrorInvalidValue;
+        a->head_dim > dpad || a->head_dim_v != a->head_dim)
+        return cudaErrorInvalidValue; /* head_dim_v: the planner declines it here */
     if (a->seq_q <= 0 || a->heads_q <= 0 || a->batch <= 0)
         return cudaSuccess; /* nothing to compute */
     if (a->causal && (a->causal_offset < -a->seq_q || a->causal_offset > a->seq_kv - 1))

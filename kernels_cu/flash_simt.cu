@@ -25,6 +25,7 @@
 #include "params.h"
 #include "device_util.cuh"
 #include "ragged.cuh"
+#include "variants.cuh"
 
 #ifndef FATTN_CUDA_SIMT_HALF   // f16/bf16 instances, needed only below compute capability 8.0
 #define FATTN_CUDA_SIMT_HALF 1
@@ -214,7 +215,12 @@ __device__ __forceinline__ int key_limit(int i, int Sk, int off, int causal) {
 // kRagged: the block works on sequence b of a variable-length or paged
 // problem (ragged.cuh): its rows, keys and causal offset; query tiles at or
 // past its length exit, and keys on a bad page give the block no keys.
-template <typename T, int DPAD, int BQ, int BKV, int TQ, int TK, int MINB, bool VEC, bool kRagged>
+// kVar: the attention variants (variants.cuh) and head_dim_v (V and O
+// dims [0, head_dim_v), DPAD holding both): key tiles left of the block's
+// window are skipped, scores rescored and masked per element, and the sink
+// joins each row at the end.
+template <typename T, int DPAD, int BQ, int BKV, int TQ, int TK, int MINB, bool VEC, bool kRagged,
+          bool kVar>
 __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pairs pairs) {
     using C = Tiles<DPAD, BQ, BKV, TQ, TK>;
     constexpr int RPT = C::RPT, KPT = C::KPT, D4 = C::D4, CPT = C::CPT, NT = C::NT;
@@ -228,7 +234,7 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
     const int q0 = blockIdx.x * BQ;
     int64_t b, h, hk;
     block_pair(a, pairs, b, h, hk);
-    const int D = a.head_dim;
+    const int D = a.head_dim, Dv = kVar ? a.head_dim_v : a.head_dim;
     int Sq = a.seq_q, Sk = a.seq_kv, off = a.causal_offset;
     // Q, O and lse: batch index and first row (the sequence's, when ragged).
     int64_t qb = b, qr = 0;
@@ -255,19 +261,38 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
 
     // Tiles past what the block's last row sees are skipped, not masked.
     int kv_end = key_limit((int)min((unsigned)q0 + BQ, (unsigned)Sq) - 1, Sk, off, a.causal);
+    // kVar: the window narrows the block's keys to [kv_lo, kv_end) (kv_lo
+    // rounded down to a tile); woff is the sequence's len_kv - len_q.
+    int kv_lo = 0;
+    int64_t woff = 0;
+    float slope = 0.f;
+    if constexpr (kVar) {
+        woff = (int64_t)Sk - Sq;
+        const int64_t last = (int64_t)min((unsigned)q0 + BQ, (unsigned)Sq) - 1;
+        if (a.var.window_right >= 0)
+            kv_end =
+                (int)max((int64_t)0, min((int64_t)kv_end, last + woff + a.var.window_right + 1));
+        if (a.var.window_left >= 0) {
+            const int64_t lo = max((int64_t)0, (int64_t)q0 + woff - a.var.window_left);
+            kv_lo = (int)(min(lo, (int64_t)kv_end) / BKV * BKV);
+        }
+        slope = var_slope(a, b, h);
+    }
     // A bad page among the block's keys: no keys (O = 0, lse = -inf).
     if constexpr (kRagged)
-        if (!ragged_pages_ok(a, b, 0, kv_end)) kv_end = 0;
+        if (!ragged_pages_ok(a, b, kv_lo, kv_end)) kv_end = 0;
     // The dense or the ragged key loader. Ragged, keys from kv_end on (which
     // no stored row sees) are zeros, not loads: their pages were not vetted.
-    auto load_kv = [&](float4(*dst)[C::KLD], const T *src, int64_t sb, int64_t ss, unsigned j0) {
+    // dims: D for K, Dv for V.
+    auto load_kv = [&](float4(*dst)[C::KLD], const T *src, int64_t sb, int64_t ss, unsigned j0,
+                       int dims) {
         if constexpr (kRagged)
-            load_keys<VEC, BKV, D4, C::KLD, NT>(dst, src, sb, ss, (int)j0, kv_end, D, tid, a, sr,
+            load_keys<VEC, BKV, D4, C::KLD, NT>(dst, src, sb, ss, (int)j0, kv_end, dims, tid, a, sr,
                                                 b);
         else
-            load_tile<VEC, BKV, D4, C::KLD, NT>(dst, src, ss, (int)j0, Sk, D, tid);
+            load_tile<VEC, BKV, D4, C::KLD, NT>(dst, src, ss, (int)j0, Sk, dims, tid);
     };
-    if (kv_end > 0) load_kv(Ks, k, a.k_sb, a.k_ss, 0);
+    if (kv_end > kv_lo) load_kv(Ks, k, a.k_sb, a.k_ss, (unsigned)kv_lo, D);
 
     // Q scaled by scale * log2(e): the softmax runs on exp2.
     load_tile<false, BQ, D4, C::QLD, NT>(Qs, q, a.q_ss, q0, Sq, D, tid);
@@ -291,11 +316,12 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
         for (int c = 0; c < CPT; c++) acc[i][c] = make_float4(0.f, 0.f, 0.f, 0.f);
     }
 
-    for (unsigned j0 = 0; j0 < (unsigned)kv_end; j0 += BKV) {
+    const bool rescore = kVar && var_rescore(a);
+    for (unsigned j0 = (unsigned)kv_lo; j0 < (unsigned)kv_end; j0 += BKV) {
         // K_j landed; every reader of the previous V and P is done.
         cp_async_wait_all();
         __syncthreads();
-        load_kv(Vs, v, a.v_sb, a.v_ss, j0);
+        load_kv(Vs, v, a.v_sb, a.v_ss, j0, Dv);
 
         float s[RPT][KPT];
 #pragma unroll
@@ -325,10 +351,28 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
 #pragma unroll
         for (int i = 0; i < RPT; i++) {
             float mx = -INFINITY;
+            if constexpr (kVar) {
+                // The sequence's row and keys; scores back to natural units
+                // for the rescoring, then to log2 again.
+                const int64_t row = (int64_t)q0 + ty + i * TQ;
 #pragma unroll
-            for (int kk = 0; kk < KPT; kk++) {
-                if (j0 + tx + kk * TK >= (unsigned)lim[i]) s[i][kk] = -INFINITY;
-                mx = fmaxf(mx, s[i][kk]);
+                for (int kk = 0; kk < KPT; kk++) {
+                    const int64_t jj = (int64_t)j0 + tx + kk * TK;
+                    const bool vis = jj < lim[i] && var_visible(a, row, jj, Sk, off, woff);
+                    float x = s[i][kk];
+                    if (rescore && vis)
+                        x = var_score(a, x * kLn2, slope, (float)(row + woff - jj),
+                                      var_bias_row(a, b, h, row) + jj * a.var.bias_sd) *
+                            kLog2e;
+                    s[i][kk] = vis ? x : -INFINITY;
+                    mx = fmaxf(mx, s[i][kk]);
+                }
+            } else {
+#pragma unroll
+                for (int kk = 0; kk < KPT; kk++) {
+                    if (j0 + tx + kk * TK >= (unsigned)lim[i]) s[i][kk] = -INFINITY;
+                    mx = fmaxf(mx, s[i][kk]);
+                }
             }
             const float m_new = fmaxf(m_i[i], row_max<TK>(mx));
             // A row that has seen no key yet keeps m = -inf; its exponents
@@ -353,7 +397,7 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
         // V_j landed and P is written; every reader of K_j is done.
         cp_async_wait_all();
         __syncthreads();
-        if (j0 + BKV < (unsigned)kv_end) load_kv(Ks, k, a.k_sb, a.k_ss, j0 + BKV);
+        if (j0 + BKV < (unsigned)kv_end) load_kv(Ks, k, a.k_sb, a.k_ss, j0 + BKV, D);
 
 #pragma unroll 2
         for (int j4 = 0; j4 < BKV / 4; j4++) {
@@ -390,34 +434,38 @@ __global__ void __launch_bounds__(TQ *TK, MINB) flash_simt(fattn_cuda_args a, Pa
         const unsigned row = (unsigned)q0 + ty + i * TQ;
         const float l = row_sum<TK>(l_i[i]);   // every lane: the shuffle needs the whole warp
         if (row >= (unsigned)Sq) continue;
-        const float inv = l == 0.f ? 0.f : 1.f / l;
+        float inv = l == 0.f ? 0.f : 1.f / l, lse = -INFINITY;
+        if constexpr (kVar) {   // the plain instances take the lse at its store
+            if (l != 0.f) lse = (m_i[i] + log2f(l)) * kLn2;
+            var_sink_fold(m_i[i], l, var_sink_log2(a, h), &inv, &lse);
+        }
         T *o = static_cast<T *>(a.o) + qb * a.o_sb + h * a.o_sh + (qr + row) * a.o_ss;
 #pragma unroll
         for (int c = 0; c < CPT; c++) {
             const int d = 4 * (tx + c * TK);
             const float4 x = acc[i][c];
-            if (d < D) from_f(o + d, x.x * inv);
-            if (d + 1 < D) from_f(o + d + 1, x.y * inv);
-            if (d + 2 < D) from_f(o + d + 2, x.z * inv);
-            if (d + 3 < D) from_f(o + d + 3, x.w * inv);
+            if (d < Dv) from_f(o + d, x.x * inv);
+            if (d + 1 < Dv) from_f(o + d + 1, x.y * inv);
+            if (d + 2 < Dv) from_f(o + d + 2, x.z * inv);
+            if (d + 3 < Dv) from_f(o + d + 3, x.w * inv);
         }
         if (a.lse && tx == 0)
             a.lse[qb * a.l_sb + h * a.l_sh + (qr + row) * a.l_ss] =
-                l == 0.f ? -INFINITY : (m_i[i] + log2f(l)) * kLn2;
+                kVar ? lse : l == 0.f ? -INFINITY : (m_i[i] + log2f(l)) * kLn2;
     }
 }
 
-template <typename T, int DPAD, bool SMALL, bool VEC, bool kRagged>
+template <typename T, int DPAD, bool SMALL, bool VEC, bool kRagged, bool kVar = false>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = Shape<DPAD, SMALL>;
     using C = TilesOf<DPAD, SMALL>;
-    auto kernel = flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC, kRagged>;
+    auto kernel = flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC, kRagged, kVar>;
     cudaError_t err =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
     if (err != cudaSuccess) return err;
     const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + S::BQ - 1) / S::BQ);
     return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
-        flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC, kRagged>
+        flash_simt<T, DPAD, S::BQ, S::BKV, S::TQ, S::TK, S::MINB, VEC, kRagged, kVar>
             <<<grid, C::NT, C::SMEM, stream>>>(*a, pairs);
     });
 }
@@ -442,11 +490,11 @@ template <int DPAD> void tiles(int small, int *bm, int *bn, int *smem) {
     }
 }
 
-template <typename T, int DPAD, bool VEC, bool kRagged>
+template <typename T, int DPAD, bool VEC, bool kRagged, bool kVar = false>
 cudaError_t by_shape(const fattn_cuda_args *a, int small, cudaStream_t stream) {
     if constexpr (has_small<DPAD>())
-        if (small) return launch<T, DPAD, true, VEC, kRagged>(a, stream);
-    return launch<T, DPAD, false, VEC, kRagged>(a, stream);
+        if (small) return launch<T, DPAD, true, VEC, kRagged, kVar>(a, stream);
+    return launch<T, DPAD, false, VEC, kRagged, kVar>(a, stream);
 }
 
 // Ragged problems run their own instances: the dense kernel keeps its code.
@@ -456,7 +504,14 @@ cudaError_t by_layout(const fattn_cuda_args *a, int small, cudaStream_t stream) 
                      : by_shape<T, DPAD, VEC, false>(a, small, stream);
 }
 
+// Variants and head_dim_v run one more family, f32 only (f16/bf16 have the
+// tensor-core kernel on the devices that matter), ragged-capable (a dense
+// problem is a ragged one with rag.on 0) and unvectorised: one instance
+// per bucket and shape.
 template <int DPAD> cudaError_t by_dtype(const fattn_cuda_args *a, int small, cudaStream_t stream) {
+    if (a->var.on || a->head_dim_v != a->head_dim)
+        return a->dtype == FATTN_F32 ? by_shape<float, DPAD, false, true, true>(a, small, stream)
+                                     : cudaErrorInvalidValue;
     if (a->dtype == FATTN_F32)
         return vec_rows(a) ? by_layout<float, DPAD, true>(a, small, stream)
                            : by_layout<float, DPAD, false>(a, small, stream);

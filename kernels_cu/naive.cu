@@ -70,8 +70,10 @@ template <typename T> __global__ void zero_rows(fattn_cuda_args a, Pairs pairs) 
     if (i >= s.len_q) return;
     const int64_t qb = s.q_batch, row = s.q_row0 + i;
     T *o = static_cast<T *>(a.o) + qb * a.o_sb + h * a.o_sh + row * a.o_ss;
-    for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) put(o + d, 0.f);
-    if (a.lse && threadIdx.x == 0) a.lse[qb * a.l_sb + h * a.l_sh + row * a.l_ss] = -INFINITY;
+    for (int d = threadIdx.x; d < a.head_dim_v; d += blockDim.x) put(o + d, 0.f);
+    // No key: the lse is the sink's logit alone (-inf without sinks).
+    const float lse = a.var.on && a.var.sinks ? a.var.sinks[h * a.var.sinks_sh] : -INFINITY;
+    if (a.lse && threadIdx.x == 0) a.lse[qb * a.l_sb + h * a.l_sh + row * a.l_ss] = lse;
 }
 
 template <typename P>
@@ -82,7 +84,7 @@ cudaError_t softmax(const float *s, void *p, const fattn_cuda_args *a, cudaStrea
 }
 
 template <typename T> cudaError_t zero(const fattn_cuda_args *a, cudaStream_t stream) {
-    const int threads = a->head_dim < 128 ? 64 : 128;
+    const int threads = a->head_dim_v < 128 ? 64 : 128;
     return launch_pairs(*a, (unsigned)a->seq_q, [&](const Pairs &pairs, dim3 grid) {
         zero_rows<T><<<grid, threads, 0, stream>>>(*a, pairs);
     });

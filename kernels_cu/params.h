@@ -33,6 +33,29 @@ typedef struct fattn_cuda_ragged {
     unsigned *fault; /* the context's fault word: FATTN_FAULT_* bits */
 } fattn_cuda_ragged;
 
+/* The attention variants (src/seam/backend.h, fattn_variants; fattn.h
+ * states the rules). on = 0: none, and nothing else here is read. Pointers
+ * are at the operand's element offset, NULL when not given; strides are in
+ * elements. Sequence b, query row i and key j are the sequence's own (of a
+ * ragged problem too); the window and ALiBi align bottom-right: off =
+ * len_kv - len_q of the sequence. */
+typedef struct fattn_cuda_var {
+    int on;
+    /* -1: unbounded on that side; else clamped by the host to at most
+     * seq_q + seq_kv (a wider window hides no key), so int64 sums of a row,
+     * an offset and a window side cannot overflow. */
+    int64_t window_left, window_right;
+    float softcap;      /* > 0: s = softcap * tanh(s / softcap), natural units; 0: none */
+    const float *alibi; /* slope (b, h) at b * alibi_sb + h * alibi_sh */
+    int64_t alibi_sb, alibi_sh;
+    const float *sinks; /* logit of head h at h * sinks_sh (natural units) */
+    int64_t sinks_sh;
+    const void *bias; /* element (b, h, i, j) at b * sb + h * sh + i * ss + j * sd */
+    int64_t bias_sb, bias_sh, bias_ss, bias_sd;
+    fattn_dtype bias_dtype; /* FATTN_F32, FATTN_F16 or FATTN_BF16 */
+    float scale;            /* the softmax scale itself: the variants act in natural units */
+} fattn_cuda_var;
+
 /* One forward problem. Pointers are at the operand's element offset; strides
  * are in elements (the head dim is contiguous). lse is NULL when not wanted. */
 typedef struct fattn_cuda_args {
@@ -61,6 +84,13 @@ typedef struct fattn_cuda_args {
      * With rag.on, batch counts sequences, seq_q/seq_kv are the longest
      * (they size the grid), and each block resolves its own sequence. */
     fattn_cuda_ragged rag;
+    /* The variants (var.on 0 for plain attention) and the width of V and O
+     * (always set; head_dim unless the problem has head_dim_v). Last, after
+     * the fields the plain kernels read, so that their offsets stay. A
+     * kernel that takes neither is never planned for a problem that has
+     * them (the planner declines it by its FATTN_VAR_* bit). */
+    fattn_cuda_var var;
+    int head_dim_v;
 } fattn_cuda_args;
 
 /* Head-dim buckets compiled into this build: the build sets each

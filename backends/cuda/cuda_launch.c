@@ -64,6 +64,31 @@ static void ragged_args(cuda_state *s, const fattn_problem *p, fattn_cuda_ragged
     if (s->fault_armed < 2) s->fault_armed = cap == cudaStreamCaptureStatusActive ? 2 : 1;
 }
 
+/* A window side for the kernels: -1 (unbounded) stays; a side wider than
+ * seq_q + seq_kv hides no key, so clamping there keeps every mask and
+ * bounds the kernels' int64 sums (params.h). */
+static int64_t window_side(const fattn_problem *p, int64_t w) {
+    return w > p->seq_q + p->seq_kv ? p->seq_q + p->seq_kv : w;
+}
+
+/* The variants' part of the arguments (params.h, fattn_cuda_var). */
+static void variant_args(const fattn_problem *p, fattn_cuda_var *v) {
+    const fattn_variants *g = &p->var;
+    v->on = 1;
+    v->window_left = window_side(p, g->window_left);
+    v->window_right = window_side(p, g->window_right);
+    v->softcap = g->softcap > 0.0f ? g->softcap : 0.0f;
+    v->alibi = (const float *)at(&g->alibi, sizeof(float));
+    v->alibi_sb = g->alibi.stride_batch, v->alibi_sh = g->alibi.stride_head;
+    v->sinks = (const float *)at(&g->sinks, sizeof(float));
+    v->sinks_sh = g->sinks.stride_head;
+    v->bias = at(&g->bias, (size_t)fattn_esize(g->bias_dtype));
+    v->bias_sb = g->bias.stride_batch, v->bias_sh = g->bias.stride_head;
+    v->bias_ss = g->bias.stride_seq, v->bias_sd = g->bias_stride_dim;
+    v->bias_dtype = g->bias_dtype;
+    v->scale = p->scale;
+}
+
 void cuda_args(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a) {
     const size_t es = (size_t)fattn_esize(p->dtype);
     memset(a, 0, sizeof *a);
@@ -88,6 +113,8 @@ void cuda_args(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a) {
     a->causal_offset = kernel_offset(p);
     a->dtype = p->dtype;
     if (p->rag.on) ragged_args(s, p, &a->rag);
+    if (p->var.on) variant_args(p, &a->var);
+    a->head_dim_v = (int)p->head_dim_v; /* 1..256 */
 }
 
 fattn_status cuda_run_zero(cuda_state *s, const fattn_cuda_args *a, fattn_msg *msg) {

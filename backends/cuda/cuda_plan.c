@@ -15,9 +15,18 @@ static int dpad_for(int64_t D) {
     return 0;
 }
 
+/* The variants (FATTN_VAR_*) each tiled kernel runs: the tensor-core one
+ * all of the mask's, with V and O as wide as Q and K; the CUDA-core one in
+ * f32 all of them and head_dim_v too (its f16/bf16 instances, for devices
+ * below compute 8.0, none). */
+#define CUDA_MMA_VARIANTS                                                                          \
+    (FATTN_VAR_WINDOW | FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI | FATTN_VAR_SINKS | FATTN_VAR_BIAS)
+#define CUDA_SIMT_VARIANTS (CUDA_MMA_VARIANTS | FATTN_VAR_HEAD_DIM_V)
+
 /* What both tiled variants need: sequences below 2^31 (the kernels index
  * rows and keys with ints; batch and heads are any size, folded into the
- * grid), no tile override, and a built head-dim bucket. */
+ * grid), no tile override, and a built head-dim bucket that holds D (and
+ * the problem's head_dim_v, which only the CUDA-core kernel takes). */
 static fattn_status tiled_common(const fattn_problem *p, int *dpad, fattn_msg *msg) {
     if (p->seq_q > FATTN_INT32_MAX || p->seq_kv > FATTN_INT32_MAX)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
@@ -28,11 +37,12 @@ static fattn_status tiled_common(const fattn_problem *p, int *dpad, fattn_msg *m
             msg, FATTN_ERR_UNSUPPORTED,
             "the CUDA kernels have fixed tiles per head dim; leave FATTN_PARAM_TILE_Q and "
             "FATTN_PARAM_TILE_KV at 0");
-    *dpad = dpad_for(p->head_dim);
+    const int64_t dims = p->head_dim_v > p->head_dim ? p->head_dim_v : p->head_dim;
+    *dpad = dpad_for(dims);
     if (!*dpad)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "head dim %lld: no kernel for it was built (FATTN_CUDA_HEAD_DIMS)",
-                          (long long)p->head_dim);
+                          (long long)dims);
     return FATTN_OK;
 }
 
@@ -83,7 +93,7 @@ static fattn_status accept_mma(void *state, const fattn_problem *p, fattn_plan *
                                fattn_msg *msg) {
     const cuda_state *s = state;
     int dpad, bm, bn, smem;
-    fattn_status st = fattn_variants_declined(p, 0, msg);
+    fattn_status st = fattn_variants_declined(p, CUDA_MMA_VARIANTS, msg);
     if (st == FATTN_OK) st = tiled_common(p, &dpad, msg);
     if (st != FATTN_OK) return st;
     if (!mma_domain(s, p))
@@ -101,12 +111,15 @@ static fattn_status accept_simt(void *state, const fattn_problem *p, fattn_plan 
                                 fattn_msg *msg) {
     const cuda_state *s = state;
     int dpad, bm, bn, smem;
-    fattn_status st = fattn_variants_declined(p, 0, msg);
+    /* The tensor-core row's problem, which it declined (a variant it lacks,
+     * or its tile does not fit): its reason stands, since this row is the
+     * last one the planner tries and the planner keeps the last reason. */
+    fattn_status st =
+        mma_domain(s, p)
+            ? fattn_variants_declined(p, CUDA_MMA_VARIANTS, msg)
+            : fattn_variants_declined(p, p->dtype == FATTN_F32 ? CUDA_SIMT_VARIANTS : 0, msg);
     if (st == FATTN_OK) st = tiled_common(p, &dpad, msg);
     if (st != FATTN_OK) return st;
-    /* The tensor-core row's problem, which it declined (its tile does not
-     * fit): its reason stands, since this row is the last one the planner
-     * tries and the planner keeps the last reason. */
     if (mma_domain(s, p)) {
         st = mma_tiles(s, p, dpad, &bm, &bn, &smem, msg);
         return st != FATTN_OK
