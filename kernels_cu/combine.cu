@@ -12,7 +12,8 @@
 // m + log(l). Rows, parts, offsets and strides are 64-bit; the grid is
 // capped and strides over the rows, so any row count runs. With cu_q (the
 // decode path's packed query rows) a row's output place comes from the
-// table, and rows outside every sequence are left alone.
+// table, and rows outside every sequence are left alone. The decode's merge
+// may add a sink per head (sinks): it joins m and l once, with no O row.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -70,6 +71,9 @@ __global__ void __launch_bounds__(WG)
         m = red[0];
 #pragma unroll
         for (int w = 1; w < WG / 32; w++) m = fmaxf(m, red[w]);
+        // The decode's merge: the sink joins the max and, below, the sum.
+        const float sink = a.sinks ? a.sinks[h * a.sinks_sh] : -INFINITY;
+        m = fmaxf(m, sink);
         const float shift = m == -INFINITY ? 0.f : m;
 
         float l = 0.f, acc[NACC];
@@ -96,6 +100,7 @@ __global__ void __launch_bounds__(WG)
             }
         }
 
+        if (a.sinks) l += expf(sink - shift);   // NaN sink: l NaN, the row NaN
         const float inv = l == 0.f ? 0.f : 1.f / l;
         T *dst = static_cast<T *>(a.o) + ob * a.o_sb + h * a.o_sh + oi * a.o_ss;
 #pragma unroll

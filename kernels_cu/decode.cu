@@ -14,6 +14,9 @@
 //   sequence with T block tiles (of BKV keys) takes tiles [s*T/S, (s+1)*T/S),
 //   clipped to the keys its rows see (causal) and, when paged, checked page
 //   by page first (ragged_pages_ok: a bad page leaves the block no keys).
+//   With a sliding window (the only per-key variant taken here; sinks are
+//   the other), each row sees [rowlo, rowlim) and the splits divide only
+//   the tiles from the rows' first visible key (split_keys).
 // - Warps. The block's W warps are independent streams: warp w takes keys
 //   w*KW .. w*KW+KW-1 of every block tile, through its own STAGES-deep ring of
 //   K+V tiles in shared memory filled by 16-byte cp.async (zero-filling the
@@ -29,9 +32,10 @@
 //   warp: each warp keeps its own running max and sums; at the end the
 //   block merges its warps by the log-sum-exp rule through shared memory
 //   (the K/V ring, no longer needed, holds the warps' accumulators).
-// - Output. One split: O in the storage dtype and the lse, directly. More:
-//   a normalised float32 partial O and its natural-log lse per row into the
-//   workspace (-inf and zeros for a split that saw no key), for combine.cu.
+// - Output. One split: O in the storage dtype and the lse, directly (a sink
+//   folded in). More: a normalised float32 partial O and its natural-log lse
+//   per row into the workspace (-inf and zeros for a split that saw no key),
+//   for combine.cu, which adds the sink once.
 // Ragged problems (varlen, seqused_kv, paged with any page size) resolve
 // their sequence through kernels_cu/ragged.cuh; a query row past its
 // sequence is neither computed nor written.
@@ -50,6 +54,7 @@
 #include "params.h"
 #include "device_util.cuh"
 #include "ragged.cuh"
+#include "variants.cuh"
 
 // Tunables, overridable at compile time for sweeps. Starting points from the
 // budget above (not yet measured on the H200): 4 warps of 4 stages of 4 KiB
@@ -94,11 +99,11 @@ template <int ESZ, int DPAD, int BR> struct Shape {
     // Shared memory, in bytes: the rings, Q (float32, [BR][QH][CH] float4s,
     // so the float4s the lanes of a key read at once are consecutive), P
     // per warp [W][KW][BR], the warps' row maxima, sums and merge factors
-    // [W][BR] each, then the block's rows: sum, max, key limit.
+    // [W][BR] each, then the block's rows: sum, max, key limit, first key.
     static constexpr int RING = W * STAGES * STAGE;
     static constexpr int QS = BR * DPAD * 4;
     static constexpr int PS = W * KW * BR * 4;
-    static constexpr int STATS = (3 * W * BR + 3 * BR) * 4;
+    static constexpr int STATS = (3 * W * BR + 4 * BR) * 4;
     static constexpr int SMEM = RING + QS + PS + STATS;
     static_assert(ESZ == 2 || ESZ == 4, "storage types are 2 or 4 bytes");
     static_assert(pow2(KW) && KW <= 32 && CH >= 8 && CH % LPK == 0, "warp tile shape");
@@ -211,6 +216,46 @@ __device__ __forceinline__ int key_limit(int i, int len_kv, int off, int causal)
     return lim < 0 ? 0 : (lim > len_kv ? len_kv : (int)lim);
 }
 
+// The keys query row i of sequence s sees, [*lo, *hi): causal as key_limit,
+// cut by the sliding window when the problem has variants (variants.cuh's
+// rule; the host clamps the window sides, so the sums fit in int64).
+__device__ __forceinline__ void row_keys(const fattn_cuda_args &a, const Seq &s, int i, int *lo,
+                                         int *hi) {
+    int l = 0, h = key_limit(i, s.len_kv, s.causal_offset, a.causal);
+    if (a.var.on) {
+        const int64_t woff = (int64_t)s.len_kv - s.len_q;
+        if (a.var.window_right >= 0)
+            h = (int)max((int64_t)0, min((int64_t)h, i + woff + a.var.window_right + 1));
+        if (a.var.window_left >= 0)
+            l = (int)max((int64_t)0, min((int64_t)s.len_kv, i + woff - a.var.window_left));
+    }
+    *lo = l, *hi = h;
+}
+
+// This split's keys, [*k0, *k_hi) in whole tiles of BKV from *k0: the keys
+// the block's rows see (rowlo/rowlim, BR rows) divided among the splits.
+// Without variants, the tiles of the sequence's len_kv keys are divided
+// (as before windows), each split ending where the last-seeing row stops;
+// with them, only the tiles from the first row's first visible key.
+template <int BKV, int BR>
+__device__ __forceinline__ void split_keys(const fattn_cuda_args &a, const Params &prm, int len,
+                                           const int *rowlo, const int *rowlim, int split,
+                                           int *k0, int *k_hi) {
+    int maxlim = 0, minlo = len;
+#pragma unroll
+    for (int r = 0; r < BR; r++) {
+        maxlim = max(maxlim, rowlim[r]);
+        if (rowlim[r] > rowlo[r]) minlo = min(minlo, rowlo[r]);
+    }
+    const int tb = a.var.on ? min(minlo, maxlim) / BKV : 0;
+    const int te = ((a.var.on ? min(len, maxlim) : len) + BKV - 1) / BKV;
+    const int tiles = max(te - tb, 0);
+    const int t0 = tb + (int)((int64_t)split * tiles / prm.splits);
+    const int t1 = tb + (int)((int64_t)(split + 1) * tiles / prm.splits);
+    *k0 = t0 * BKV;
+    *k_hi = min(min(t1 * BKV, len), maxlim);
+}
+
 // After the key loop, with each warp's row maxima and sums in wm, wl
 // [W][BR]: lets a dependent combine launch, waits for the rings to be idle
 // (the last copy groups are empty), and merges the warps by the log-sum-exp
@@ -238,8 +283,9 @@ __device__ __forceinline__ void merge_warps(const float *wm, const float *wl, fl
 
 // The block's output, after the warps left their O rows in Ow ([W][BR][DPAD])
 // and the merged L and M in rowL/rowM: O = sum over the warps / L (0 where
-// L = 0: no key; NaN stays NaN) and the lse, to O and lse with one split,
-// else to the split's partial rows in the workspace. Both kernels end here.
+// L = 0: no key; NaN stays NaN) and the lse, to O and lse with one split
+// (with a sink folded in: var_sink_fold), else to the split's partial rows
+// in the workspace (without it). Both kernels end here.
 template <typename T, int W, int NT, int DPAD, int BR>
 __device__ __forceinline__ void write_rows(const fattn_cuda_args &a, const Params &prm, const Seq &s,
                                            const float *Ow, const float *rowL, const float *rowM,
@@ -254,8 +300,12 @@ __device__ __forceinline__ void write_rows(const fattn_cuda_args &a, const Param
 #pragma unroll
         for (int w = 0; w < W; w++) x += Ow[(w * BR + r) * DPAD + dd];
         const float L = rowL[r];
-        x *= L == 0.f ? 0.f : 1.f / L;
+        float inv = L == 0.f ? 0.f : 1.f / L, lse_unused;
         const int64_t h = hk * group + g;
+        // One split: the sink joins the row here; more: combine.cu adds it.
+        if (prm.splits == 1 && a.var.on)
+            var_sink_fold(rowM[r], L, var_sink_log2(a, h), &inv, &lse_unused);
+        x *= inv;
         if (prm.splits == 1) {
             T *o =
                 static_cast<T *>(a.o) + s.q_batch * a.o_sb + h * a.o_sh + (s.q_row0 + i) * a.o_ss;
@@ -269,8 +319,10 @@ __device__ __forceinline__ void write_rows(const fattn_cuda_args &a, const Param
         const int rr = r0 + tid, g = rr / Sq, i = rr - g * Sq;
         if (rr < R && i < s.len_q) {
             const float L = rowL[tid];
-            const float lse = L == 0.f ? -INFINITY : (rowM[tid] + log2f(L)) * kLn2;
+            float lse = L == 0.f ? -INFINITY : (rowM[tid] + log2f(L)) * kLn2, inv_unused;
             const int64_t h = hk * group + g;
+            if (prm.splits == 1 && a.var.on)
+                var_sink_fold(rowM[tid], L, var_sink_log2(a, h), &inv_unused, &lse);
             if (prm.splits == 1) {
                 if (a.lse) a.lse[s.q_batch * a.l_sb + h * a.l_sh + (s.q_row0 + i) * a.l_ss] = lse;
             } else {
@@ -293,7 +345,7 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
     float *Ps = reinterpret_cast<float *>(smem + C::RING + C::QS);
     float *wm = Ps + W * KW * BR, *wl = wm + W * BR, *wf = wl + W * BR;
     float *rowL = wf + W * BR, *rowM = rowL + BR;
-    int *rowlim = reinterpret_cast<int *>(rowM + BR);
+    int *rowlim = reinterpret_cast<int *>(rowM + BR), *rowlo = rowlim + BR;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int split = blockIdx.y;
@@ -308,7 +360,9 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
     // The tile's rows: the keys each sees (0: not a row of the sequence).
     if (tid < BR) {
         const int rr = r0 + tid, i = rr % Sq;
-        rowlim[tid] = rr < R && i < s.len_q ? key_limit(i, s.len_kv, s.causal_offset, a.causal) : 0;
+        int lo = 0, hi = 0;
+        if (rr < R && i < s.len_q) row_keys(a, s, i, &lo, &hi);
+        rowlo[tid] = lo, rowlim[tid] = hi;
     }
     // Q, scaled by scale * log2 e (the softmax runs on exp2), zero past the
     // head dim and on rows that are not the sequence's; element d of row r
@@ -329,16 +383,10 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
     }
     __syncthreads();
 
-    // This split's keys: [k0, k_hi), ending where its last-seeing row stops.
-    int maxlim = 0;
-#pragma unroll
-    for (int r = 0; r < BR; r++) maxlim = max(maxlim, rowlim[r]);
-    const int len = s.len_kv;   // below 2^31 - 4096: the planner checks
-    const int tiles = (len + C::BKV - 1) / C::BKV;
-    const int t0 = (int)((int64_t)split * tiles / prm.splits);
-    const int t1 = (int)((int64_t)(split + 1) * tiles / prm.splits);
-    const int k0 = t0 * C::BKV;
-    int k_hi = min(min(t1 * C::BKV, len), maxlim);
+    // This split's keys: [k0, k_hi) (split_keys). len: below 2^31 - 4096
+    // (the planner checks).
+    int k0, k_hi;
+    split_keys<C::BKV, BR>(a, prm, s.len_kv, rowlo, rowlim, split, &k0, &k_hi);
     if (!ragged_pages_ok(a, b, k0, k_hi)) k_hi = k0;   // every thread: it is a barrier
     const int nt = k_hi > k0 ? (k_hi - k0 + C::BKV - 1) / C::BKV : 0;
 
@@ -451,7 +499,7 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
 #pragma unroll
             for (int off = 1; off < LPK; off <<= 1)
                 sc[r] += __shfl_xor_sync(0xffffffffu, sc[r], off);
-            if (!in_range || kj >= rowlim[r]) sc[r] = -INFINITY;
+            if (!in_range || kj >= rowlim[r] || kj < rowlo[r]) sc[r] = -INFINITY;
             float mx = sc[r];
 #pragma unroll
             for (int off = LPK; off < 32; off <<= 1)
@@ -585,7 +633,7 @@ template <int DPAD, int BR> struct MShape {
     static constexpr int STAGES = clampi(FATTN_DECODE_MMA_RING / (W * STAGE), 2, FATTN_DECODE_STAGES);
     static constexpr int BKV = W * KW;         // keys per block tile
     static constexpr int RING = W * STAGES * STAGE;
-    static constexpr int STATS = (3 * W * BR + 3 * BR) * 4;
+    static constexpr int STATS = (3 * W * BR + 4 * BR) * 4;
     static constexpr int SMEM = RING + STATS;
     static_assert(CH >= 8 && CH % 8 == 0, "the swizzle spans 8 chunks");
     static_assert(BR % 4 == 0 && BR <= 16, "one M = 16 tile of rows");
@@ -652,7 +700,7 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     unsigned char *ring = smem;
     float *wm = reinterpret_cast<float *>(smem + C::RING), *wl = wm + W * BR, *wf = wl + W * BR;
     float *rowL = wf + W * BR, *rowM = rowL + BR;
-    int *rowlim = reinterpret_cast<int *>(rowM + BR);
+    int *rowlim = reinterpret_cast<int *>(rowM + BR), *rowlo = rowlim + BR;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int split = blockIdx.y;
@@ -666,7 +714,9 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 
     if (tid < BR) {
         const int rr = r0 + tid, i = rr % Sq;
-        rowlim[tid] = rr < R && i < s.len_q ? key_limit(i, s.len_kv, s.causal_offset, a.causal) : 0;
+        int lo = 0, hi = 0;
+        if (rr < R && i < s.len_q) row_keys(a, s, i, &lo, &hi);
+        rowlo[tid] = lo, rowlim[tid] = hi;
     }
     // Q as A fragments: this lane's rows qr and qr + 8 of the tile, dims
     // 16 ks + qc, +1 (registers 0, 1) and 16 ks + 8 + qc, +1 (2, 3); zeros
@@ -696,22 +746,18 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     }
     __syncthreads();
 
-    // This split's keys: [k0, k_hi), ending where its last-seeing row stops.
-    int maxlim = 0;
-#pragma unroll
-    for (int r = 0; r < BR; r++) maxlim = max(maxlim, rowlim[r]);
-    const int len = s.len_kv;
-    const int tiles = (len + C::BKV - 1) / C::BKV;
-    const int t0 = (int)((int64_t)split * tiles / prm.splits);
-    const int t1 = (int)((int64_t)(split + 1) * tiles / prm.splits);
-    const int k0 = t0 * C::BKV;
-    int k_hi = min(min(t1 * C::BKV, len), maxlim);
+    // This split's keys: [k0, k_hi) (split_keys).
+    int k0, k_hi;
+    split_keys<C::BKV, BR>(a, prm, s.len_kv, rowlo, rowlim, split, &k0, &k_hi);
     if (!ragged_pages_ok(a, b, k0, k_hi)) k_hi = k0;   // every thread: it is a barrier
     const int nt = k_hi > k0 ? (k_hi - k0 + C::BKV - 1) / C::BKV : 0;
     // The keys this lane's rows see (0 for rows past the tile).
-    int lim[MH];
+    int lim[MH], klo[MH];
 #pragma unroll
-    for (int h = 0; h < MH; h++) lim[h] = qr + 8 * h < BR ? min(rowlim[qr + 8 * h], k_hi) : 0;
+    for (int h = 0; h < MH; h++) {
+        lim[h] = qr + 8 * h < BR ? min(rowlim[qr + 8 * h], k_hi) : 0;
+        klo[h] = qr + 8 * h < BR ? rowlo[qr + 8 * h] : 0;
+    }
 
     // Loads. Lane jj (and jj + 16) finds the rows of key jj of the warp
     // tile; the copies then go row by row: LPR lanes take the consecutive
@@ -808,8 +854,10 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 #pragma unroll
             for (int n = 0; n < 2; n++)
 #pragma unroll
-                for (int e = 0; e < 2; e++)
-                    x[2 * n + e] = kb0 + 8 * n + e < lim[h] ? sc[n][2 * h + e] * sl2 : -INFINITY;
+                for (int e = 0; e < 2; e++) {
+                    const int kj = kb0 + 8 * n + e;
+                    x[2 * n + e] = kj < lim[h] && kj >= klo[h] ? sc[n][2 * h + e] * sl2 : -INFINITY;
+                }
             float mx = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));

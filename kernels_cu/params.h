@@ -169,6 +169,11 @@ typedef struct fattn_cuda_combine_args {
      * launch overlaps that kernel's tail and the blocks wait for its
      * results (griddepcontrol.wait) before reading the parts. */
     int after_grid;
+    /* The split-KV decode's merge only (NULL for fattn_combine): head h's
+     * sink logit (natural units) at sinks[h * sinks_sh] joins each row's
+     * sum once, after the parts (fattn.h's rule: the parts exclude it). */
+    const float *sinks;
+    int64_t sinks_sh;
 } fattn_cuda_combine_args;
 
 /* The largest head dim the combine kernel takes. */

@@ -151,7 +151,11 @@ static int64_t choose_splits(int64_t units, int64_t slots, int64_t max_splits, d
 fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                                 fattn_msg *msg) {
     cuda_state *s = state;
-    if (fattn_variants_declined(p, 0, msg)) return FATTN_ERR_UNSUPPORTED;
+    /* The sliding window (per-row key ranges, splits over the visible tiles
+     * only) and sinks (folded in at the end, or by the merge); the
+     * per-score variants and head_dim_v go to the tiled kernels. */
+    if (fattn_variants_declined(p, FATTN_VAR_WINDOW | FATTN_VAR_SINKS, msg))
+        return FATTN_ERR_UNSUPPORTED;
     const int64_t forced = p->tune.kv_splits;
     const int ragged = p->rag.on;
     if (forced == 1 && !ragged)
@@ -209,7 +213,14 @@ fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan 
     const int per_sm =
         per_sm_tuned ? (int)per_sm_tuned : blocks_per_sm(s, p->dtype, dpad, br, smem);
     const int64_t slots = (int64_t)s->prop.multiProcessorCount * per_sm;
-    const int64_t tiles = ceil_div(p->seq_kv, bkv); /* 0 for a ragged batch without keys */
+    /* Keys a block's rows can see: with a left window, at most the window
+     * and the rows (the rows sit at the end of the cache), which the splits
+     * divide (decode.cu's split_keys). */
+    const int64_t vis_kv = p->var.on && p->var.window_left >= 0 &&
+                                   p->var.window_left + p->seq_q < p->seq_kv
+                               ? p->var.window_left + p->seq_q
+                               : p->seq_kv;
+    const int64_t tiles = ceil_div(vis_kv, bkv); /* 0 for a ragged batch without keys */
     int64_t splits = 1;
     if (forced >= 2) {
         splits = forced < tiles ? forced : tiles;
@@ -218,14 +229,14 @@ fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan 
         /* The floor is in bytes: CUDA_DEC_MIN_KEYS keys of bf16 d128 K and V. */
         const int64_t key_bytes = 2 * (int64_t)dpad * (p->dtype == FATTN_F32 ? 4 : 2);
         const int64_t floor_keys = CUDA_DEC_MIN_KEYS * 512 / key_bytes;
-        int64_t max_splits = p->seq_kv / tune(s, "min_keys", floor_keys, 1, FATTN_INT32_MAX);
+        int64_t max_splits = vis_kv / tune(s, "min_keys", floor_keys, 1, FATTN_INT32_MAX);
         /* A grid that leaves SMs without a block may split down to
          * CUDA_DEC_FILL_KEYS keys until it has up to one block per SM (not
          * more: 17 splits of 8 K/V heads, 136 blocks on 132 SMs, ran 13%
          * slower than 16, since SMs with two blocks finish last). */
         const int64_t sms = s->prop.multiProcessorCount;
         if (units * max_splits < sms) {
-            const int64_t fill = sms / units, by_keys = p->seq_kv / CUDA_DEC_FILL_KEYS;
+            const int64_t fill = sms / units, by_keys = vis_kv / CUDA_DEC_FILL_KEYS;
             const int64_t more = fill < by_keys ? fill : by_keys;
             if (more > max_splits) max_splits = more;
         }
@@ -317,6 +328,9 @@ fattn_status cuda_decode_run(void *state, const fattn_problem *p, const fattn_pl
     /* On 9.x the combine's launch overlaps the decode's last blocks
      * (programmatic dependent launch; knob pdl=0 turns it off). */
     c.after_grid = s->prop.major >= 9 && tune(s, "pdl", 1, 0, 1);
+    /* The parts exclude the sink; the merge adds it once per row. */
+    c.sinks = a.var.on ? a.var.sinks : NULL;
+    c.sinks_sh = a.var.sinks_sh;
     err = fattn_cuda_combine(&c, s->stream);
     return err == cudaSuccess ? FATTN_OK
                               : cuda_fail(msg, err, "the split-KV decode's combine kernel");
