@@ -525,8 +525,14 @@ static void variants_problem(const fattn_request *r, const fattn_tensor xt[X_COU
     v->bias_dtype = FATTN_F32;
     if (!r->has_mask) return;
     const fattn_mask_desc *m = &r->mask;
-    v->window_left = m->window_left;
-    v->window_right = m->window_right;
+    /* A side wider than seq_q + seq_kv hides no key (every sequence is
+     * at most that long), so it is clamped there: backends and the host
+     * rule (fattn_seq_keys) then add rows, offsets and sides in int64
+     * without overflow (the fuzzer found window_left near 2^63). */
+    const int64_t widest =
+        r->d.seq_q > INT64_MAX - r->d.seq_kv ? INT64_MAX : r->d.seq_q + r->d.seq_kv;
+    v->window_left = m->window_left > widest ? widest : m->window_left;
+    v->window_right = m->window_right > widest ? widest : m->window_right;
     v->softcap = m->softcap;
     const fattn_tensor *user[3] = {m->alibi_slopes, m->sinks, m->bias};
     fattn_operand *ops[3] = {&v->alibi, &v->sinks, &v->bias};
