@@ -99,11 +99,13 @@ typedef struct ocl_cached_program {
     char options[640]; /* file|kernel|options */
     cl_program program;
     cl_kernel kernel;
+    uint64_t used; /* the cache's clock at its last fetch */
 } ocl_cached_program;
 
 typedef struct ocl_program_cache {
     ocl_cached_program entries[OCL_MAX_PROGRAMS];
     int count;
+    uint64_t clock; /* fetches so far: entries' `used` orders them */
     int disk_hits, builds; /* for tests and the benchmark */
     /* The disk cache, resolved and checked once per context by
      * ocl_disk_cache_open: the directory, held open so that it cannot be

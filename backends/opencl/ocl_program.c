@@ -590,22 +590,20 @@ fattn_status ocl_get_kernel(ocl_program_cache *cache, cl_context ctx, cl_device_
     snprintf(full, sizeof full, "%s|%s|%s", file, name, options);
     for (int i = 0; i < cache->count; i++)
         if (strcmp(cache->entries[i].options, full) == 0) {
-            /* Most recently used last: a full cache drops entries[0], so a
-             * kernel fetched earlier in the same call (a plan's decode
-             * kernel, then its combine) is never released under the plan. */
-            const ocl_cached_program e = cache->entries[i];
-            memmove(&cache->entries[i], &cache->entries[i + 1],
-                    sizeof e * (size_t)(cache->count - 1 - i));
-            cache->entries[cache->count - 1] = e;
-            *out = e.kernel;
+            cache->entries[i].used = ++cache->clock;
+            *out = cache->entries[i].kernel;
             return FATTN_OK;
         }
-    if (cache->count == OCL_MAX_PROGRAMS) { /* full: drop the least recently used */
-        clReleaseKernel(cache->entries[0].kernel);
-        clReleaseProgram(cache->entries[0].program);
-        memmove(cache->entries, cache->entries + 1,
-                sizeof cache->entries[0] * (OCL_MAX_PROGRAMS - 1));
-        cache->count--;
+    /* Full: drop the least recently fetched, so a kernel fetched earlier in
+     * the same call (a plan's decode kernel, then its combine) is never
+     * released under the plan. */
+    if (cache->count == OCL_MAX_PROGRAMS) {
+        int lru = 0;
+        for (int i = 1; i < cache->count; i++)
+            if (cache->entries[i].used < cache->entries[lru].used) lru = i;
+        clReleaseKernel(cache->entries[lru].kernel);
+        clReleaseProgram(cache->entries[lru].program);
+        cache->entries[lru] = cache->entries[--cache->count];
     }
     cl_program prog = NULL;
     st = build_program(cache, ctx, dev, file, options, &prog, msg);
@@ -621,6 +619,7 @@ fattn_status ocl_get_kernel(ocl_program_cache *cache, cl_context ctx, cl_device_
     snprintf(e->options, sizeof e->options, "%s", full);
     e->program = prog;
     e->kernel = k;
+    e->used = ++cache->clock;
     *out = k;
     return FATTN_OK;
 }
