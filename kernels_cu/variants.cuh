@@ -69,6 +69,32 @@ __device__ __forceinline__ float var_bias(const fattn_cuda_args &a, int64_t at) 
     return __bfloat162float(__ushort_as_bfloat16(e));
 }
 
+// Elements at and after `at` (even, the pair aligned: 8 bytes f32, 4 bytes
+// f16/bf16), in float32: one load for both.
+__device__ __forceinline__ float2 var_bias_pair(const fattn_cuda_args &a, int64_t at) {
+    const fattn_cuda_var &v = a.var;
+    if (v.bias_dtype == FATTN_F32)
+        return *reinterpret_cast<const float2 *>(static_cast<const float *>(v.bias) + at);
+    const unsigned w =
+        *reinterpret_cast<const unsigned *>(static_cast<const unsigned short *>(v.bias) + at);
+    if (v.bias_dtype == FATTN_F16)
+        return make_float2(__half2float(__ushort_as_half((unsigned short)(w & 0xffffu))),
+                           __half2float(__ushort_as_half((unsigned short)(w >> 16))));
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+
+// c2 tanh(u / (2 log2 e)) as c2 (1 - 2 / (2^u + 1)): two MUFU operations and
+// no division. Its absolute error is a few 1e-7 of c2 (2^u is within
+// 2^-22 relative, the reciprocal within an ulp), which is what a capped
+// score needs; tanhf's relative accuracy costs a long polynomial, and
+// tanh.approx.f32 (2^-11 relative) would move a capped logit of 30 by 0.015.
+// u = +inf gives c2, -inf -c2; NaN stays NaN.
+__device__ __forceinline__ float var_tanh2(float u, float c2) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(ex2(u) + 1.f));
+    return fmaf(r, -2.f * c2, c2);
+}
+
 // Score x (natural units: scale * q.k) of a visible key j of row i, after
 // the softcap (first; -inf -> -softcap, NaN stays), ALiBi (-slope * |dist|,
 // dist = i + woff - j) and the bias (element bias_at: var_bias_row plus j

@@ -62,6 +62,7 @@ typedef struct vcase {
 static const int32_t pk_q[] = {5, 0, 1, 23, 9}, pk_kv[] = {9, 3, 0, 40, 70};
 static const int32_t pg_kv[] = {300, 1, 0, 77}, pg_q[] = {3, 1, 0, 6};
 static const int32_t pg2_kv[] = {40, 17, 90};
+static const int32_t pl_q[] = {130, 0, 77}, pl_kv[] = {400, 10, 261};
 
 static const vcase cases[] = {
     /* The window alone: sizes, alignments, each side alone. */
@@ -130,6 +131,21 @@ static const vcase cases[] = {
      .bias_f32 = 1},
     {"paged 16, dense Q 3, sinks + softcap", 3, 2, 2, 64, 0, 3, 0, .len_kv = pg2_kv, .kv = KV_PAGED,
      .page_size = 16, NOWIN, .softcap = 12.0f, .sinks = 1},
+    /* Several key tiles of every kernel: tiles the window wholly covers or
+     * skips, rescoring without a mask, bias rows read as pairs (even
+     * strides) and one by one (odd). */
+    {"long, softcap 30, causal, GQA", 1, 4, 2, 128, 0, 300, 700,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .softcap = 30.0f, .dtypes = 6},
+    {"long, alibi, window 200/0", 2, 2, 1, 64, 0, 257, 601, WIN(200, 0), .alibi = 2},
+    {"long, bias in dtype (even strides), no causal", 2, 2, 2, 128, 0, 130, 520, NOWIN,
+     .bias = BIAS_FULL, .dtypes = 6},
+    {"long, bias f32 (odd strides) + softcap, head dim 256", 1, 2, 1, 200, 0, 90, 301, NOWIN,
+     .softcap = 20.0f, .bias = BIAS_BCAST_BATCH, .bias_f32 = 1},
+    {"long, window 64/64, sinks, head_dim 96, head_dim_v 80", 1, 4, 2, 96, 80, 333, 333,
+     WIN(64, 64), .sinks = 1},
+    {"long packed, alibi alone", 3, 2, 1, 64, 0, 0, 0, .len_q = pl_q, .len_kv = pl_kv,
+     .kv = KV_PACKED, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .alibi = 1},
+    {"long, head_dim_v alone, bf16/f16", 1, 2, 2, 128, 64, 200, 450, NOWIN, .dtypes = 6},
 };
 
 static const int64_t kv_splits[] = {0, 1, 2, 3, 7};

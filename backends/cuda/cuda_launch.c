@@ -113,6 +113,10 @@ void cuda_args(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a) {
     a->causal_offset = kernel_offset(p);
     a->dtype = p->dtype;
     if (p->rag.on) ragged_args(s, p, &a->rag);
+    /* Without variants the window is unbounded for the kernels that read
+     * it regardless (head_dim_v runs the tensor-core kernel's variant
+     * family). */
+    a->var.window_left = a->var.window_right = -1;
     if (p->var.on) variant_args(p, &a->var);
     a->head_dim_v = (int)p->head_dim_v; /* 1..256 */
 }

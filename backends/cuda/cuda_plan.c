@@ -15,14 +15,13 @@ static int dpad_for(int64_t D) {
     return 0;
 }
 
-/* The variants (FATTN_VAR_*) each tiled kernel runs: the tensor-core one
- * all of the mask's, with V and O as wide as Q and K; the CUDA-core one the
- * same in f32 (its f16/bf16 instances, for devices below compute 8.0,
- * none). head_dim_v != head_dim is declined: the CUDA-core kernel's code
- * for it gave wrong rows on the H200 (test_variants, head_dim 192 / 128 and
- * 40 / 72 in f32, 2026-11-23) and stays off until that is found. */
+/* The variants (FATTN_VAR_*) each tiled kernel runs: every one of the
+ * mask's, and head_dim_v in the bucket of the wider head dim; the CUDA-core
+ * kernel in f32 only (its f16/bf16 instances, for devices below compute
+ * 8.0, run none). */
 #define CUDA_MMA_VARIANTS                                                                          \
-    (FATTN_VAR_WINDOW | FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI | FATTN_VAR_SINKS | FATTN_VAR_BIAS)
+    (FATTN_VAR_WINDOW | FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI | FATTN_VAR_SINKS | FATTN_VAR_BIAS |   \
+     FATTN_VAR_HEAD_DIM_V)
 #define CUDA_SIMT_VARIANTS CUDA_MMA_VARIANTS
 
 /* What both tiled variants need: sequences below 2^31 (the kernels index
