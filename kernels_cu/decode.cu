@@ -14,9 +14,13 @@
 //   sequence with T block tiles (of BKV keys) takes tiles [s*T/S, (s+1)*T/S),
 //   clipped to the keys its rows see (causal) and, when paged, checked page
 //   by page first (ragged_pages_ok: a bad page leaves the block no keys).
-//   With a sliding window (the only per-key variant taken here; sinks are
-//   the other), each row sees [rowlo, rowlim) and the splits divide only
-//   the tiles from the rows' first visible key (split_keys).
+//   With a sliding window, each row sees [rowlo, rowlim) and the splits
+//   divide only the tiles from the rows' first visible key (split_keys).
+// - Variants. The window and sinks (folded in at the output or by the
+//   combine) run in the plain instances; softcap, ALiBi and a bias, which
+//   change each score, in instances of their own (kScore), whose visible
+//   scores go through dec_score, so the plain instances' code stays as it
+//   was.
 // - Warps. The block's W warps are independent streams: warp w takes keys
 //   w*KW .. w*KW+KW-1 of every block tile, through its own STAGES-deep ring of
 //   K+V tiles in shared memory filled by 16-byte cp.async (zero-filling the
@@ -256,6 +260,40 @@ __device__ __forceinline__ void split_keys(const fattn_cuda_args &a, const Param
     *k_hi = min(min(t1 * BKV, len), maxlim);
 }
 
+// The reciprocal as the hardware does it (1 ulp; rcp(inf) = 0).
+__device__ __forceinline__ float dec_rcp(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// The rescoring variants (softcap, ALiBi, bias) in the kernels' units,
+// log2 (Q carries scale * log2 e), so the plain path's scaling stays:
+// cap2 = softcap * log2 e, capk = 2 / softcap (both 0 without a softcap).
+struct Rescore {
+    float cap2, capk;
+};
+
+__device__ __forceinline__ Rescore rescore_consts(const fattn_cuda_args &a) {
+    const float c = a.var.softcap;
+    return c > 0.f ? Rescore{c * kLog2e, 2.f / c} : Rescore{0.f, 0.f};
+}
+
+// Score x (log2 units) of a visible key after the softcap, ALiBi and the
+// bias, in variants.cuh's order (var_score's rule): slope2 is the row's
+// slope times log2 e, dist the key's distance i + len_kv - len_q - j, bias_at
+// its bias element. c tanh(y) is c - 2c / (e^(2y) + 1): one ex2 and one
+// reciprocal, absolute error ~1e-7 c, where tanhf and a division cost ~20
+// instructions per score and tanh.approx's 2^-11 relative error is too
+// coarse. -inf gives -c and NaN stays NaN, as with tanhf.
+__device__ __forceinline__ float dec_score(const fattn_cuda_args &a, const Rescore &rs, float x,
+                                           float slope2, int dist, int64_t bias_at) {
+    if (a.var.softcap > 0.f) x = fmaf(-2.f * rs.cap2, dec_rcp(ex2(x * rs.capk) + 1.f), rs.cap2);
+    if (a.var.alibi) x = fmaf(-slope2, fabsf((float)dist), x);
+    if (a.var.bias) x = fmaf(var_bias(a, bias_at), kLog2e, x);
+    return x;
+}
+
 // After the key loop, with each warp's row maxima and sums in wm, wl
 // [W][BR]: lets a dependent combine launch, waits for the rings to be idle
 // (the last copy groups are empty), and merges the warps by the log-sum-exp
@@ -332,7 +370,15 @@ __device__ __forceinline__ void write_rows(const fattn_cuda_args &a, const Param
     }
 }
 
-template <typename T, int DPAD, int BR>
+// Shared memory per row of decode_kernel's rescoring instance: its bias
+// row (int64), slope and diagonal.
+constexpr int kRowVarBytes = 16;
+
+// kScore: the instance for the rescoring variants (softcap, ALiBi, bias;
+// launched only with var.on): each visible score goes through dec_score,
+// with the rows' slopes, diagonals and bias rows in shared memory after
+// the plain instance's (kRowVarBytes a row), which does none of it.
+template <typename T, int DPAD, int BR, bool kScore>
 __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
     decode_kernel(fattn_cuda_args a, Params prm) {
     using C = Shape<sizeof(T), DPAD, BR>;
@@ -346,6 +392,12 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
     float *wm = Ps + W * KW * BR, *wl = wm + W * BR, *wf = wl + W * BR;
     float *rowL = wf + W * BR, *rowM = rowL + BR;
     int *rowlim = reinterpret_cast<int *>(rowM + BR), *rowlo = rowlim + BR;
+    // kScore: per row, the bias element at key 0, the slope (log2 units)
+    // and the diagonal i + len_kv - len_q.
+    static_assert(C::SMEM % 8 == 0, "the bias rows are int64");
+    int64_t *rowbb = reinterpret_cast<int64_t *>(smem + C::SMEM);
+    float *rowsl = reinterpret_cast<float *>(rowbb + BR);
+    int *rowdg = reinterpret_cast<int *>(rowsl + BR);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int split = blockIdx.y;
@@ -363,6 +415,13 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
         int lo = 0, hi = 0;
         if (rr < R && i < s.len_q) row_keys(a, s, i, &lo, &hi);
         rowlo[tid] = lo, rowlim[tid] = hi;
+        if constexpr (kScore) {
+            const bool ok = rr < R && i < s.len_q;
+            const int64_t h = hk * group + rr / Sq;
+            rowbb[tid] = ok ? var_bias_row(a, b, h, i) : 0;
+            rowsl[tid] = ok ? var_slope(a, b, h) * kLog2e : 0.f;
+            rowdg[tid] = i + (s.len_kv - s.len_q);
+        }
     }
     // Q, scaled by scale * log2 e (the softmax runs on exp2), zero past the
     // head dim and on rows that are not the sequence's; element d of row r
@@ -454,6 +513,7 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
         for (int e = 0; e < E; e++) acc[r][e] = 0.f;
     }
     float *wps = Ps + warp * KW * BR;
+    [[maybe_unused]] const Rescore rs = kScore ? rescore_consts(a) : Rescore{0.f, 0.f};
 
 #pragma unroll
     for (int t = 0; t < C::STAGES - 1; t++) issue(t);
@@ -499,7 +559,17 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
 #pragma unroll
             for (int off = 1; off < LPK; off <<= 1)
                 sc[r] += __shfl_xor_sync(0xffffffffu, sc[r], off);
-            if (!in_range || kj >= rowlim[r] || kj < rowlo[r]) sc[r] = -INFINITY;
+            if constexpr (kScore) {
+                // The key's LPK lanes rescore it alike (their bias loads
+                // coincide), so every lane holds the score, as below.
+                if (in_range && kj < rowlim[r] && kj >= rowlo[r])
+                    sc[r] = dec_score(a, rs, sc[r], rowsl[r], rowdg[r] - kj,
+                                      rowbb[r] + kj * a.var.bias_sd);
+                else
+                    sc[r] = -INFINITY;
+            } else {
+                if (!in_range || kj >= rowlim[r] || kj < rowlo[r]) sc[r] = -INFINITY;
+            }
             float mx = sc[r];
 #pragma unroll
             for (int off = LPK; off < 32; off <<= 1)
@@ -689,7 +759,9 @@ template <typename T> __device__ __forceinline__ uint32_t dec_pack2(float lo, fl
     return r;
 }
 
-template <typename T, int DPAD, int BR>
+// kScore: as decode_kernel's; each lane keeps its rows' slopes, diagonals
+// and bias rows in registers.
+template <typename T, int DPAD, int BR, bool kScore>
 __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     decode_mma_kernel(fattn_cuda_args a, Params prm) {
 #if __CUDA_ARCH__ >= 800
@@ -757,6 +829,23 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     for (int h = 0; h < MH; h++) {
         lim[h] = qr + 8 * h < BR ? min(rowlim[qr + 8 * h], k_hi) : 0;
         klo[h] = qr + 8 * h < BR ? rowlo[qr + 8 * h] : 0;
+    }
+    // kScore: this lane's rows' bias element at key 0, slope (log2 units)
+    // and diagonal i + len_kv - len_q.
+    [[maybe_unused]] int64_t vbb[MH];
+    [[maybe_unused]] float vsl[MH];
+    [[maybe_unused]] int vdg[MH];
+    [[maybe_unused]] Rescore rs{0.f, 0.f};
+    if constexpr (kScore) {
+        rs = rescore_consts(a);
+#pragma unroll
+        for (int h = 0; h < MH; h++) {
+            const int rr = r0 + qr + 8 * h, g = rr / Sq, i = rr - g * Sq;
+            const bool ok = qr + 8 * h < BR && rr < R && i < s.len_q;
+            vbb[h] = ok ? var_bias_row(a, b, hk * group + g, i) : 0;
+            vsl[h] = ok ? var_slope(a, b, hk * group + g) * kLog2e : 0.f;
+            vdg[h] = i + (s.len_kv - s.len_q);
+        }
     }
 
     // Loads. Lane jj (and jj + 16) finds the rows of key jj of the warp
@@ -856,7 +945,16 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     const int kj = kb0 + 8 * n + e;
-                    x[2 * n + e] = kj < lim[h] && kj >= klo[h] ? sc[n][2 * h + e] * sl2 : -INFINITY;
+                    if constexpr (kScore) {
+                        float y = -INFINITY;
+                        if (kj < lim[h] && kj >= klo[h])
+                            y = dec_score(a, rs, sc[n][2 * h + e] * sl2, vsl[h], vdg[h] - kj,
+                                          vbb[h] + kj * a.var.bias_sd);
+                        x[2 * n + e] = y;
+                    } else {
+                        x[2 * n + e] =
+                            kj < lim[h] && kj >= klo[h] ? sc[n][2 * h + e] * sl2 : -INFINITY;
+                    }
                 }
             float mx = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
@@ -918,20 +1016,19 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 #endif
 }
 
-// The instance for (T, DPAD, BR): the tensor-core kernel for the 16-bit
-// types, the CUDA-core one for f32; its shared memory and block tile.
-template <typename T, int DPAD, int BR> struct Inst {
+// The instance for (T, DPAD, BR, kScore): the tensor-core kernel for the
+// 16-bit types, the CUDA-core one for f32; its shared memory and block tile.
+template <typename T, int DPAD, int BR, bool kScore> struct Inst {
     static constexpr bool kMma = sizeof(T) == 2;
     using S = Shape<sizeof(T), DPAD, BR>;
     using M = MShape<DPAD, BR>;
-    static constexpr int SMEM = kMma ? M::SMEM : S::SMEM;
+    static constexpr int SMEM = kMma ? M::SMEM : S::SMEM + (kScore ? BR * kRowVarBytes : 0);
     static constexpr int BKV = kMma ? M::BKV : S::BKV;
-    static constexpr int NT = 32 * FATTN_DECODE_WARPS;
     static auto kernel() {
         if constexpr (kMma)
-            return decode_mma_kernel<T, DPAD, BR>;
+            return decode_mma_kernel<T, DPAD, BR, kScore>;
         else
-            return decode_kernel<T, DPAD, BR>;
+            return decode_kernel<T, DPAD, BR, kScore>;
     }
 };
 
@@ -968,11 +1065,11 @@ template <typename K> cudaError_t set_attributes(K kernel, int smem) {
     return err;
 }
 
-template <typename T, int DPAD, int BR>
-cudaError_t launch(const fattn_cuda_args *a, const fattn_cuda_decode_args *d, cudaStream_t stream) {
-    using C = Inst<T, DPAD, BR>;
-    auto kernel = C::kernel();
-    cudaError_t err = set_attributes(kernel, C::SMEM);
+// One launch of an instance (with_instance's kernel and shared memory).
+using Kernel = void (*)(fattn_cuda_args, Params);
+cudaError_t launch(Kernel kernel, int smem, const fattn_cuda_args *a,
+                   const fattn_cuda_decode_args *d, cudaStream_t stream) {
+    cudaError_t err = set_attributes(kernel, smem);
     if (err != cudaSuccess) return err;
     const int64_t heads_kv = a->heads_q / a->group;
     const int64_t units = a->batch * heads_kv * d->row_tiles;   // the planner keeps it below 2^31
@@ -985,55 +1082,39 @@ cudaError_t launch(const fattn_cuda_args *a, const fattn_cuda_decode_args *d, cu
     prm.ws_o = d->ws_o;
     prm.ws_lse = d->ws_lse;
     const dim3 grid((unsigned)units, (unsigned)d->splits);
-    kernel<<<grid, C::NT, C::SMEM, stream>>>(*a, prm);
+    kernel<<<grid, 32 * FATTN_DECODE_WARPS, smem, stream>>>(*a, prm);
     return cudaGetLastError();
 }
 
-template <typename T, int DPAD>
-cudaError_t by_rows(const fattn_cuda_args *a, const fattn_cuda_decode_args *d,
-                    cudaStream_t stream) {
-    if (d->br == 4) return launch<T, DPAD, 4>(a, d, stream);
-    if (d->br == 8) return launch<T, DPAD, 8>(a, d, stream);
-    if constexpr (DPAD <= 128)
-        if (d->br == 16) return launch<T, DPAD, 16>(a, d, stream);
-    return cudaErrorInvalidValue;
-}
-
-template <typename T>
-cudaError_t by_dpad(const fattn_cuda_args *a, const fattn_cuda_decode_args *d,
-                    cudaStream_t stream) {
-    if constexpr (kBuilt64)
-        if (d->dpad == 64) return by_rows<T, 64>(a, d, stream);
-    if constexpr (kBuilt128)
-        if (d->dpad == 128) return by_rows<T, 128>(a, d, stream);
-    if constexpr (kBuilt256)
-        if (d->dpad == 256) return by_rows<T, 256>(a, d, stream);
-    return cudaErrorInvalidValue;
-}
-
-// The instance for (dtype, dpad, br), handed to f as a kernel pointer and its
-// shared memory; false when it was not built.
-template <typename T, int DPAD, typename F> bool with_rows(int br, F f) {
-    if (br == 4) return f(Inst<T, DPAD, 4>::kernel(), Inst<T, DPAD, 4>::SMEM, Inst<T, DPAD, 4>::BKV);
-    if (br == 8) return f(Inst<T, DPAD, 8>::kernel(), Inst<T, DPAD, 8>::SMEM, Inst<T, DPAD, 8>::BKV);
-    if constexpr (DPAD <= 128)
-        if (br == 16)
-            return f(Inst<T, DPAD, 16>::kernel(), Inst<T, DPAD, 16>::SMEM, Inst<T, DPAD, 16>::BKV);
+// The instance for (dtype, dpad, br, score), handed to f as a kernel
+// pointer, its shared memory and block tile; false when it was not built.
+template <typename T, int DPAD, bool kScore, typename F> bool with_rows(int br, F f) {
+    using I4 = Inst<T, DPAD, 4, kScore>;
+    using I8 = Inst<T, DPAD, 8, kScore>;
+    if (br == 4) return f(I4::kernel(), I4::SMEM, I4::BKV);
+    if (br == 8) return f(I8::kernel(), I8::SMEM, I8::BKV);
+    if constexpr (DPAD <= 128) {
+        using I16 = Inst<T, DPAD, 16, kScore>;
+        if (br == 16) return f(I16::kernel(), I16::SMEM, I16::BKV);
+    }
     return false;
 }
-template <typename T, typename F> bool with_dpad(int dpad, int br, F f) {
+template <typename T, int DPAD, typename F> bool with_score(int br, bool score, F f) {
+    return score ? with_rows<T, DPAD, true>(br, f) : with_rows<T, DPAD, false>(br, f);
+}
+template <typename T, typename F> bool with_dpad(int dpad, int br, bool score, F f) {
     if constexpr (kBuilt64)
-        if (dpad == 64) return with_rows<T, 64>(br, f);
+        if (dpad == 64) return with_score<T, 64>(br, score, f);
     if constexpr (kBuilt128)
-        if (dpad == 128) return with_rows<T, 128>(br, f);
+        if (dpad == 128) return with_score<T, 128>(br, score, f);
     if constexpr (kBuilt256)
-        if (dpad == 256) return with_rows<T, 256>(br, f);
+        if (dpad == 256) return with_score<T, 256>(br, score, f);
     return false;
 }
-template <typename F> bool with_instance(fattn_dtype dt, int dpad, int br, F f) {
-    if (dt == FATTN_F32) return with_dpad<float>(dpad, br, f);
-    if (dt == FATTN_F16) return with_dpad<__half>(dpad, br, f);
-    if (dt == FATTN_BF16) return with_dpad<__nv_bfloat16>(dpad, br, f);
+template <typename F> bool with_instance(fattn_dtype dt, int dpad, int br, bool score, F f) {
+    if (dt == FATTN_F32) return with_dpad<float>(dpad, br, score, f);
+    if (dt == FATTN_F16) return with_dpad<__half>(dpad, br, score, f);
+    if (dt == FATTN_BF16) return with_dpad<__nv_bfloat16>(dpad, br, score, f);
     return false;
 }
 
@@ -1047,20 +1128,20 @@ extern "C" int fattn_cuda_decode_dpad(int64_t head_dim) {
     return 0;
 }
 
-extern "C" void fattn_cuda_decode_shape(fattn_dtype dtype, int dpad, int br, int *block_kv,
-                                        int *smem_bytes) {
+extern "C" void fattn_cuda_decode_shape(fattn_dtype dtype, int dpad, int br, int rescore,
+                                        int *block_kv, int *smem_bytes) {
     *block_kv = *smem_bytes = 0;
-    with_instance(dtype, dpad, br, [&](auto, int smem, int bkv) {
+    with_instance(dtype, dpad, br, rescore != 0, [&](auto, int smem, int bkv) {
         *block_kv = bkv, *smem_bytes = smem;
         return true;
     });
 }
 
-extern "C" cudaError_t fattn_cuda_decode_occupancy(fattn_dtype dtype, int dpad, int br,
+extern "C" cudaError_t fattn_cuda_decode_occupancy(fattn_dtype dtype, int dpad, int br, int rescore,
                                                    int *blocks_per_sm) {
     cudaError_t err = cudaErrorInvalidValue;
     *blocks_per_sm = 0;
-    with_instance(dtype, dpad, br, [&](auto kernel, int smem, int) {
+    with_instance(dtype, dpad, br, rescore != 0, [&](auto kernel, int smem, int) {
         // The attributes first: without them a block of more than 48 KiB counts as not fitting.
         err = set_attributes(kernel, smem);
         if (err == cudaSuccess)
@@ -1077,8 +1158,13 @@ extern "C" cudaError_t fattn_cuda_decode(const fattn_cuda_args *a, const fattn_c
     if (d->splits < 1 || d->row_tiles < 1 || a->group < 1 || a->head_dim < 1 ||
         a->head_dim > d->dpad || (d->splits > 1 && (!d->ws_o || !d->ws_lse)))
         return cudaErrorInvalidValue;
-    if (a->dtype == FATTN_F32) return by_dpad<float>(a, d, stream);
-    if (a->dtype == FATTN_F16) return by_dpad<__half>(a, d, stream);
-    if (a->dtype == FATTN_BF16) return by_dpad<__nv_bfloat16>(a, d, stream);
-    return cudaErrorInvalidValue;
+    // The rescoring instance reads var (and needs var.on); the plain one
+    // reads it only for the window and the sinks.
+    if (d->rescore && !a->var.on) return cudaErrorInvalidValue;
+    cudaError_t err = cudaErrorInvalidValue;
+    with_instance(a->dtype, d->dpad, d->br, d->rescore != 0, [&](auto kernel, int smem, int) {
+        err = launch(kernel, smem, a, d, stream);
+        return true;
+    });
+    return err;
 }

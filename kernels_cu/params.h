@@ -190,6 +190,9 @@ cudaError_t fattn_cuda_combine(const fattn_cuda_combine_args *a, cudaStream_t st
 typedef struct fattn_cuda_decode_args {
     int dpad;      /* head-dim bucket of the instance: 64, 128 or 256 */
     int br;        /* packed rows per block: 4, 8 or 16 (16: dpad <= 128) */
+    /* 1: the instance that rescores (softcap, ALiBi, bias; var.on), else the
+     * plain one, which takes the window and sinks */
+    int rescore;
     int splits;    /* key splits, grid y; 1: the kernel writes O and lse itself */
     int row_tiles; /* ceil(group * seq_q / br) */
     /* splits > 1: the partial results, float32, row (split, b, h, i) at
@@ -203,10 +206,13 @@ typedef struct fattn_cuda_decode_args {
  * 64 bucket was built, 128, 256), 0 when none. */
 int fattn_cuda_decode_dpad(int64_t head_dim);
 /* An instance's keys per block tile (the split granularity) and dynamic
- * shared memory; zeros when the instance was not built. */
-void fattn_cuda_decode_shape(fattn_dtype dtype, int dpad, int br, int *block_kv, int *smem_bytes);
+ * shared memory; zeros when the instance was not built. rescore: as in
+ * fattn_cuda_decode_args. */
+void fattn_cuda_decode_shape(fattn_dtype dtype, int dpad, int br, int rescore, int *block_kv,
+                             int *smem_bytes);
 /* Blocks of an instance resident per SM on the current device. */
-cudaError_t fattn_cuda_decode_occupancy(fattn_dtype dtype, int dpad, int br, int *blocks_per_sm);
+cudaError_t fattn_cuda_decode_occupancy(fattn_dtype dtype, int dpad, int br, int rescore,
+                                        int *blocks_per_sm);
 /* Enqueues the decode kernel (not the combine): cudaErrorInvalidValue for
  * an instance that was not built. */
 cudaError_t fattn_cuda_decode(const fattn_cuda_args *a, const fattn_cuda_decode_args *d,

@@ -54,6 +54,12 @@ typedef struct vcase {
     int no_lse;
     int splits;      /* run under every forced kv_splits value */
     unsigned dtypes; /* 1 << FATTN_F32 ...; 0 = all three */
+    /* On CUDA, forced kv_splits >= 2 must plan the split-KV decode kernel
+     * (the only CUDA plan with a workspace): seq_q <= 16, head_dim_v =
+     * head_dim, and at least two key tiles the rows see (64 keys a tile
+     * for f16/bf16, 16..32 for f32; with a left window, window_left +
+     * seq_q keys). */
+    int decode;
 } vcase;
 
 #define WIN(l, r) .window = 1, .window_left = l, .window_right = r
@@ -63,6 +69,7 @@ static const int32_t pk_q[] = {5, 0, 1, 23, 9}, pk_kv[] = {9, 3, 0, 40, 70};
 static const int32_t pg_kv[] = {300, 1, 0, 77}, pg_q[] = {3, 1, 0, 6};
 static const int32_t pg2_kv[] = {40, 17, 90};
 static const int32_t pl_q[] = {130, 0, 77}, pl_kv[] = {400, 10, 261};
+static const int32_t dec_q[] = {1, 2, 0, 3}, dec_kv[] = {600, 35, 0, 900};
 
 static const vcase cases[] = {
     /* The window alone: sizes, alignments, each side alone. */
@@ -113,18 +120,47 @@ static const vcase cases[] = {
     {"head_dim 40, head_dim_v 72, GQA", 2, 6, 2, 40, 72, 15, 29, NOWIN},
     /* Decoding under forced key splits. */
     {"decode, window 100, GQA 8/2", 3, 8, 2, 128, 0, 1, 900, .causal = FATTN_CAUSAL_BOTTOM_RIGHT,
-     WIN(100, 0), .splits = 1},
+     WIN(100, 0), .splits = 1, .decode = 1},
     {"decode seq_q 4, window 50, softcap, sinks", 2, 4, 1, 64, 0, 4, 777,
      .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(50, 0), .softcap = 25.0f, .sinks = 1, .splits = 1},
     {"decode seq_q 2, head_dim_v 64, alibi", 1, 4, 2, 128, 64, 2, 600, NOWIN, .alibi = 1,
      .splits = 1},
+    /* Decoding with the per-score variants, which CUDA's split-KV decode
+     * kernel runs in instances of their own: seq_kv >= 512, so kv_splits 0
+     * takes it too (1 runs the tiled kernels), single and multiple row
+     * tiles (MQA), every head-dim bucket, rows that are not 16-byte aligned. */
+    {"decode, softcap 30, GQA 8/2, causal", 2, 8, 2, 128, 0, 1, 1500,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .softcap = 30.0f, .splits = 1, .decode = 1},
+    {"decode, softcap 30, huge logits", 1, 4, 2, 64, 0, 1, 520, NOWIN, .softcap = 30.0f,
+     .q_mag = 3e4f, .tol_mul = 50.0, .splits = 1, .decode = 1},
+    {"decode seq_q 3, alibi [batch, heads_q], GQA 4/1, causal", 3, 4, 1, 64, 0, 3, 700,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .alibi = 2, .splits = 1, .decode = 1},
+    {"decode seq_q 2, bias f32, -inf keys and a -inf row", 2, 4, 2, 128, 0, 2, 600, NOWIN,
+     .bias = BIAS_FULL, .bias_f32 = 1, .bias_inf_rows = 1, .splits = 1, .decode = 1},
+    {"decode seq_q 2, bias in dtype broadcast over heads, sinks, GQA 8/1", 2, 8, 1, 64, 0, 2, 530,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .sinks = 1, .bias = BIAS_BCAST_HEADS, .splits = 1,
+     .decode = 1},
+    {"decode MQA 16/1, seq_q 4 (4 row tiles), softcap + alibi, causal", 1, 16, 1, 128, 0, 4, 800,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .softcap = 20.0f, .alibi = 1, .splits = 1,
+     .decode = 1},
+    {"decode head_dim 256, softcap + bias broadcast over batch, GQA 8/1", 2, 8, 1, 256, 0, 1, 600,
+     NOWIN, .softcap = 25.0f, .bias = BIAS_BCAST_BATCH, .splits = 1, .decode = 1},
+    {"decode head_dim 40 (unaligned rows), window 100/0, alibi + softcap", 2, 4, 1, 40, 0, 2, 650,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(100, 0), .softcap = 10.0f, .alibi = 1, .splits = 1,
+     .decode = 1},
+    {"decode seq_q 5, window 64/3, alibi + bias f32 (-inf) + sinks", 1, 6, 2, 128, 0, 5, 900,
+     WIN(64, 3), .alibi = 2, .sinks = 1, .bias = BIAS_BCAST_HEADS, .bias_f32 = 1,
+     .bias_inf_rows = 1, .splits = 1, .decode = 1},
+    {"decode seq_q 3, everything, causal, no lse", 2, 4, 2, 64, 0, 3, 560,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(200, 2), .softcap = 15.0f, .alibi = 1, .sinks = 1,
+     .bias = BIAS_FULL, .bias_inf_rows = 1, .no_lse = 1, .splits = 1, .decode = 1},
     /* Variable-length and paged. */
     {"packed, window 7/2, causal, sinks", 5, 4, 2, 32, 0, 0, 0, .len_q = pk_q, .len_kv = pk_kv,
      .kv = KV_PACKED, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(7, 2), .sinks = 1},
     {"packed, bias + alibi + softcap", 5, 2, 1, 48, 0, 0, 0, .len_q = pk_q, .len_kv = pk_kv,
      .kv = KV_PACKED, NOWIN, .softcap = 8.0f, .alibi = 2, .bias = BIAS_FULL},
     {"paged 16, decode, window 64", 4, 8, 2, 128, 0, 1, 0, .len_kv = pg_kv, .kv = KV_PAGED,
-     .page_size = 16, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(64, 0), .splits = 1},
+     .page_size = 16, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(64, 0), .splits = 1, .decode = 1},
     {"paged 7, packed Q, window + alibi + bias, head_dim_v 40", 4, 4, 2, 64, 40, 0, 0,
      .len_q = pg_q, .len_kv = pg_kv, .kv = KV_PAGED, .page_size = 7,
      .causal = FATTN_CAUSAL_TOP_LEFT, WIN(30, 4), .alibi = 1, .bias = BIAS_BCAST_HEADS,
@@ -146,6 +182,37 @@ static const vcase cases[] = {
     {"long packed, alibi alone", 3, 2, 1, 64, 0, 0, 0, .len_q = pl_q, .len_kv = pl_kv,
      .kv = KV_PACKED, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .alibi = 1},
     {"long, head_dim_v alone, bf16/f16", 1, 2, 2, 128, 64, 200, 450, NOWIN, .dtypes = 6},
+    /* Ragged decoding with the per-score variants (CUDA: always the decode kernel). */
+    {"paged 16, decode, softcap + alibi + bias f32 (-inf keys)",
+     4,
+     8,
+     2,
+     128,
+     0,
+     1,
+     0,
+     .len_kv = pg_kv,
+     .kv = KV_PAGED,
+     .page_size = 16,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT,
+     NOWIN,
+     .softcap = 30.0f,
+     .alibi = 2,
+     .bias = BIAS_FULL,
+     .bias_f32 = 1,
+     .bias_inf_rows = 1,
+     .splits = 1,
+     .decode = 1},
+    {"paged 5, packed Q, decode, window 100/0 + alibi + bias broadcast over heads + sinks", 4, 4, 2,
+     64, 0, 0, 0, .len_q = pg_q, .len_kv = pg_kv, .kv = KV_PAGED, .page_size = 5,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(100, 0), .alibi = 1, .sinks = 1,
+     .bias = BIAS_BCAST_HEADS, .splits = 1, .decode = 1},
+    {"packed, decode, softcap + bias broadcast over batch, GQA 4/1", 4, 4, 1, 128, 0, 0, 0,
+     .len_q = dec_q, .len_kv = dec_kv, .kv = KV_PACKED, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN,
+     .softcap = 20.0f, .bias = BIAS_BCAST_BATCH, .bias_f32 = 1, .splits = 1, .decode = 1},
+    {"packed K/V, dense Q, decode, alibi + softcap + sinks, top-left", 4, 4, 2, 64, 0, 2, 0,
+     .len_kv = dec_kv, .kv = KV_PACKED, .causal = FATTN_CAUSAL_TOP_LEFT, NOWIN, .softcap = 12.0f,
+     .alibi = 2, .sinks = 1, .splits = 1, .decode = 1},
 };
 
 static const int64_t kv_splits[] = {0, 1, 2, 3, 7};
@@ -501,12 +568,24 @@ typedef struct tally {
     char reason[512];
 } tally;
 
+/* want_decode: the case must plan the split-KV decode kernel (vcase.decode). */
 static void run_one(fattn_context *ctx, const char *backend, vprob *p, int naive, int64_t splits,
-                    tally *t) {
+                    int want_decode, tally *t) {
     char what[256];
     snprintf(what, sizeof what, "%s %s%s, kv_splits %lld", p->c->name, fattn_dtype_name(p->dt),
              naive ? " (naive)" : "", (long long)splits);
     assert_int_equal(fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, splits), FATTN_OK);
+    if (want_decode) {
+        uint64_t ws = 0;
+        const fattn_status ws_st = fattn_workspace_size(ctx, &p->desc, &ws);
+        if (ws_st != FATTN_OK || ws == 0) {
+            print_error("'%s': not planned on the split-KV decode kernel (workspace %llu: %s)\n",
+                        what, (unsigned long long)ws,
+                        ws_st == FATTN_OK ? "no splits" : fattn_error_message(ctx));
+            t->failures++;
+            return;
+        }
+    }
     vresult r;
     const fattn_status st = vprob_run(ctx, p, naive, &r);
     if (st == FATTN_ERR_UNSUPPORTED) {
@@ -556,9 +635,10 @@ static void run_cases(void **state, int naive) {
                     t.failures++;
                 } else {
                     for (int64_t s = 0; !naive && s < (c->splits ? N(kv_splits) : 1); s++)
-                        run_one(ctx, info.name, &p, 0, kv_splits[s], &t);
+                        run_one(ctx, info.name, &p, 0, kv_splits[s],
+                                c->decode && kind == FATTN_BACKEND_CUDA && kv_splits[s] >= 2, &t);
                     if (naive && !c->len_q && c->kv == KV_DENSE)
-                        run_one(ctx, info.name, &p, 1, 0, &t);
+                        run_one(ctx, info.name, &p, 1, 0, 0, &t);
                 }
                 vprob_free(&p);
             }

@@ -51,8 +51,8 @@ typedef struct cuda_state {
     unsigned *fault;
     int fault_armed;
     /* Blocks of each decode instance resident per SM, measured on first
-     * use (0: not yet): [dtype][dpad 64, 128, 256][rows 4, 8, 16]. */
-    int decode_occupancy[3][3][3];
+     * use (0: not yet): [plain, rescoring][dtype][dpad 64, 128, 256][rows 4, 8, 16]. */
+    int decode_occupancy[2][3][3][3];
 } cuda_state;
 
 /* A fattn buffer's mem is the device pointer itself (the core keeps whether
@@ -119,6 +119,7 @@ typedef struct cuda_plan {
     int br;        /* decode: packed query rows per block (4, 8, 16) */
     int row_tiles; /* decode: blocks per (sequence, K/V head) along the rows */
     int splits;    /* decode: key splits; 1 = no workspace, no combine */
+    int rescore;   /* decode: 1 = the instance for softcap, ALiBi and bias */
 } cuda_plan;
 FATTN_PLAN_FITS(cuda_plan);
 

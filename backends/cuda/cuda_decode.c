@@ -25,6 +25,10 @@
  *   kv_splits = 1 they run here unsplit. The kernel checks the device-
  *   resident tables itself (kernels_cu/ragged.cuh) and records bad entries
  *   in the context's fault word (cuda_take_fault reports them);
+ * - every attention variant but head_dim_v: the window and sinks run in
+ *   the plain instances; softcap, ALiBi and a bias (per-score work) in
+ *   decode.cu's rescoring instances (the plan's rescore), so the plain
+ *   instances' code does not change for them;
  * - not: tile overrides (FATTN_PARAM_TILE_Q / _KV name the tiled kernels'
  *   tiles), sizes past 32-bit key and row indices, a head dim whose bucket
  *   was not built (FATTN_CUDA_HEAD_DIMS), a block that does not fit the
@@ -109,20 +113,20 @@ static int rows_per_block(int64_t R, int dpad) {
 }
 
 /* Index of an instance in cuda_state's decode_occupancy table. */
-static int *occupancy_slot(cuda_state *s, fattn_dtype dt, int dpad, int br) {
+static int *occupancy_slot(cuda_state *s, fattn_dtype dt, int dpad, int br, int rescore) {
     const int i = dt == FATTN_F32 ? 0 : dt == FATTN_F16 ? 1 : 2;
     const int j = dpad == 64 ? 0 : dpad == 128 ? 1 : 2;
     const int k = br == 4 ? 0 : br == 8 ? 1 : 2;
-    return &s->decode_occupancy[i][j][k];
+    return &s->decode_occupancy[rescore ? 1 : 0][i][j][k];
 }
 
 /* Blocks of the instance resident per SM: measured on the device once per
  * context; if the runtime cannot say, estimated from shared memory alone. */
-static int blocks_per_sm(cuda_state *s, fattn_dtype dt, int dpad, int br, int smem) {
-    int *slot = occupancy_slot(s, dt, dpad, br), n = 0;
+static int blocks_per_sm(cuda_state *s, fattn_dtype dt, int dpad, int br, int rescore, int smem) {
+    int *slot = occupancy_slot(s, dt, dpad, br, rescore), n = 0;
     if (*slot > 0) return *slot;
     if (cuda_use(s, NULL) == FATTN_OK &&
-        fattn_cuda_decode_occupancy(dt, dpad, br, &n) == cudaSuccess && n > 0)
+        fattn_cuda_decode_occupancy(dt, dpad, br, rescore, &n) == cudaSuccess && n > 0)
         return *slot = n;
     cudaGetLastError(); /* the estimate stands in; the error must not leak into the next call */
     const size_t per_block = (size_t)smem + s->prop.reservedSharedMemPerBlock;
@@ -151,11 +155,15 @@ static int64_t choose_splits(int64_t units, int64_t slots, int64_t max_splits, d
 fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                                 fattn_msg *msg) {
     cuda_state *s = state;
-    /* The sliding window (per-row key ranges, splits over the visible tiles
-     * only) and sinks (folded in at the end, or by the merge); the
-     * per-score variants and head_dim_v go to the tiled kernels. */
-    if (fattn_variants_declined(p, FATTN_VAR_WINDOW | FATTN_VAR_SINKS, msg))
+    /* Every variant but head_dim_v (which goes to the tiled kernels): the
+     * sliding window (per-row key ranges, splits over the visible tiles
+     * only) and sinks (folded in at the end, or by the merge) in the plain
+     * instances; softcap, ALiBi and bias (per score) in the rescoring ones,
+     * so that the plain instances' code does not change. */
+    const unsigned rescore_bits = FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI | FATTN_VAR_BIAS;
+    if (fattn_variants_declined(p, FATTN_VAR_WINDOW | FATTN_VAR_SINKS | rescore_bits, msg))
         return FATTN_ERR_UNSUPPORTED;
+    const int rescore = (fattn_variants_used(p) & rescore_bits) != 0;
     const int64_t forced = p->tune.kv_splits;
     const int ragged = p->rag.on;
     if (forced == 1 && !ragged)
@@ -190,11 +198,11 @@ fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan 
                           (long long)p->head_dim);
     const int br = rows_per_block(R, dpad);
     int bkv = 0, smem = 0;
-    fattn_cuda_decode_shape(p->dtype, dpad, br, &bkv, &smem);
+    fattn_cuda_decode_shape(p->dtype, dpad, br, rescore, &bkv, &smem);
     if (!bkv)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "no decode kernel for dtype %d, head-dim bucket %d, %d rows",
-                          (int)p->dtype, dpad, br);
+                          "no decode kernel for dtype %d, head-dim bucket %d, %d rows%s",
+                          (int)p->dtype, dpad, br, rescore ? ", rescoring" : "");
     if ((size_t)smem > s->prop.sharedMemPerBlockOptin)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel needs %d bytes of shared memory per block; %s "
@@ -211,7 +219,7 @@ fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan 
 
     const long per_sm_tuned = tune(s, "blocks_per_sm", 0, 0, 64);
     const int per_sm =
-        per_sm_tuned ? (int)per_sm_tuned : blocks_per_sm(s, p->dtype, dpad, br, smem);
+        per_sm_tuned ? (int)per_sm_tuned : blocks_per_sm(s, p->dtype, dpad, br, rescore, smem);
     const int64_t slots = (int64_t)s->prop.multiProcessorCount * per_sm;
     /* Keys a block's rows can see: with a left window, at most the window
      * and the rows (the rows sit at the end of the cache), which the splits
@@ -266,6 +274,7 @@ fattn_status cuda_decode_accept(void *state, const fattn_problem *p, fattn_plan 
     cp->br = br;
     cp->row_tiles = (int)row_tiles;
     cp->splits = (int)splits;
+    cp->rescore = rescore;
     plan->tiling.tile_q = br;
     plan->tiling.tile_kv = bkv;
     plan->tiling.concurrent_groups = slots;
@@ -285,6 +294,7 @@ fattn_status cuda_decode_run(void *state, const fattn_problem *p, const fattn_pl
     d.br = cp->br;
     d.splits = cp->splits;
     d.row_tiles = cp->row_tiles;
+    d.rescore = cp->rescore;
     if (splits > 1) {
         /* The core binds whole buffers (offset 0) of at least the plan's bytes. */
         if (!p->workspace.mem || p->workspace.offset != 0)
