@@ -19,6 +19,9 @@ from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 ap = argparse.ArgumentParser()
 ap.add_argument("--seqs", default="8192,32768")
 args = ap.parse_args()
+# One compiled kernel per (score_mod, mask, length): more than dynamo's default
+# limit of 8, past which it falls back to the unfused, N x N form.
+torch._dynamo.config.recompile_limit = 64
 flex = torch.compile(flex_attention, dynamic=False)
 
 

@@ -290,6 +290,27 @@ struct Rescore {
         return r;
     }
 
+    /* Tile kv0's bias (keys kv0 .. kv0 + n - 1) of the warp's WR rows from
+     * row i0 on (rows past seq_q at the last row) into L1, to be read after
+     * Q K^T: without it the rescoring's loads wait on L2 one after another
+     * (3.7x the plain kernel's time on the H200). A bias read with a stride
+     * other than 1 is left to the loads. */
+    template <int WR>
+    __device__ __forceinline__ void prefetch_bias(const fattn_cuda_args &a, int64_t b, int64_t h,
+                                                  int64_t i0, int seq_q, int kv0, int n,
+                                                  int lane) const {
+        static_assert(32 % WR == 0, "a warp's rows split its lanes evenly");
+        if (a.var.bias_sd != 1) return;
+        const int es = a.var.bias_dtype == FATTN_F32 ? 4 : 2;
+        const int64_t i = min(i0 + lane % WR, (int64_t)seq_q - 1);
+        const char *p =
+            static_cast<const char *>(a.var.bias) + (var_bias_row(a, b, h, i) + kv0) * (int64_t)es;
+        const uintptr_t end = reinterpret_cast<uintptr_t>(p) + (uintptr_t)n * es;
+        for (uintptr_t q = (reinterpret_cast<uintptr_t>(p) & ~(uintptr_t)127) + (lane / WR) * 128;
+             q < end; q += (32 / WR) * 128)
+            asm volatile("prefetch.global.L1 [%0];\n" ::"l"(q));
+    }
+
     /* Scores x0, x1 at columns c and c + 1 past the row's first (v0, v1:
      * whether they are visible; kMasked reads no bias where not). */
     template <int kV, bool kMasked>
@@ -524,6 +545,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             }
         }
         cp_async_commit();
+        if constexpr (kV == kVarAll) {
+            if (rs.bias)
+                rs.prefetch_bias<MT * 16>(a, b, h, (int64_t)m0 + wr0, seq_q, j * BN,
+                                          min(BN, seq_kv - j * BN), lane);
+        }
 
         if (QREG && j == j0) {
 #pragma unroll
