@@ -312,8 +312,9 @@ struct Rescore {
     }
 
     /* Scores x0, x1 at columns c and c + 1 past the row's first (v0, v1:
-     * whether they are visible; kMasked reads no bias where not). */
-    template <int kV, bool kMasked>
+     * whether they are visible; kMasked reads no bias where not; !kBias:
+     * the caller adds the bias). */
+    template <int kV, bool kMasked, bool kBias = true>
     __device__ __forceinline__ void score2(const fattn_cuda_args &a, const VarRow &r, int c,
                                            bool v0, bool v1, float &x0, float &x1) const {
         if constexpr (kV == kVarCap) {
@@ -331,7 +332,7 @@ struct Rescore {
                 x0 = fmaf(-slope2, fabsf(r.dist - (float)c), x0);
                 x1 = fmaf(-slope2, fabsf(r.dist - (float)(c + 1)), x1);
             }
-            if (bias) {
+            if (kBias && bias) {
                 float b0 = 0.f, b1 = 0.f;
                 if (!kMasked && bpair) {
                     const float2 t = var_bias_pair(a, r.bias_at + c);
@@ -560,6 +561,31 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         }
 
         const T *kt = sk + buf * BN * LD, *vt = sv + buf * BN * LD;
+        /* kVarAll with a 16-bit bias read as pairs, in a tile no mask cuts:
+         * the thread's bias pairs of the tile are loaded here, so that
+         * their latency hides behind Q K^T (the rescoring would wait on
+         * each); registers, since shared memory holds no bias tile beside
+         * two blocks' K/V at dpad 128. */
+        constexpr int BP =
+            kV == kVarAll && NS <= 8 ? 1 : 0; /* 128-key tiles: 64 registers, spills */
+        uint32_t bpre[BP ? MT : 1][2][BP ? NS : 1];
+        const bool bpre_on = BP && rs.bpair && a.var.bias_dtype != FATTN_F32 && j < jmask;
+        if (BP && bpre_on) {
+            const unsigned short *bp = static_cast<const unsigned short *>(a.var.bias);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int hh = 0; hh < 2; ++hh) {
+                    const int64_t i = (int64_t)m0 + wr0 + mt * 16 + hh * 8 + (lane >> 2);
+                    const unsigned short *row = bp +
+                                                var_bias_row(a, b, h, min(i, (int64_t)seq_q - 1)) +
+                                                (int64_t)j * BN + (lane & 3) * 2;
+#pragma unroll
+                    for (int nt = 0; nt < NS; ++nt)
+                        bpre[BP ? mt : 0][hh][BP ? nt : 0] =
+                            __ldg(reinterpret_cast<const unsigned *>(row + nt * 8));
+                }
+        }
         float s[MT][NS][4];
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
@@ -635,7 +661,16 @@ __global__ void __launch_bounds__(NW * 32, MINB)
                                     !kMasked || (col + 1 <= kv_rel && col + 1 <= hi0 + rr &&
                                                  col + 1 >= lo0 + rr);
                                 float &x0 = s[mt][nt][2 * hh], &x1 = s[mt][nt][2 * hh + 1];
-                                rs.template score2<kV, kMasked>(a, vr, nt * 8, v0, v1, x0, x1);
+                                if (BP && !kMasked && bpre_on) {
+                                    rs.template score2<kV, kMasked, false>(a, vr, nt * 8, v0, v1,
+                                                                           x0, x1);
+                                    const float2 t =
+                                        var_bias_u32(a, bpre[BP ? mt : 0][hh][BP ? nt : 0]);
+                                    x0 = fmaf(t.x, kLog2e, x0);
+                                    x1 = fmaf(t.y, kLog2e, x1);
+                                } else {
+                                    rs.template score2<kV, kMasked>(a, vr, nt * 8, v0, v1, x0, x1);
+                                }
                                 if (kMasked) {
                                     x0 = v0 ? x0 : -INFINITY;
                                     x1 = v1 ? x1 : -INFINITY;

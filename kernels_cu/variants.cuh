@@ -69,18 +69,22 @@ __device__ __forceinline__ float var_bias(const fattn_cuda_args &a, int64_t at) 
     return __bfloat162float(__ushort_as_bfloat16(e));
 }
 
+// Two f16/bf16 bias elements packed in w (the lower first), in float32.
+__device__ __forceinline__ float2 var_bias_u32(const fattn_cuda_args &a, unsigned w) {
+    if (a.var.bias_dtype == FATTN_F16)
+        return make_float2(__half2float(__ushort_as_half((unsigned short)(w & 0xffffu))),
+                           __half2float(__ushort_as_half((unsigned short)(w >> 16))));
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+
 // Elements at and after `at` (even, the pair aligned: 8 bytes f32, 4 bytes
 // f16/bf16), in float32: one load for both.
 __device__ __forceinline__ float2 var_bias_pair(const fattn_cuda_args &a, int64_t at) {
     const fattn_cuda_var &v = a.var;
     if (v.bias_dtype == FATTN_F32)
         return *reinterpret_cast<const float2 *>(static_cast<const float *>(v.bias) + at);
-    const unsigned w =
-        *reinterpret_cast<const unsigned *>(static_cast<const unsigned short *>(v.bias) + at);
-    if (v.bias_dtype == FATTN_F16)
-        return make_float2(__half2float(__ushort_as_half((unsigned short)(w & 0xffffu))),
-                           __half2float(__ushort_as_half((unsigned short)(w >> 16))));
-    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+    return var_bias_u32(
+        a, *reinterpret_cast<const unsigned *>(static_cast<const unsigned short *>(v.bias) + at));
 }
 
 // c2 tanh(u / (2 log2 e)) as c2 (1 - 2 / (2^u + 1)): two MUFU operations and
