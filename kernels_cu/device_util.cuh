@@ -80,14 +80,30 @@ __device__ __forceinline__ int64_t block_bh(const Pairs &p) {
 // lies past the last pair (launch_pairs); the guard costs one branch, and
 // with it the tensor-core kernels keep the registers and the instruction
 // schedule they had with (head, batch) grids, where without it they do not.
-__device__ __forceinline__ void block_pair(const fattn_cuda_args &a, const Pairs &p, int64_t &b,
-                                           int64_t &h, int64_t &hk) {
-    const int64_t bh = block_bh(p);
+__device__ __forceinline__ void block_pair_at(const fattn_cuda_args &a, const Pairs &p, int64_t bh,
+                                              int64_t &b, int64_t &h, int64_t &hk) {
     b = h = hk = 0;
     if (bh >= p.count) return;
     b = divide(bh, p.heads_q);
     h = bh - b * a.heads_q;
     hk = divide(h, p.group);
+}
+__device__ __forceinline__ void block_pair(const fattn_cuda_args &a, const Pairs &p, int64_t &b,
+                                           int64_t &h, int64_t &hk) {
+    block_pair_at(a, p, block_bh(p), b, h, hk);
+}
+
+// The block's grid-x index and pair index bh when the launch's blocks run
+// pairs fastest: consecutive blocks are one x index's (query tile's) pairs,
+// so blocks that read the same data for every head (a bias plane broadcast
+// over heads) run together and share it in L2. One 64-bit division per
+// block.
+__device__ __forceinline__ void block_x_pair_pairs_first(const Pairs &p, unsigned &x, int64_t &bh) {
+    const uint64_t np = (uint64_t)gridDim.y * gridDim.z;
+    const uint64_t lin =
+        blockIdx.x + (uint64_t)gridDim.x * (blockIdx.y + (uint64_t)gridDim.y * blockIdx.z);
+    x = (unsigned)(lin / np);
+    bh = p.bh0 + (int64_t)(lin % np);
 }
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) {
