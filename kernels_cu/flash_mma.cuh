@@ -318,8 +318,8 @@ struct Rescore {
     __device__ __forceinline__ void score2(const fattn_cuda_args &a, const VarRow &r, int c,
                                            bool v0, bool v1, float &x0, float &x1) const {
         if constexpr (kV == kVarCap) {
-            x0 = var_tanh_r(x0 * k1);
-            x1 = var_tanh_r(x1 * k1);
+            x0 = var_tanh2(x0 * k1, c2);
+            x1 = var_tanh2(x1 * k1, c2);
         } else if constexpr (kV == kVarAlibi) {
             x0 = fmaf(x0, a.scale_log2, -slope2 * fabsf(r.dist - (float)c));
             x1 = fmaf(x1, a.scale_log2, -slope2 * fabsf(r.dist - (float)(c + 1)));
@@ -680,10 +680,9 @@ __global__ void __launch_bounds__(NW * 32, MINB)
                                 } else {
                                     rs.template score2<kV, kMasked>(a, vr, nt * 8, v0, v1, x0, x1);
                                 }
-                                if (kMasked) { /* kVarCap's r: +inf is the score -inf */
-                                    const float hide = kV == kVarCap ? INFINITY : -INFINITY;
-                                    x0 = v0 ? x0 : hide;
-                                    x1 = v1 ? x1 : hide;
+                                if (kMasked) {
+                                    x0 = v0 ? x0 : -INFINITY;
+                                    x1 = v1 ? x1 : -INFINITY;
                                 }
                             }
                         }
@@ -719,37 +718,26 @@ __global__ void __launch_bounds__(NW * 32, MINB)
          * keeps m = -inf; subtracting 0 instead keeps exp2 at 0 rather than
          * NaN. l stays a per-lane partial sum until the end (the rescale
          * factor is the same for the quad). fmaxf drops a NaN score from the
-         * max, but its exp2 is NaN, and so are l, O and the lse.
-         * kVarCap keeps r = 1 / (2^u + 1) for the score c2 (1 - 2 r), which
-         * falls as r rises: its max is the min r, and the score's FFMA is
-         * the exponent's (r times -2 c2, plus c2 - mu), one op per score
-         * less (var_tanh_r). */
-        constexpr bool kR = kV == kVarCap;
-        const float esc = kR ? -2.f * rs.c2 : sc;
+         * max, but its exp2 is NaN, and so are l, O and the lse. */
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
             for (int hh = 0; hh < 2; ++hh) {
-                float mx = kR ? INFINITY : -INFINITY;
+                float mx = -INFINITY;
 #pragma unroll
                 for (int nt = 0; nt < NS; ++nt)
-                    mx = kR ? fminf(mx, fminf(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]))
-                            : fmaxf(mx, fmaxf(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
-                mx = kR ? fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 1))
-                        : fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = kR ? fminf(mx, __shfl_xor_sync(0xffffffffu, mx, 2))
-                        : fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float mtile = kR ? fmaf(mx, esc, rs.c2) : FOLD ? __fmul_ru(mx, sc) : mx * sc;
-                const float mnew = fmaxf(mrow[mt][hh], mtile);
+                    mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float mnew = fmaxf(mrow[mt][hh], FOLD ? __fmul_ru(mx, sc) : mx * sc);
                 const float mu = mnew == -INFINITY ? 0.f : mnew;
                 const float alpha = ex2(mrow[mt][hh] - mu);
                 mrow[mt][hh] = mnew;
-                const float eoff = kR ? rs.c2 - mu : -mu;
                 float sum = 0.f;
 #pragma unroll
                 for (int nt = 0; nt < NS; ++nt) {
-                    const float p0 = ex2(fmaf(s[mt][nt][2 * hh], esc, eoff));
-                    const float p1 = ex2(fmaf(s[mt][nt][2 * hh + 1], esc, eoff));
+                    const float p0 = ex2(fmaf(s[mt][nt][2 * hh], sc, -mu));
+                    const float p1 = ex2(fmaf(s[mt][nt][2 * hh + 1], sc, -mu));
                     s[mt][nt][2 * hh] = p0;
                     s[mt][nt][2 * hh + 1] = p1;
                     sum += p0 + p1;

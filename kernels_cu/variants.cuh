@@ -87,20 +87,16 @@ __device__ __forceinline__ float2 var_bias_pair(const fattn_cuda_args &a, int64_
         a, *reinterpret_cast<const unsigned *>(static_cast<const unsigned short *>(v.bias) + at));
 }
 
-// c2 tanh(u / (2 log2 e)) as c2 (1 - 2 r), r = 1 / (2^u + 1) (var_tanh_r,
-// for a caller that folds the last FFMA into its own): two MUFU operations and
+// c2 tanh(u / (2 log2 e)) as c2 (1 - 2 / (2^u + 1)): two MUFU operations and
 // no division. Its absolute error is a few 1e-7 of c2 (2^u is within
 // 2^-22 relative, the reciprocal within an ulp), which is what a capped
 // score needs; tanhf's relative accuracy costs a long polynomial, and
 // tanh.approx.f32 (2^-11 relative) would move a capped logit of 30 by 0.015.
 // u = +inf gives c2, -inf -c2; NaN stays NaN.
-__device__ __forceinline__ float var_tanh_r(float u) {
+__device__ __forceinline__ float var_tanh2(float u, float c2) {
     float r;
     asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(ex2(u) + 1.f));
-    return r;
-}
-__device__ __forceinline__ float var_tanh2(float u, float c2) {
-    return fmaf(var_tanh_r(u), -2.f * c2, c2);
+    return fmaf(r, -2.f * c2, c2);
 }
 
 // Score x (natural units: scale * q.k) of a visible key j of row i, after
