@@ -120,6 +120,18 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src) {
     *static_cast<float4 *>(dst) = *static_cast<const float4 *>(src);
 #endif
 }
+// cp_async16 of the first `bytes` (0..16) of src, the rest of dst zeroed;
+// nothing past them is read.
+__device__ __forceinline__ void cp_async16_part(void *dst, const void *src, int bytes) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
+                 "r"(bytes)
+                 : "memory");
+#else
+    unsigned char *d = static_cast<unsigned char *>(dst);
+    for (int k = 0; k < 16; ++k) d[k] = k < bytes ? static_cast<const unsigned char *>(src)[k] : 0;
+#endif
+}
 __device__ __forceinline__ void cp_async_commit() {
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;\n" ::: "memory");

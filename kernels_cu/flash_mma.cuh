@@ -57,16 +57,26 @@ template <int BM_, int BN_, int NW_, bool QREG_, bool FOLD_, int MINB_> struct S
  *      ptxas into spilling, which costs more than the FMUL it saves.
  * 256: 1 m16 tile per warp (O is again 128 registers), 32-key tiles, Q in
  *      registers. */
+/* The bias families' shapes: their bias tile goes through shared memory
+ * beside K and V (BiasStage), which at 64-key tiles fits two blocks per
+ * SM only at dpad 32 and 64; at 128 the keys per tile halve (S shrinks
+ * with them, which the rescoring's registers need too). */
 template <int DPAD> struct Sm80Shape;
+template <int DPAD> struct Sm80BiasShape;
 template <> struct Sm80Shape<32> : ShapeOf<128, 128, 4, true, true, 2> {};
 template <> struct Sm80Shape<64> : ShapeOf<128, 128, 4, false, true, 2> {};
 template <> struct Sm80Shape<128> : ShapeOf<128, 64, 4, false, false, 2> {};
 template <> struct Sm80Shape<256> : ShapeOf<64, 32, 4, true, true, 2> {};
+template <> struct Sm80BiasShape<32> : ShapeOf<128, 64, 4, true, true, 2> {};
+template <> struct Sm80BiasShape<64> : ShapeOf<128, 64, 4, false, true, 2> {};
+template <> struct Sm80BiasShape<128> : ShapeOf<128, 32, 4, false, false, 2> {};
+template <> struct Sm80BiasShape<256> : ShapeOf<64, 32, 4, true, true, 2> {};
 
 }   // namespace fattn_mma_shapes
 
 namespace {
 
+using fattn_mma_shapes::Sm80BiasShape;
 using fattn_mma_shapes::Sm80Shape;
 
 /* Shared-memory rows are padded by 8 elements (16 bytes): the 8 row addresses
@@ -78,9 +88,14 @@ constexpr int kPad = 8;
  * skipped, its edges masked; sinks; head_dim_v), at the plain kernel's cost
  * per score. kVarCap and kVarAlibi add the softcap or ALiBi alone, as models
  * use them (Gemma 2, BLOOM), with their constants hoisted out of the tile
- * loop. kVarAll takes any mix, the bias included, under block-uniform
- * run-time switches. All but kVarNone take head_dim_v. */
-enum MmaVar { kVarNone, kVarMask, kVarCap, kVarAlibi, kVarAll };
+ * loop. kVarBias adds the bias alone (padding, prefix-LM and document
+ * masks). kVarAll takes any mix, the bias included, under block-uniform
+ * run-time switches, which cost a branch per score pair. All but kVarNone
+ * take head_dim_v. */
+enum MmaVar { kVarNone, kVarMask, kVarCap, kVarAlibi, kVarBias, kVarAll };
+
+/* The families that read the bias. */
+constexpr bool var_reads_bias(int kV) { return kV == kVarBias || kV == kVarAll; }
 
 /* Used by the kernel's body, which exists for compute 8.0+ only (see
  * flash_mma_kernel). */
@@ -130,6 +145,14 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float 
         memcpy(&r, &v, 4);
     }
     return r;
+}
+
+/* pack2's inverse: the two storage-type halves of w in float32. */
+template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t w) {
+    if constexpr (std::is_same<T, __nv_bfloat16>::value)
+        return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+    else
+        return __half22float2(*reinterpret_cast<const __half2 *>(&w));
 }
 
 template <typename T> __device__ __forceinline__ T to_storage(float x) {
@@ -259,17 +282,24 @@ struct Rescore {
     float slope2 = 0.f;       /* ALiBi's slope in log2 units */
     bool cap = false, alibi = false, bias = false;
     bool bpair = false; /* bias pairs (sd 1, even offsets, aligned) load as one vector */
+    bool bsm = false;   /* the bias tile goes through shared memory (load_bias_stage) */
 
-    template <int kV> __device__ __forceinline__ void init(const fattn_cuda_args &a, float slope) {
+    /* td: the kernel's storage type, the one dtype whose bias takes the
+     * shared-memory stage. */
+    template <int kV>
+    __device__ __forceinline__ void init(const fattn_cuda_args &a, float slope, fattn_dtype td) {
         const fattn_cuda_var &v = a.var;
         cap = kV == kVarCap || (kV == kVarAll && v.softcap > 0.f);
         alibi = kV == kVarAlibi || (kV == kVarAll && v.alibi);
-        bias = kV == kVarAll && v.bias;
+        bias = kV == kVarBias || (kV == kVarAll && v.bias);
         if (cap) {
             c2 = v.softcap * kLog2e;
             k1 = kV == kVarCap ? 2.f * a.scale_log2 / v.softcap : 2.f / v.softcap;
         }
         slope2 = slope * kLog2e;
+        bsm = bias && v.bias_dtype == td && v.bias_sd == 1 &&
+              (reinterpret_cast<uintptr_t>(v.bias) & 15) == 0 && v.bias_sb % 8 == 0 &&
+              v.bias_sh % 8 == 0 && v.bias_ss % 8 == 0;
         const int es = v.bias_dtype == FATTN_F32 ? 4 : 2;
         bpair = bias && v.bias_sd == 1 &&
                 (reinterpret_cast<uintptr_t>(v.bias) & (2 * es - 1)) == 0 && (v.bias_sb & 1) == 0 &&
@@ -285,7 +315,7 @@ struct Rescore {
         const int c0 = (lane & 3) * 2;
         VarRow r{0.f, 0};
         if (kV == kVarAlibi || kV == kVarAll) r.dist = dist0 - (float)c0;
-        if (kV == kVarAll && bias)
+        if (var_reads_bias(kV) && bias)
             r.bias_at = var_bias_row(a, b, h, ir) + (int64_t)(kv0 + c0) * a.var.bias_sd;
         return r;
     }
@@ -323,12 +353,12 @@ struct Rescore {
         } else if constexpr (kV == kVarAlibi) {
             x0 = fmaf(x0, a.scale_log2, -slope2 * fabsf(r.dist - (float)c));
             x1 = fmaf(x1, a.scale_log2, -slope2 * fabsf(r.dist - (float)(c + 1)));
-        } else if constexpr (kV == kVarAll) {
-            if (cap) {
+        } else if constexpr (var_reads_bias(kV)) {
+            if (kV == kVarAll && cap) {
                 x0 = var_tanh2(x0 * k1, c2);
                 x1 = var_tanh2(x1 * k1, c2);
             }
-            if (alibi) {
+            if (kV == kVarAll && alibi) {
                 x0 = fmaf(-slope2, fabsf(r.dist - (float)c), x0);
                 x1 = fmaf(-slope2, fabsf(r.dist - (float)(c + 1)), x1);
             }
@@ -348,6 +378,30 @@ struct Rescore {
         }
     }
 };
+
+/* The bias families' stage (Rescore::bsm: a 16-bit bias in the problem's
+ * dtype, contiguous keys, 16-byte aligned rows): the bias of rows m0 ..
+ * m0 + BM - 1 (a row past seq_q reads the last row) at keys kv0 .. kv0 +
+ * BN - 1 (those < nkv; the rest zero) into a [BM][BN + kPad] tile by
+ * cp.async, with K and V: the rescoring then reads shared memory, where
+ * global loads left it waiting on L2 (2.9x the plain kernel's time on the
+ * H200). The pad keeps a quad's 8 rows in distinct banks. */
+template <int BM, int BN, int NT>
+__device__ __forceinline__ void load_bias_stage(void *stage, const fattn_cuda_args &a, int64_t b,
+                                                int64_t h, int m0, int seq_q, int kv0, int nkv) {
+    constexpr int CH = BN / 8, LDB = BN + kPad;
+    static_assert(NT % CH == 0 && (BM * CH) % NT == 0, "chunks must split evenly over the threads");
+    unsigned short *st = static_cast<unsigned short *>(stage);
+    const unsigned short *g = static_cast<const unsigned short *>(a.var.bias);
+    const int k = (threadIdx.x % CH) * 8, left = nkv - kv0 - k;
+    const int bytes = left >= 8 ? 16 : left > 0 ? 2 * left : 0;
+#pragma unroll
+    for (int r = threadIdx.x / CH; r < BM; r += NT / CH) {
+        const int64_t i = min((int64_t)m0 + r, (int64_t)seq_q - 1);
+        const unsigned short *src = g + var_bias_row(a, b, h, i) + kv0 + (left > 0 ? k : 0);
+        cp_async16_part(st + r * LDB + k, src, bytes);
+    }
+}
 
 /* vec bits: 1 Q, 2 K, 4 V may use cp.async. QREG keeps the whole Q fragment
  * set in registers (small DPAD x MT); otherwise it is re-read per k-step.
@@ -378,13 +432,14 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *sq = reinterpret_cast<T *>(smem_raw);
-    T *sk = sq + BM * LD;     /* [2][BN][LD] */
-    T *sv = sk + 2 * BN * LD; /* [2][BN][LD] */
+    T *sk = sq + BM * LD;        /* [2][BN][LD] */
+    T *sv = sk + 2 * BN * LD;    /* [2][BN][LD] */
+    T *sbias = sv + 2 * BN * LD; /* the bias families: [2][BM][BN + kPad] (load_bias_stage) */
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int64_t b, h, hk;
     unsigned bx = blockIdx.x;
-    if constexpr (kV == kVarAll) {
+    if constexpr (var_reads_bias(kV)) {
         /* A query tile's heads together: a bias broadcast over heads (or
          * batches) is then read from HBM once per tile, not once per head. */
         int64_t bh;
@@ -504,7 +559,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     int lo_abs = 0, hi_abs = 0;
     float dist_abs = 0.f;
     if constexpr (kV != kVarNone) {
-        rs.init<kV>(a, slope);
+        rs.init<kV>(a, slope, std::is_same<T, __nv_bfloat16>::value ? FATTN_BF16 : FATTN_F16);
         const int64_t i0 = (int64_t)m0 + wr0 + (lane >> 2);
         const int64_t top = (int64_t)seq_kv + BN, bot = -(int64_t)BM - 1;
         int64_t hi = top, lo = bot;
@@ -524,6 +579,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         /* Tile j lives in buffer j & 1, so the loop needs no j0. */
         T *kf = sk + (j0 & 1) * BN * LD, *vf = sv + (j0 & 1) * BN * LD;
         load_tile<T, BM, DPAD, NT>(sq, qg + (int64_t)m0 * a.q_ss, a.q_ss, m0, seq_q, D, vec & 1);
+        if constexpr (var_reads_bias(kV)) {
+            if (rs.bsm)
+                load_bias_stage<BM, BN, NT>(sbias + (j0 & 1) * BM * (BN + kPad), a, b, h, m0, seq_q,
+                                            j0 * BN, seq_kv);
+        }
         if constexpr (kRagged) {
             load_kv_rows<T, BN, DPAD, NT>(kf, vf, kg, vg, a, sr, b, j0 * BN, seq_kv, D, Dv, vec);
         } else if constexpr (kV != kVarNone) {
@@ -546,6 +606,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         if (j + 1 < ntiles) {
             const int64_t kv1 = (int64_t)(j + 1) * BN;
             T *nk = sk + (buf ^ 1) * BN * LD, *nv = sv + (buf ^ 1) * BN * LD;
+            if constexpr (var_reads_bias(kV)) {
+                if (rs.bsm)
+                    load_bias_stage<BM, BN, NT>(sbias + (buf ^ 1) * BM * (BN + kPad), a, b, h, m0,
+                                                seq_q, (int)kv1, seq_kv);
+            }
             if constexpr (kRagged) {
                 load_kv_rows<T, BN, DPAD, NT>(nk, nv, kg, vg, a, sr, b, (int)kv1, seq_kv, D, Dv,
                                               vec);
@@ -555,8 +620,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             }
         }
         cp_async_commit();
-        if constexpr (kV == kVarAll) {
-            if (rs.bias)
+        if constexpr (var_reads_bias(kV)) {
+            if (rs.bias && !rs.bsm)
                 rs.prefetch_bias<MT * 16>(a, b, h, (int64_t)m0 + wr0, seq_q, j * BN,
                                           min(BN, seq_kv - j * BN), lane);
         }
@@ -570,31 +635,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         }
 
         const T *kt = sk + buf * BN * LD, *vt = sv + buf * BN * LD;
-        /* kVarAll with a 16-bit bias read as pairs, in a tile no mask cuts:
-         * the thread's bias pairs of the tile are loaded here, so that
-         * their latency hides behind Q K^T (the rescoring would wait on
-         * each); registers, since shared memory holds no bias tile beside
-         * two blocks' K/V at dpad 128. */
-        constexpr int BP =
-            kV == kVarAll && NS <= 8 ? 1 : 0; /* 128-key tiles: 64 registers, spills */
-        uint32_t bpre[BP ? MT : 1][2][BP ? NS : 1];
-        const bool bpre_on = BP && rs.bpair && a.var.bias_dtype != FATTN_F32 && j < jmask;
-        if (BP && bpre_on) {
-            const unsigned short *bp = static_cast<const unsigned short *>(a.var.bias);
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                for (int hh = 0; hh < 2; ++hh) {
-                    const int64_t i = (int64_t)m0 + wr0 + mt * 16 + hh * 8 + (lane >> 2);
-                    const unsigned short *row = bp +
-                                                var_bias_row(a, b, h, min(i, (int64_t)seq_q - 1)) +
-                                                (int64_t)j * BN + (lane & 3) * 2;
-#pragma unroll
-                    for (int nt = 0; nt < NS; ++nt)
-                        bpre[BP ? mt : 0][hh][BP ? nt : 0] =
-                            __ldg(reinterpret_cast<const unsigned *>(row + nt * 8));
-                }
-        }
+        const T *bt = sbias + buf * BM * (BN + kPad); /* the bias families' stage of tile j */
         float s[MT][NS][4];
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
@@ -625,7 +666,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 
         const int kv0 = j * BN;
         const bool need_mask = j >= jmask;
-        if (!fold && (kV == kVarNone || kV == kVarMask || kV == kVarAll)) {
+        if (!fold && (kV == kVarNone || kV == kVarMask || var_reads_bias(kV))) {
             /* The rescoring instances scale inside their own arithmetic. */
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
@@ -670,11 +711,12 @@ __global__ void __launch_bounds__(NW * 32, MINB)
                                     !kMasked || (col + 1 <= kv_rel && col + 1 <= hi0 + rr &&
                                                  col + 1 >= lo0 + rr);
                                 float &x0 = s[mt][nt][2 * hh], &x1 = s[mt][nt][2 * hh + 1];
-                                if (BP && !kMasked && bpre_on) {
+                                if (var_reads_bias(kV) && rs.bsm) {
                                     rs.template score2<kV, kMasked, false>(a, vr, nt * 8, v0, v1,
                                                                            x0, x1);
-                                    const float2 t =
-                                        var_bias_u32(a, bpre[BP ? mt : 0][hh][BP ? nt : 0]);
+                                    const float2 t = unpack2<T>(*reinterpret_cast<const uint32_t *>(
+                                        bt + (wr0 + rr + (lane >> 2)) * (BN + kPad) + nt * 8 +
+                                        (lane & 3) * 2));
                                     x0 = fmaf(t.x, kLog2e, x0);
                                     x1 = fmaf(t.y, kLog2e, x1);
                                 } else {
@@ -834,15 +876,17 @@ inline bool aligned8(const void *p, int64_t sb, int64_t nb, int64_t sh, int64_t 
 }
 
 /* Dynamic shared memory of a shape: Q, and K and V double-buffered, in
- * rows padded by kPad; f16 and bf16 are both 2 bytes. */
-template <int DPAD, typename S> constexpr int shape_smem() {
-    return (S::BM + 4 * S::BN) * (DPAD + kPad) * 2;
+ * rows padded by kPad, and the bias families' two bias stages; f16 and
+ * bf16 are both 2 bytes. */
+template <int DPAD, typename S, int kV> constexpr int shape_smem() {
+    return (S::BM + 4 * S::BN) * (DPAD + kPad) * 2 +
+           (var_reads_bias(kV) ? 2 * S::BM * (S::BN + kPad) * 2 : 0);
 }
 
 template <typename T, int DPAD, typename S, bool kRagged, int kV>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     static_assert(sizeof(T) == 2, "the shared-memory size assumes a 2-byte storage type");
-    constexpr int smem = shape_smem<DPAD, S>();
+    constexpr int smem = shape_smem<DPAD, S, kV>();
     auto kern =
         flash_mma_kernel<T, DPAD, S::BM, S::BN, S::NW, S::QREG, S::FOLD, S::MINB, kRagged, kV>;
     cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -874,13 +918,13 @@ template <int DPAD> void tiles(int *bm, int *bn, int *smem) {
     using S = Sm80Shape<DPAD>;
     *bm = S::BM;
     *bn = S::BN;
-    *smem = shape_smem<DPAD, S>();
+    *smem = shape_smem<DPAD, S, kVarNone>();
 }
 
 /* One instance family of bucket DPAD, in the problem's dtype. */
 template <int DPAD, bool kRagged, int kV>
 cudaError_t launch_dtype(const fattn_cuda_args *a, cudaStream_t stream) {
-    using S = Sm80Shape<DPAD>;
+    using S = std::conditional_t<var_reads_bias(kV), Sm80BiasShape<DPAD>, Sm80Shape<DPAD>>;
     return a->dtype == FATTN_F16 ? launch<__half, DPAD, S, kRagged, kV>(a, stream)
                                  : launch<__nv_bfloat16, DPAD, S, kRagged, kV>(a, stream);
 }
@@ -892,6 +936,7 @@ cudaError_t launch_var(const fattn_cuda_args *a, int mode, cudaStream_t stream) 
     case kVarMask: return launch_dtype<DPAD, kRagged, kVarMask>(a, stream);
     case kVarCap: return launch_dtype<DPAD, kRagged, kVarCap>(a, stream);
     case kVarAlibi: return launch_dtype<DPAD, kRagged, kVarAlibi>(a, stream);
+    case kVarBias: return launch_dtype<DPAD, kRagged, kVarBias>(a, stream);
     case kVarAll: return launch_dtype<DPAD, kRagged, kVarAll>(a, stream);
     default: return cudaErrorInvalidValue;
     }
@@ -918,7 +963,8 @@ template <typename F> cudaError_t for_bucket(int dpad, F f) {
 inline int var_mode(const fattn_cuda_args *a) {
     if (!a->var.on) return a->head_dim_v != a->head_dim ? kVarMask : kVarNone;
     const bool cap = a->var.softcap > 0.f, alibi = a->var.alibi != NULL;
-    if (a->var.bias || (cap && alibi)) return kVarAll;
+    if (a->var.bias) return cap || alibi ? kVarAll : kVarBias;
+    if (cap && alibi) return kVarAll;
     return cap ? kVarCap : alibi ? kVarAlibi : kVarMask;
 }
 

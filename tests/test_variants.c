@@ -49,6 +49,7 @@ typedef struct vcase {
     bias_kind bias;
     int bias_f32;      /* the bias in f32, else in desc->dtype */
     int bias_inf_rows; /* -inf for every key of row 1 (and of some keys elsewhere) */
+    int bias_pad;      /* bias rows this many elements longer than seq_kv, NaN there */
     float q_mag;       /* Q's magnitude (huge logits); 0 = 1 */
     double tol_mul;    /* 0 = 1 */
     int no_lse;
@@ -182,6 +183,11 @@ static const vcase cases[] = {
     {"long packed, alibi alone", 3, 2, 1, 64, 0, 0, 0, .len_q = pl_q, .len_kv = pl_kv,
      .kv = KV_PACKED, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .alibi = 1},
     {"long, head_dim_v alone, bf16/f16", 1, 2, 2, 128, 64, 200, 450, NOWIN, .dtypes = 6},
+    {"long, bias rows padded to 8 (partial 16-byte chunks), causal, window", 1, 4, 2, 64, 0, 150,
+     333, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(100, 0), .bias = BIAS_BCAST_HEADS,
+     .bias_pad = 3, .bias_inf_rows = 1, .dtypes = 6},
+    {"long, bias rows padded, no mask, head dim 256", 2, 2, 1, 256, 0, 70, 205, NOWIN,
+     .bias = BIAS_FULL, .bias_pad = 3, .dtypes = 6},
     /* Ragged decoding with the per-score variants (CUDA: always the decode kernel). */
     {"paged 16, decode, softcap + alibi + bias f32 (-inf keys)",
      4,
@@ -372,15 +378,16 @@ static fattn_status vprob_build(fattn_context *ctx, const vcase *c, fattn_dtype 
     }
     if (c->bias) {
         p->bias_dt = c->bias_f32 ? FATTN_F32 : dt;
-        const int64_t plane = p->Sq * p->Skv;
+        const int64_t rs = p->Skv + c->bias_pad, plane = p->Sq * rs;
         const int64_t n = c->bias == BIAS_FULL          ? p->B * p->Hq * plane
                           : c->bias == BIAS_BCAST_BATCH ? p->Hq * plane
                                                         : p->B * plane;
         if ((st = alloc_put(ctx, p, BBIAS, (size_t)n * fattn_dtype_size(p->bias_dt)))) return st;
         for (int64_t i = 0; i < n; i++) {
             float x = 2.0f * uniform(&s);
-            const int64_t row = (i / p->Skv) % p->Sq;
+            const int64_t row = (i / rs) % p->Sq;
             if (c->bias_inf_rows && (row == 1 || next_u64(&s) % 7 == 0)) x = -INFINITY;
+            if (i % rs >= p->Skv) x = NAN; /* padding: must not be read */
             put(p->host[BBIAS], p->bias_dt, i, x);
         }
         fattn_tensor *t = &p->t[BBIAS];
@@ -388,7 +395,7 @@ static fattn_status vprob_build(fattn_context *ctx, const vcase *c, fattn_dtype 
         t->buffer = p->buf[BBIAS];
         t->dtype = p->bias_dt;
         t->stride_dim = 1;
-        t->stride_seq = p->Skv;
+        t->stride_seq = rs;
         t->stride_head = c->bias == BIAS_BCAST_HEADS ? 0 : plane;
         t->stride_batch = c->bias == BIAS_FULL          ? p->Hq * plane
                           : c->bias == BIAS_BCAST_BATCH ? 0
