@@ -785,15 +785,10 @@ __global__ void __launch_bounds__(NW * 32, MINB)
                     sum += p0 + p1;
                 }
                 lrow[mt][hh] = lrow[mt][hh] * alpha + sum;
-                /* Once a row's max settles, alpha is exactly 1 for every
-                 * later tile: the warp skips the rescale when no row of it
-                 * moved (2 multiplies per score at 64-key tiles, 4 at 32). */
-                if (__any_sync(0xffffffffu, alpha != 1.f)) {
 #pragma unroll
-                    for (int dt = 0; dt < ND; ++dt) {
-                        o[mt][dt][2 * hh] *= alpha;
-                        o[mt][dt][2 * hh + 1] *= alpha;
-                    }
+                for (int dt = 0; dt < ND; ++dt) {
+                    o[mt][dt][2 * hh] *= alpha;
+                    o[mt][dt][2 * hh + 1] *= alpha;
                 }
             }
 
