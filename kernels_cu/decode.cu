@@ -57,6 +57,7 @@
 
 #include "params.h"
 #include "device_util.cuh"
+#include "mma_sm80.cuh"
 #include "ragged.cuh"
 #include "variants.cuh"
 
@@ -717,48 +718,6 @@ namespace {
 
 using fattn_decode_shapes::MShape;
 
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-// volatile: they read shared memory that cp.async writes, between __syncwarps.
-__device__ __forceinline__ void dec_ldsm_x4(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void dec_ldsm_x4_t(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-#endif
-
-// c += a * b for one m16n8k16 tile, f32 accumulate.
-template <typename T>
-__device__ __forceinline__ void dec_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-    if constexpr (std::is_same<T, __nv_bfloat16>::value)
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    else
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Two floats as one register of the storage type, lo in the low half.
-template <typename T> __device__ __forceinline__ uint32_t dec_pack2(float lo, float hi) {
-    uint32_t r;
-    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-        const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-        memcpy(&r, &v, 4);
-    } else {
-        const __half2 v = __floats2half2_rn(lo, hi);
-        memcpy(&r, &v, 4);
-    }
-    return r;
-}
-
 // kScore: as decode_kernel's; each lane keeps its rows' slopes, diagonals
 // and bias rows in registers.
 template <typename T, int DPAD, int BR, bool kScore>
@@ -929,9 +888,9 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
             uint32_t kb[4];
-            dec_ldsm_x4(kb, st + kk * RB + (((2 * ks + kh) ^ (kk & 7)) << 4));
-            dec_mma<T>(sc[0], qa[ks], kb[0], kb[1]);
-            dec_mma<T>(sc[1], qa[ks], kb[2], kb[3]);
+            ldsm_x4(kb, st + kk * RB + (((2 * ks + kh) ^ (kk & 7)) << 4));
+            mma16816<T>(sc[0], qa[ks], kb[0], kb[1]);
+            mma16816<T>(sc[1], qa[ks], kb[2], kb[3]);
         }
 
         // Online softmax per row; P as the A fragment of P.V.
@@ -969,8 +928,8 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 #pragma unroll
             for (int k = 0; k < 4; k++) p[k] = ex2(x[k] - m_use);
             l[h] = fmaf(l[h], alpha, (p[0] + p[1]) + (p[2] + p[3]));
-            pa[h] = dec_pack2<T>(p[0], p[1]);
-            pa[2 + h] = dec_pack2<T>(p[2], p[3]);
+            pa[h] = pack2<T>(p[0], p[1]);
+            pa[2 + h] = pack2<T>(p[2], p[3]);
 #pragma unroll
             for (int n = 0; n < NV; n++) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;
         }
@@ -980,9 +939,9 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 #pragma unroll
         for (int v = 0; v < NV / 2; v++) {
             uint32_t vb[4];
-            dec_ldsm_x4_t(vb, vt + kv * RB + (((2 * v + vh) ^ (kv & 7)) << 4));
-            dec_mma<T>(o[2 * v], pa, vb[0], vb[1]);
-            dec_mma<T>(o[2 * v + 1], pa, vb[2], vb[3]);
+            ldsm_x4_t(vb, vt + kv * RB + (((2 * v + vh) ^ (kv & 7)) << 4));
+            mma16816<T>(o[2 * v], pa, vb[0], vb[1]);
+            mma16816<T>(o[2 * v + 1], pa, vb[2], vb[3]);
         }
         __syncwarp();   // the stage is read before it is written again
     }

@@ -24,6 +24,7 @@
 
 #include "params.h"
 #include "device_util.cuh"
+#include "mma_sm80.cuh"
 #include "ragged.cuh"
 #include "variants.cuh"
 
@@ -96,56 +97,6 @@ enum MmaVar { kVarNone, kVarMask, kVarCap, kVarAlibi, kVarBias, kVarAll };
 
 /* The families that read the bias. */
 constexpr bool var_reads_bias(int kV) { return kV == kVarBias || kV == kVarAll; }
-
-/* Used by the kernel's body, which exists for compute 8.0+ only (see
- * flash_mma_kernel). */
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-/* volatile: these read shared memory that cp.async and other warps write, so
- * they must stay between the barriers they were written between. */
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-#endif
-
-/* c += a * b for one m16n8k16 tile; pure arithmetic, so not volatile (lets
- * ptxas interleave it with the ldmatrix stream). */
-template <typename T>
-__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0,
-                                         uint32_t b1) {
-    if constexpr (std::is_same<T, __nv_bfloat16>::value)
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    else
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* Two floats to one register of the storage type, lo in the low half (the
- * lower column of an mma fragment), rounded to nearest. */
-template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    uint32_t r;
-    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-        __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-        memcpy(&r, &v, 4);
-    } else {
-        __half2 v = __floats2half2_rn(lo, hi);
-        memcpy(&r, &v, 4);
-    }
-    return r;
-}
 
 /* pack2's inverse: the two storage-type halves of w in float32. */
 template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t w) {
