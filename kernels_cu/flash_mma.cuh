@@ -95,6 +95,17 @@ constexpr int kPad = 8;
  * take head_dim_v. */
 enum MmaVar { kVarNone, kVarMask, kVarCap, kVarAlibi, kVarBias, kVarAll };
 
+/* capped_sum: a capped score (log2 units) lies in [-c2, c2], so in bf16
+ * (whose P operand has float32's exponent range) the softmax needs no row
+ * max and O no rescale: with a fixed offset mu = c2 - K, K = max(0, 2 c2 -
+ * 120), every term 2^(s - mu) lies in [2^-120, 2^K]. Taken where K <= 30
+ * (c2 <= 75, a cap up to 52: Gemma 2's 50 included): at most 2^30 times
+ * the plain kernel's terms, so O's float32 sums overflow only for |V|
+ * beyond about 2^67 (2^97 in the plain kernel). f16's P operand would
+ * lose such terms (its smallest normal is 2^-14), so f16 keeps the max. */
+template <typename T, int kV>
+constexpr bool kFixedCap = kV == kVarCap &&std::is_same<T, __nv_bfloat16>::value;
+
 /* The families that read the bias. */
 constexpr bool var_reads_bias(int kV) { return kV == kVarBias || kV == kVarAll; }
 
@@ -234,6 +245,8 @@ struct Rescore {
     bool cap = false, alibi = false, bias = false;
     bool bpair = false; /* bias pairs (sd 1, even offsets, aligned) load as one vector */
     bool bsm = false;   /* the bias tile goes through shared memory (load_bias_stage) */
+    bool fixed = false; /* kFixedCap: the softmax's fixed offset mu replaces the row max */
+    float mu = 0.f;
 
     /* td: the kernel's storage type, the one dtype whose bias takes the
      * shared-memory stage. */
@@ -245,6 +258,10 @@ struct Rescore {
         bias = kV == kVarBias || (kV == kVarAll && v.bias);
         if (cap) {
             c2 = v.softcap * kLog2e;
+            /* capped_sum: terms in [2^-120, 2^K], K = max(0, 2 c2 - 120) <= 30. */
+            const float K = fmaxf(0.f, 2.f * c2 - 120.f);
+            fixed = kV == kVarCap && K <= 30.f;
+            mu = c2 - K;
             k1 = kV == kVarCap ? 2.f * a.scale_log2 / v.softcap : 2.f / v.softcap;
         }
         slope2 = slope * kLog2e;
@@ -711,39 +728,58 @@ __global__ void __launch_bounds__(NW * 32, MINB)
          * keeps m = -inf; subtracting 0 instead keeps exp2 at 0 rather than
          * NaN. l stays a per-lane partial sum until the end (the rescale
          * factor is the same for the quad). fmaxf drops a NaN score from the
-         * max, but its exp2 is NaN, and so are l, O and the lse. */
+         * max, but its exp2 is NaN, and so are l, O and the lse.
+         * kVarCap in bf16 (Rescore::fixed) needs neither: see capped_sum. */
+        if (kFixedCap<T, kV> && rs.fixed) {
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
+            for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int hh = 0; hh < 2; ++hh) {
-                float mx = -INFINITY;
+                for (int hh = 0; hh < 2; ++hh) {
+                    float sum = 0.f;
 #pragma unroll
-                for (int nt = 0; nt < NS; ++nt)
-                    mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float mnew = fmaxf(mrow[mt][hh], FOLD ? __fmul_ru(mx, sc) : mx * sc);
-                const float mu = mnew == -INFINITY ? 0.f : mnew;
-                const float alpha = ex2(mrow[mt][hh] - mu);
-                mrow[mt][hh] = mnew;
-                float sum = 0.f;
-#pragma unroll
-                for (int nt = 0; nt < NS; ++nt) {
-                    const float p0 = ex2(fmaf(s[mt][nt][2 * hh], sc, -mu));
-                    const float p1 = ex2(fmaf(s[mt][nt][2 * hh + 1], sc, -mu));
-                    s[mt][nt][2 * hh] = p0;
-                    s[mt][nt][2 * hh + 1] = p1;
-                    sum += p0 + p1;
+                    for (int nt = 0; nt < NS; ++nt) {
+                        const float p0 = ex2(s[mt][nt][2 * hh] - rs.mu);
+                        const float p1 = ex2(s[mt][nt][2 * hh + 1] - rs.mu);
+                        s[mt][nt][2 * hh] = p0;
+                        s[mt][nt][2 * hh + 1] = p1;
+                        sum += p0 + p1;
+                    }
+                    lrow[mt][hh] += sum;
                 }
-                lrow[mt][hh] = lrow[mt][hh] * alpha + sum;
+        } else {
 #pragma unroll
-                for (int dt = 0; dt < ND; ++dt) {
-                    o[mt][dt][2 * hh] *= alpha;
-                    o[mt][dt][2 * hh + 1] *= alpha;
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int hh = 0; hh < 2; ++hh) {
+                    float mx = -INFINITY;
+#pragma unroll
+                    for (int nt = 0; nt < NS; ++nt)
+                        mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float mnew = fmaxf(mrow[mt][hh], FOLD ? __fmul_ru(mx, sc) : mx * sc);
+                    const float mu = mnew == -INFINITY ? 0.f : mnew;
+                    const float alpha = ex2(mrow[mt][hh] - mu);
+                    mrow[mt][hh] = mnew;
+                    float sum = 0.f;
+#pragma unroll
+                    for (int nt = 0; nt < NS; ++nt) {
+                        const float p0 = ex2(fmaf(s[mt][nt][2 * hh], sc, -mu));
+                        const float p1 = ex2(fmaf(s[mt][nt][2 * hh + 1], sc, -mu));
+                        s[mt][nt][2 * hh] = p0;
+                        s[mt][nt][2 * hh + 1] = p1;
+                        sum += p0 + p1;
+                    }
+                    lrow[mt][hh] = lrow[mt][hh] * alpha + sum;
+#pragma unroll
+                    for (int dt = 0; dt < ND; ++dt) {
+                        o[mt][dt][2 * hh] *= alpha;
+                        o[mt][dt][2 * hh + 1] *= alpha;
+                    }
                 }
-            }
+        }
 
-            /* O += P V. The C fragments of n8 tiles 2kk and 2kk+1 are exactly the
+        /* O += P V. The C fragments of n8 tiles 2kk and 2kk+1 are exactly the
          * A fragment of k16 step kk, so P never leaves registers. */
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
@@ -768,6 +804,10 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         }
     }
 
+    if (kFixedCap<T, kV> && rs.fixed) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) mrow[mt][0] = mrow[mt][1] = rs.mu;
+    }
     /* Epilogue: O = acc / l straight from the fragments. l = 0 (no visible
      * key, or every score -inf) gives O = 0 and lse = -inf; a NaN or +inf
      * score made l NaN, and O and lse stay NaN (a NaN l must not pass for 0). */
