@@ -340,9 +340,24 @@ struct Rescore {
                     if (v0) b0 = var_bias(a, at);
                     if (v1) b1 = var_bias(a, at + a.var.bias_sd);
                 }
-                x0 = fmaf(b0, kLog2e, x0);
-                x1 = fmaf(b1, kLog2e, x1);
+                add_bias<kV>(a, b0, b1, x0, x1);
             }
+        }
+    }
+
+    /* Bias b0, b1 into scores x0, x1: kVarAll's are scaled, in log2 units;
+     * kVarBias's arrive raw and leave in natural units (scale x + b, one
+     * FFMA where a scale and an add would be two), the softmax taking
+     * log2 e as its fold factor. */
+    template <int kV>
+    __device__ __forceinline__ void add_bias(const fattn_cuda_args &a, float b0, float b1,
+                                             float &x0, float &x1) const {
+        if constexpr (kV == kVarBias) {
+            x0 = fmaf(x0, a.var.scale, b0);
+            x1 = fmaf(x1, a.var.scale, b1);
+        } else {
+            x0 = fmaf(b0, kLog2e, x0);
+            x1 = fmaf(b1, kLog2e, x1);
         }
     }
 };
@@ -353,22 +368,36 @@ struct Rescore {
  * BN - 1 (those < nkv; the rest zero) into a [BM][BN + kPad] tile by
  * cp.async, with K and V: the rescoring then reads shared memory, where
  * global loads left it waiting on L2 (2.9x the plain kernel's time on the
- * H200). The pad keeps a quad's 8 rows in distinct banks. */
+ * H200). The pad keeps a quad's 8 rows in distinct banks. base and last
+ * are the thread's, from bias_stage_base, so a tile costs no row
+ * arithmetic beyond a multiply per chunk. */
 template <int BM, int BN, int NT>
-__device__ __forceinline__ void load_bias_stage(void *stage, const fattn_cuda_args &a, int64_t b,
-                                                int64_t h, int m0, int seq_q, int kv0, int nkv) {
-    constexpr int CH = BN / 8, LDB = BN + kPad;
-    static_assert(NT % CH == 0 && (BM * CH) % NT == 0, "chunks must split evenly over the threads");
-    unsigned short *st = static_cast<unsigned short *>(stage);
-    const unsigned short *g = static_cast<const unsigned short *>(a.var.bias);
-    const int k = (threadIdx.x % CH) * 8, left = nkv - kv0 - k;
+__device__ __forceinline__ void load_bias_stage(void *stage, const unsigned short *base, int64_t ss,
+                                                int last, int kv0, int nkv) {
+    constexpr int CH = BN / 8, LDB = BN + kPad, RS = NT / CH;
+    static_assert(NT % CH == 0 && BM % RS == 0, "chunks must split evenly over the threads");
+    unsigned short *st =
+        static_cast<unsigned short *>(stage) + (threadIdx.x / CH) * LDB + (threadIdx.x % CH) * 8;
+    const int left = nkv - kv0 - (threadIdx.x % CH) * 8;
     const int bytes = left >= 8 ? 16 : left > 0 ? 2 * left : 0;
 #pragma unroll
-    for (int r = threadIdx.x / CH; r < BM; r += NT / CH) {
-        const int64_t i = min((int64_t)m0 + r, (int64_t)seq_q - 1);
-        const unsigned short *src = g + var_bias_row(a, b, h, i) + kv0 + (left > 0 ? k : 0);
-        cp_async16_part(st + r * LDB + k, src, bytes);
-    }
+    for (int it = 0; it < BM / RS; ++it)
+        cp_async16_part(st + it * RS * LDB, base + min(it * RS, last) * ss + (left > 0 ? kv0 : 0),
+                        bytes);
+}
+
+/* The thread's bias row and chunk for load_bias_stage: row m0 + r0 (r0 =
+ * threadIdx.x / (BN / 8), rows RS = NT / (BN / 8) apart), chunk
+ * threadIdx.x % (BN / 8), at key 0; *last: the offset past r0 of the
+ * sequence's last row, which rows beyond it read. */
+template <int BN>
+__device__ __forceinline__ const unsigned short *
+bias_stage_base(const fattn_cuda_args &a, int64_t b, int64_t h, int m0, int seq_q, int *last) {
+    constexpr int CH = BN / 8;
+    const int r0 = threadIdx.x / CH;
+    *last = seq_q - 1 - (m0 + r0); /* may be negative: then every row reads the last */
+    return static_cast<const unsigned short *>(a.var.bias) + var_bias_row(a, b, h, seq_q - 1) -
+           (int64_t)*last * a.var.bias_ss + (threadIdx.x % CH) * 8;
 }
 
 /* vec bits: 1 Q, 2 K, 4 V may use cp.async. QREG keeps the whole Q fragment
@@ -541,16 +570,20 @@ __global__ void __launch_bounds__(NW * 32, MINB)
      * the raw scores and fold the scale into the exponent's FFMA. Otherwise
      * scale first (sc = 1). */
     const bool fold = FOLD && fold_sc > 0.f;
-    const float sc = fold ? fold_sc : 1.f;
+    const float sc = kV == kVarBias ? kLog2e : fold ? fold_sc : 1.f;
 
+    const unsigned short *bbase = nullptr; /* load_bias_stage's, from bias_stage_base */
+    int blast = 0;
     if (ntiles > j0) {
         /* Tile j lives in buffer j & 1, so the loop needs no j0. */
         T *kf = sk + (j0 & 1) * BN * LD, *vf = sv + (j0 & 1) * BN * LD;
         load_tile<T, BM, DPAD, NT>(sq, qg + (int64_t)m0 * a.q_ss, a.q_ss, m0, seq_q, D, vec & 1);
         if constexpr (var_reads_bias(kV)) {
-            if (rs.bsm)
-                load_bias_stage<BM, BN, NT>(sbias + (j0 & 1) * BM * (BN + kPad), a, b, h, m0, seq_q,
-                                            j0 * BN, seq_kv);
+            if (rs.bsm) {
+                bbase = bias_stage_base<BN>(a, b, h, m0, seq_q, &blast);
+                load_bias_stage<BM, BN, NT>(sbias + (j0 & 1) * BM * (BN + kPad), bbase,
+                                            a.var.bias_ss, blast, j0 * BN, seq_kv);
+            }
         }
         if constexpr (kRagged) {
             load_kv_rows<T, BN, DPAD, NT>(kf, vf, kg, vg, a, sr, b, j0 * BN, seq_kv, D, Dv, vec);
@@ -576,8 +609,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             T *nk = sk + (buf ^ 1) * BN * LD, *nv = sv + (buf ^ 1) * BN * LD;
             if constexpr (var_reads_bias(kV)) {
                 if (rs.bsm)
-                    load_bias_stage<BM, BN, NT>(sbias + (buf ^ 1) * BM * (BN + kPad), a, b, h, m0,
-                                                seq_q, (int)kv1, seq_kv);
+                    load_bias_stage<BM, BN, NT>(sbias + (buf ^ 1) * BM * (BN + kPad), bbase,
+                                                a.var.bias_ss, blast, (int)kv1, seq_kv);
             }
             if constexpr (kRagged) {
                 load_kv_rows<T, BN, DPAD, NT>(nk, nv, kg, vg, a, sr, b, (int)kv1, seq_kv, D, Dv,
@@ -634,7 +667,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 
         const int kv0 = j * BN;
         const bool need_mask = j >= jmask;
-        if (!fold && (kV == kVarNone || kV == kVarMask || var_reads_bias(kV))) {
+        if (!fold && (kV == kVarNone || kV == kVarMask || kV == kVarAll)) {
             /* The rescoring instances scale inside their own arithmetic. */
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
@@ -685,8 +718,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
                                     const float2 t = unpack2<T>(*reinterpret_cast<const uint32_t *>(
                                         bt + (wr0 + rr + (lane >> 2)) * (BN + kPad) + nt * 8 +
                                         (lane & 3) * 2));
-                                    x0 = fmaf(t.x, kLog2e, x0);
-                                    x1 = fmaf(t.y, kLog2e, x1);
+                                    rs.template add_bias<kV>(a, t.x, t.y, x0, x1);
                                 } else {
                                     rs.template score2<kV, kMasked>(a, vr, nt * 8, v0, v1, x0, x1);
                                 }
