@@ -29,20 +29,21 @@ extern "C" cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad,
 #endif
 }
 
-extern "C" void fattn_cuda_flash_mma_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes) {
+extern "C" void fattn_cuda_flash_mma_tiles(int dpad, int bias, int *block_m, int *block_n,
+                                           int *smem_bytes) {
     int bm = 0, bn = 0, sm = 0;
-    (void)dpad;
+    (void)dpad, (void)bias;
 #if FATTN_CUDA_DPAD_32
-    if (dpad == 32) tiles<32>(&bm, &bn, &sm);
+    if (dpad == 32) tiles<32>(bias, &bm, &bn, &sm);
 #endif
 #if FATTN_CUDA_DPAD_64
-    if (dpad == 64) tiles<64>(&bm, &bn, &sm);
+    if (dpad == 64) tiles<64>(bias, &bm, &bn, &sm);
 #endif
 #if FATTN_CUDA_DPAD_128
-    if (dpad == 128) tiles<128>(&bm, &bn, &sm);
+    if (dpad == 128) tiles<128>(bias, &bm, &bn, &sm);
 #endif
 #if FATTN_CUDA_DPAD_256
-    if (dpad == 256) tiles<256>(&bm, &bn, &sm);
+    if (dpad == 256) tiles<256>(bias, &bm, &bn, &sm);
 #endif
     if (block_m) *block_m = bm;
     if (block_n) *block_n = bn;

@@ -937,11 +937,13 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     });
 }
 
-template <int DPAD> void tiles(int *bm, int *bn, int *smem) {
+/* The plain shape of bucket DPAD, or the bias families' (bias 1). */
+template <int DPAD> void tiles(int bias, int *bm, int *bn, int *smem) {
     using S = Sm80Shape<DPAD>;
-    *bm = S::BM;
-    *bn = S::BN;
-    *smem = shape_smem<DPAD, S, kVarNone>();
+    using B = Sm80BiasShape<DPAD>;
+    *bm = bias ? B::BM : S::BM;
+    *bn = bias ? B::BN : S::BN;
+    *smem = bias ? shape_smem<DPAD, B, kVarBias>() : shape_smem<DPAD, S, kVarNone>();
 }
 
 /* One instance family of bucket DPAD, in the problem's dtype. */

@@ -117,8 +117,9 @@ int fattn_cuda_dpad_built(int dpad);
  * compute capability 8.0+. */
 cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, cudaStream_t stream);
 /* Tile sizes the mma kernel uses for dpad (for the planner and the memory
- * report); zeros when the bucket was not built. */
-void fattn_cuda_flash_mma_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes);
+ * report), bias 1 for a problem with an additive bias (its families take
+ * tiles of their own); zeros when the bucket was not built. */
+void fattn_cuda_flash_mma_tiles(int dpad, int bias, int *block_m, int *block_n, int *smem_bytes);
 
 /* CUDA-core kernel (FFMA, float32 arithmetic), every dtype, compute capability 7.0+.
  * small: 1 takes the tile shape for devices that give a block less shared

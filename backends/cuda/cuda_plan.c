@@ -62,15 +62,17 @@ static fattn_status fits(const cuda_state *s, const fattn_problem *p, const char
             msg, FATTN_ERR_UNSUPPORTED,
             "head dim %lld: the %s kernel's %dx%d tile needs %d bytes of shared memory per "
             "block; %s (compute %d.%d) allows %zu",
-            (long long)p->head_dim, kernel, bm, bn, smem, s->prop.name, s->prop.major,
-            s->prop.minor, smem_max);
+            (long long)(p->head_dim_v > p->head_dim ? p->head_dim_v : p->head_dim), kernel, bm, bn,
+            smem, s->prop.name, s->prop.major, s->prop.minor, smem_max);
     return FATTN_OK;
 }
 
-/* The tensor-core kernel's tile for dpad, if it fits this device. */
+/* The tensor-core kernel's tile for dpad (its bias families' for a problem
+ * with a bias), if it fits this device. */
 static fattn_status mma_tiles(const cuda_state *s, const fattn_problem *p, int dpad, int *bm,
                               int *bn, int *smem, fattn_msg *msg) {
-    fattn_cuda_flash_mma_tiles(dpad, bm, bn, smem);
+    fattn_cuda_flash_mma_tiles(dpad, (fattn_variants_used(p) & FATTN_VAR_BIAS) != 0, bm, bn,
+                               smem);
     return fits(s, p, "tensor-core", *bm, *bn, *smem, msg);
 }
 
