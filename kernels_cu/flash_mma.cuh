@@ -95,7 +95,7 @@ constexpr int kPad = 8;
  * take head_dim_v. */
 enum MmaVar { kVarNone, kVarMask, kVarCap, kVarAlibi, kVarBias, kVarAll };
 
-/* capped_sum: a capped score (log2 units) lies in [-c2, c2], so in bf16
+/* kFixedCap: a capped score (log2 units) lies in [-c2, c2], so in bf16
  * (whose P operand has float32's exponent range) the softmax needs no row
  * max and O no rescale: with a fixed offset mu = c2 - K, K = max(0, 2 c2 -
  * 120), every term 2^(s - mu) lies in [2^-120, 2^K]. Taken where K <= 30
@@ -236,7 +236,8 @@ struct VarRow {
 /* The rescoring instances' per-thread constants, hoisted out of the tile
  * loop, and their arithmetic on a pair of adjacent scores in log2 units
  * (kVarCap and kVarAlibi take raw q.k; kVarAll takes it scaled, as the
- * plain kernel does). Softcap: c tanh(y / c) of the natural score y is c2
+ * plain kernel does; kVarBias takes it raw and leaves it in natural units,
+ * add_bias). Softcap: c tanh(y / c) of the natural score y is c2
  * tanh(x / c2) of x = y log2 e, c2 = c log2 e, by var_tanh2 (whose
  * argument is 2 log2 e / c2 times x). */
 struct Rescore {
@@ -258,7 +259,7 @@ struct Rescore {
         bias = kV == kVarBias || (kV == kVarAll && v.bias);
         if (cap) {
             c2 = v.softcap * kLog2e;
-            /* capped_sum: terms in [2^-120, 2^K], K = max(0, 2 c2 - 120) <= 30. */
+            /* kFixedCap: terms in [2^-120, 2^K], K = max(0, 2 c2 - 120) <= 30. */
             const float K = fmaxf(0.f, 2.f * c2 - 120.f);
             fixed = kV == kVarCap && K <= 30.f;
             mu = c2 - K;
@@ -761,7 +762,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
          * NaN. l stays a per-lane partial sum until the end (the rescale
          * factor is the same for the quad). fmaxf drops a NaN score from the
          * max, but its exp2 is NaN, and so are l, O and the lse.
-         * kVarCap in bf16 (Rescore::fixed) needs neither: see capped_sum. */
+         * kVarCap in bf16 (Rescore::fixed) needs neither: see kFixedCap. */
         if (kFixedCap<T, kV> && rs.fixed) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
