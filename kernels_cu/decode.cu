@@ -261,13 +261,6 @@ __device__ __forceinline__ void split_keys(const fattn_cuda_args &a, const Param
     *k_hi = min(min(t1 * BKV, len), maxlim);
 }
 
-// The reciprocal as the hardware does it (1 ulp; rcp(inf) = 0).
-__device__ __forceinline__ float dec_rcp(float x) {
-    float y;
-    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
 // The rescoring variants (softcap, ALiBi, bias) in the kernels' units,
 // log2 (Q carries scale * log2 e), so the plain path's scaling stays:
 // cap2 = softcap * log2 e, capk = 2 / softcap (both 0 without a softcap).
@@ -283,13 +276,11 @@ __device__ __forceinline__ Rescore rescore_consts(const fattn_cuda_args &a) {
 // Score x (log2 units) of a visible key after the softcap, ALiBi and the
 // bias, in variants.cuh's order (var_score's rule): slope2 is the row's
 // slope times log2 e, dist the key's distance i + len_kv - len_q - j, bias_at
-// its bias element. c tanh(y) is c - 2c / (e^(2y) + 1): one ex2 and one
-// reciprocal, absolute error ~1e-7 c, where tanhf and a division cost ~20
-// instructions per score and tanh.approx's 2^-11 relative error is too
-// coarse. -inf gives -c and NaN stays NaN, as with tanhf.
+// its bias element. The softcap is variants.cuh's var_tanh2 (two MUFU ops,
+// absolute error ~1e-7 c).
 __device__ __forceinline__ float dec_score(const fattn_cuda_args &a, const Rescore &rs, float x,
                                            float slope2, int dist, int64_t bias_at) {
-    if (a.var.softcap > 0.f) x = fmaf(-2.f * rs.cap2, dec_rcp(ex2(x * rs.capk) + 1.f), rs.cap2);
+    if (a.var.softcap > 0.f) x = var_tanh2(x * rs.capk, rs.cap2);
     if (a.var.alibi) x = fmaf(-slope2, fabsf((float)dist), x);
     if (a.var.bias) x = fmaf(var_bias(a, bias_at), kLog2e, x);
     return x;

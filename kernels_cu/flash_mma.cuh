@@ -99,7 +99,7 @@ enum MmaVar { kVarNone, kVarMask, kVarCap, kVarAlibi, kVarBias, kVarAll };
  * (whose P operand has float32's exponent range) the softmax needs no row
  * max and O no rescale: with a fixed offset mu = c2 - K, K = max(0, 2 c2 -
  * 120), every term 2^(s - mu) lies in [2^-120, 2^K]. Taken where K <= 30
- * (c2 <= 75, a cap up to 52: Gemma 2's 50 included): at most 2^30 times
+ * (c2 <= 75, a cap up to 51.98: Gemma 2's 50 included): at most 2^30 times
  * the plain kernel's terms, so O's float32 sums overflow only for |V|
  * beyond about 2^67 (2^97 in the plain kernel). f16's P operand would
  * lose such terms (its smallest normal is 2^-14), so f16 keeps the max. */
@@ -284,7 +284,7 @@ struct Rescore {
         const int c0 = (lane & 3) * 2;
         VarRow r{0.f, 0};
         if (kV == kVarAlibi || kV == kVarAll) r.dist = dist0 - (float)c0;
-        if (var_reads_bias(kV) && bias)
+        if (var_reads_bias(kV) && bias && !bsm) /* bsm: the stage holds it */
             r.bias_at = var_bias_row(a, b, h, ir) + (int64_t)(kv0 + c0) * a.var.bias_sd;
         return r;
     }

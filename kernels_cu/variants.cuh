@@ -29,19 +29,6 @@ __device__ __forceinline__ bool var_visible(const fattn_cuda_args &a, int64_t i,
            (a.var.window_left < 0 || j >= i + woff - a.var.window_left);
 }
 
-// The keys of a tile [kv0, kv0 + n) that row i sees (the rule of
-// var_visible), as tile columns [*lo, *hi], clamped to 0..n (none: *lo > *hi).
-__device__ __forceinline__ void var_cols(const fattn_cuda_args &a, int64_t i, int64_t kv0, int n,
-                                         int64_t kv_len, int64_t off, int64_t woff, int *lo,
-                                         int *hi) {
-    int64_t first = 0, last = kv_len - 1;
-    if (a.causal) last = min(last, i + off);
-    if (a.var.window_right >= 0) last = min(last, i + woff + a.var.window_right);
-    if (a.var.window_left >= 0) first = max(first, i + woff - a.var.window_left);
-    *lo = (int)max((int64_t)0, min((int64_t)n, first - kv0));
-    *hi = (int)max((int64_t)-1, min((int64_t)n - 1, last - kv0));
-}
-
 // Whether any variant changes a score (softcap, ALiBi, bias) rather than
 // only hiding keys (window) or joining the denominator (sinks).
 __device__ __forceinline__ bool var_rescore(const fattn_cuda_args &a) {
