@@ -703,8 +703,14 @@ typedef struct fattn_memory_report {
     double reduction;         /* naive_bytes / flash_bytes (0 if flash_bytes is 0) */
     double percent_saved;     /* 100 * (1 - flash/naive); negative if tiling costs more */
     double flops;             /* 2*B*Hq*(D+Dv) * (unmasked query-key pairs) */
+    /* The kernel the context's backend runs for this problem, by the name of
+     * its row in the backend's kernel table (OpenCL: "decode", "matrix" for
+     * the matrix-unit kernel, "tiled" for the scalar one; CUDA and the CPU
+     * name theirs likewise); "" from fattn_memory_estimate. */
+    char kernel[24];
 } fattn_memory_report;
-#define FATTN_MEMORY_REPORT_INIT {sizeof(fattn_memory_report), 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0}
+#define FATTN_MEMORY_REPORT_INIT \
+    {sizeof(fattn_memory_report), 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, {0}}
 
 /* Pure arithmetic on the description; tiling may be NULL. [thread slot] */
 FATTN_API fattn_status fattn_memory_estimate(const fattn_attention_desc *desc,

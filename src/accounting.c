@@ -2,6 +2,7 @@
  * scores and probabilities) against what the tiled algorithm holds. Pure
  * arithmetic on the description, the same for every backend. */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -10,7 +11,7 @@
 /* The report's older sizes: the first version ends after naive_bytes. */
 #define REPORT_OLDER                                                                               \
     FATTN_OLDER(R_(flash_bytes), R_(tile_bytes), R_(groups), R_(row_stat_bytes),                   \
-                R_(workspace_bytes), R_(reduction), R_(percent_saved), R_(flops))
+                R_(workspace_bytes), R_(reduction), R_(percent_saved), R_(flops), R_(kernel))
 #define TILING_OLDER                                                                               \
     FATTN_OLDER(offsetof(fattn_tiling, concurrent_groups), offsetof(fattn_tiling, workspace_bytes))
 
@@ -50,7 +51,8 @@ static int mul_add(uint64_t *acc, uint64_t a, uint64_t b) {
 
 /* The report for a read and checked request r and a tiling, into the
  * caller's out (only the fields its size covers). */
-static fattn_status estimate(const fattn_request *r, const fattn_tiling *tiling,
+/* kernel: the plan's kernel name, NULL for a bare estimate. */
+static fattn_status estimate(const fattn_request *r, const fattn_tiling *tiling, const char *kernel,
                              fattn_memory_report *user, fattn_msg *msg) {
     const fattn_attention_desc *d = &r->d;
     const uint64_t tq = tiling->tile_q ? (uint64_t)tiling->tile_q : 64;
@@ -85,6 +87,7 @@ static fattn_status estimate(const fattn_request *r, const fattn_tiling *tiling,
     out.workspace_bytes = tiling->workspace_bytes;
     out.reduction = flash ? (double)naive / (double)flash : 0.0;
     out.percent_saved = naive ? 100.0 * (1.0 - (double)flash / (double)naive) : 0.0;
+    if (kernel) snprintf(out.kernel, sizeof out.kernel, "%s", kernel);
     out.flops = 2.0 * (double)d->batch * (double)d->heads_q * (double)(D + Dv) *
                 fattn_visible_pairs(d->seq_q, d->seq_kv, d->causal != FATTN_CAUSAL_NONE,
                                     fattn_causal_offset(d));
@@ -105,7 +108,7 @@ fattn_status fattn_memory_estimate(const fattn_attention_desc *desc, const fattn
         return st;
     if (t.tile_q < 0 || t.tile_kv < 0 || t.concurrent_groups < 0)
         return fattn_fail(msg, FATTN_ERR_INVALID_ARGUMENT, "tiling has a negative field");
-    return estimate(&r, &t, out, msg);
+    return estimate(&r, &t, NULL, out, msg);
 }
 
 fattn_status fattn_context_memory_report(fattn_context *ctx, const fattn_attention_desc *desc,
@@ -123,5 +126,5 @@ fattn_status fattn_context_memory_report(fattn_context *ctx, const fattn_attenti
     if (!out) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "out (the report) is NULL");
     memset(&plan, 0, sizeof plan);
     if ((st = ctx->vt->plan(ctx->state, &p, &plan, &ctx->msg)) != FATTN_OK) return st;
-    return estimate(&r, &plan.tiling, out, &ctx->msg);
+    return estimate(&r, &plan.tiling, plan.variant_name, out, &ctx->msg);
 }

@@ -223,7 +223,9 @@ static fattn_status create(const fattn_context_params *prm, fattn_context **out)
     const size_t note_len = strnlen(tm->text, sizeof note - 1); /* cut to fit */
     memcpy(note, tm->text, note_len);
     note[note_len] = '\0';
-    if (native && vt->describe)
+    /* The opened state's description where the backend has one (it can say
+     * what open chose, e.g. OpenCL's matrix path), else the device's. */
+    if (vt->describe)
         vt->describe(ctx->state, ctx->device_name, sizeof ctx->device_name);
     else if (native)
         snprintf(ctx->device_name, sizeof ctx->device_name, "%s device of the caller's context",

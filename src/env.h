@@ -36,6 +36,10 @@ const char *fattn_env_opencl_tiles(void);
 const char *fattn_env_decode_tune(void);
 /* FATTN_OPENCL_OPTIONS: extra OpenCL compiler options for every kernel build. */
 const char *fattn_env_opencl_options(void);
+/* FATTN_OPENCL_MATRIX: the OpenCL matrix path, "auto" (unset), "off" (the
+ * scalar kernel) or "emulate" (its plain-OpenCL emulation, for tests);
+ * settings.c checks the value. */
+const char *fattn_env_opencl_matrix(void);
 /* CUDA settings:
  * FATTN_CUDA_SMALL_TILES=1: the CUDA-core kernel's small-shared-memory tiles
  * on any GPU (tests that path); 1 if set to "1", else 0. */

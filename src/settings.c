@@ -95,8 +95,18 @@ fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backe
              keep(out, fattn_env_kernel_dir(), &s->kernel_dir) &&
              keep(out, fattn_env_opencl_options(), &s->opencl_options) &&
              keep(out, fattn_env_opencl_tiles(), &s->opencl_tiles) &&
-             keep(out, fattn_env_decode_tune(), &s->decode_tune);
+             keep(out, fattn_env_decode_tune(), &s->decode_tune) &&
+             keep(out, fattn_env_opencl_matrix(), &s->opencl_matrix);
     s->cuda_small_tiles = fattn_env_cuda_small_tiles();
+    const char *mx = s->opencl_matrix;
+    if (ok && mx && strcmp(mx, "auto") && strcmp(mx, "off") && strcmp(mx, "emulate")) {
+        const fattn_status st = fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
+                                           "FATTN_OPENCL_MATRIX='%.64s' is not auto, off or "
+                                           "emulate",
+                                           mx);
+        fattn_settings_free(out);
+        return st;
+    }
     if (ok && s->decode_tune) {
         const fattn_status st = check_decode_tune(s->decode_tune, msg);
         if (st != FATTN_OK) {

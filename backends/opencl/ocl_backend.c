@@ -185,6 +185,7 @@ static fattn_status ocl_open(const fattn_open_args *args, void **state, fattn_ms
         st = ocl_set_stream(s, args->native_queue, msg);
     /* In the cl_context the queue settled on. */
     if (st == FATTN_OK) st = ocl_fault_open(s, msg);
+    if (st == FATTN_OK) ocl_mma_setup(s);
     /* Last: on success it may leave a note (disk cache off) in msg. */
     if (st == FATTN_OK) st = ocl_disk_cache_open(&s->cache, &s->settings, msg);
     if (st != FATTN_OK) {
@@ -445,8 +446,12 @@ static void ocl_mark_free(void *state, void *mark) {
     clReleaseEvent((cl_event)mark);
 }
 
+/* The device, and the forward path f16/bf16 prefill takes on it. */
 static void ocl_describe_state(void *state, char *buf, size_t len) {
-    ocl_describe(((const ocl_state *)state)->dev.device, buf, len);
+    const ocl_state *s = state;
+    char dev[200];
+    ocl_describe(s->dev.device, dev, sizeof dev);
+    snprintf(buf, len, "%s, matrix units: %s", dev, ocl_mma_path(s));
 }
 
 static const fattn_backend_vtable ocl_vtable = {

@@ -131,7 +131,8 @@ fattn_status ocl_disk_cache_open(ocl_program_cache *cache, const fattn_settings 
                                  fattn_msg *msg);
 void ocl_disk_cache_close(ocl_program_cache *cache);
 
-/* The kernel `name` from kernel file `file` built with `options`: from the
+/* The kernel `name` from kernel file `file` (or files joined by '+', in that
+ * order after the shared ones) built with `options`: from the
  * context's cache, else from the disk cache, else compiled (and then written
  * to the disk cache). A build failure returns FATTN_ERR_BUILD with the log. */
 fattn_status ocl_get_kernel(ocl_program_cache *cache, cl_context ctx, cl_device_id dev,
@@ -194,6 +195,12 @@ typedef struct ocl_state {
     int fault_armed;
     cl_event fault_wait;
     unsigned fault_pending;
+    /* The matrix path (ocl_mma.c), chosen at open: the primitive file its
+     * probe ran (-1: none), whether it passed in f16 and bf16, and why the
+     * path is not taken where it is not. */
+    int mma_prim;
+    int mma_ok[2];
+    char mma_why[320];
 } ocl_state;
 
 /* ---- Variable-length and paged problems (ocl_ragged.c) -------------------------- */
@@ -250,6 +257,20 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
                                fattn_msg *msg);
 fattn_status ocl_decode_run(void *state, const fattn_problem *p, const fattn_plan *plan,
                             fattn_msg *msg);
+/* The matrix path (ocl_mma.c: kernels_cl/flash_mma.cl after a primitive
+ * file); tried before the tiled row, f16 and bf16 only. ocl_mma_setup
+ * probes the device at open (FATTN_OPENCL_MATRIX: auto, off, emulate);
+ * ocl_mma_path names what it chose, for the device's description. */
+void ocl_mma_setup(ocl_state *s);
+const char *ocl_mma_path(const ocl_state *s);
+fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                            fattn_msg *msg);
+fattn_status ocl_mma_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                         fattn_msg *msg);
+/* The arguments the tiled kernels share, from argument *a on: Q, K, V, O
+ * and lse (buffer, offset, strides), then has_lse, Hq, the GQA group, Sq,
+ * Sk, D, scale * log2(e), causal and the causal offset. */
+fattn_status ocl_forward_args(cl_kernel k, cl_uint *a, const fattn_problem *p, fattn_msg *msg);
 /* The naive baseline: CLBlast GEMMs around a softmax kernel. */
 fattn_status ocl_naive_accept(void *state, const fattn_problem *p, fattn_plan *plan,
                               fattn_msg *msg);

@@ -70,35 +70,40 @@ fattn_status ocl_tiled_accept(void *state, const fattn_problem *p, fattn_plan *p
     return FATTN_OK;
 }
 
+fattn_status ocl_forward_args(cl_kernel k, cl_uint *a, const fattn_problem *p, fattn_msg *msg) {
+    const fattn_operand *ops[5] = {&p->q, &p->k, &p->v, &p->o, &p->lse};
+    for (int i = 0; i < 5; i++) {
+        cl_mem m = i < 4 || p->has_lse ? ocl_mem_of(ops[i]) : NULL;
+        cl_long f[4] = {ops[i]->offset, ops[i]->stride_batch, ops[i]->stride_head,
+                        ops[i]->stride_seq};
+        OCL_TRY(msg, clSetKernelArg(k, (*a)++, sizeof m, &m));
+        for (int j = 0; j < 4; j++) OCL_TRY(msg, clSetKernelArg(k, (*a)++, sizeof f[j], &f[j]));
+    }
+    /* Ragged: seq_q and seq_kv are the longest sequences (the grid's size);
+     * each group resolves its own (kernels_cl/ragged.cl). */
+    const cl_int ints[5] = {p->has_lse, (cl_int)p->heads_q, (cl_int)(p->heads_q / p->heads_kv),
+                            (cl_int)p->seq_q, (cl_int)p->seq_kv};
+    for (int i = 0; i < 5; i++) OCL_TRY(msg, clSetKernelArg(k, (*a)++, sizeof(cl_int), &ints[i]));
+    const cl_int D = (cl_int)p->head_dim, causal = p->causal;
+    const cl_float scale = p->scale_log2; /* scale * log2(e): the kernels use exp2 */
+    const cl_long causal_offset = ocl_causal_offset(p);
+    OCL_TRY(msg, clSetKernelArg(k, (*a)++, sizeof D, &D));
+    OCL_TRY(msg, clSetKernelArg(k, (*a)++, sizeof scale, &scale));
+    OCL_TRY(msg, clSetKernelArg(k, (*a)++, sizeof causal, &causal));
+    OCL_TRY(msg, clSetKernelArg(k, (*a)++, sizeof causal_offset, &causal_offset));
+    return FATTN_OK;
+}
+
 fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan *plan,
                            fattn_msg *msg) {
     ocl_state *s = state;
     const ocl_tiled_plan *tp = FATTN_PLAN_AREA(plan, const ocl_tiled_plan);
     const ocl_tiles t = tp->t;
     cl_kernel k = tp->k;
-
-    const fattn_operand *ops[5] = {&p->q, &p->k, &p->v, &p->o, &p->lse};
     cl_uint a = 0;
-    for (int i = 0; i < 5; i++) {
-        cl_mem m = i < 4 || p->has_lse ? ocl_mem_of(ops[i]) : NULL;
-        cl_long f[4] = {ops[i]->offset, ops[i]->stride_batch, ops[i]->stride_head,
-                        ops[i]->stride_seq};
-        OCL_TRY(msg, clSetKernelArg(k, a++, sizeof m, &m));
-        for (int j = 0; j < 4; j++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof f[j], &f[j]));
-    }
-    const cl_int ints[5] = {p->has_lse, (cl_int)p->heads_q, (cl_int)(p->heads_q / p->heads_kv),
-                            (cl_int)p->seq_q, (cl_int)p->seq_kv};
-    for (int i = 0; i < 5; i++) OCL_TRY(msg, clSetKernelArg(k, a++, sizeof(cl_int), &ints[i]));
-    const cl_int D = (cl_int)p->head_dim, causal = p->causal;
-    const cl_float scale = p->scale_log2; /* scale * log2(e): the kernel uses exp2 */
-    const cl_long causal_offset = ocl_causal_offset(p);
-    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof D, &D));
-    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof scale, &scale));
-    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof causal, &causal));
-    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof causal_offset, &causal_offset));
-    /* Ragged: seq_q and seq_kv are the longest sequences (the grid's size);
-     * each group resolves its own (kernels_cl/ragged.cl). */
-    fattn_status st = ocl_variant_args(k, &a, p, fattn_variants_used(p), msg);
+    fattn_status st = ocl_forward_args(k, &a, p, msg);
+    if (st != FATTN_OK) return st;
+    st = ocl_variant_args(k, &a, p, fattn_variants_used(p), msg);
     if (st != FATTN_OK) return st;
     if (p->rag.on && (st = ocl_ragged_args(s, k, &a, p, msg)) != FATTN_OK) return st;
 
@@ -113,6 +118,7 @@ fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan
 /* The variants, most capable first within an op (fattn_plan_from_table). */
 static const fattn_variant variants[] = {
     {"decode", FATTN_OP_FORWARD, ocl_decode_accept, ocl_decode_run},    /* decode.cl + combine.cl */
+    {"matrix", FATTN_OP_FORWARD, ocl_mma_accept, ocl_mma_run},          /* mma_*.cl + flash_mma.cl */
     {"tiled", FATTN_OP_FORWARD, ocl_tiled_accept, ocl_tiled_run},       /* flash_fwd.cl */
     {"naive", FATTN_OP_FORWARD_NAIVE, ocl_naive_accept, ocl_naive_run}, /* CLBlast + naive.cl */
     {"combine", FATTN_OP_COMBINE, ocl_combine_accept, ocl_combine_run}, /* combine.cl */

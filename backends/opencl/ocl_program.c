@@ -66,31 +66,46 @@ static fattn_status load_source(const char *kernel_dir, const char *file, int op
 }
 
 /* What the compiler gets for `file`: the files every kernel shares, then the
- * file. storage.cl holds the storage types; ragged.cl the variable-length
- * and paged helpers, empty unless the build sets FATTN_RAGGED; variants.cl
- * the attention variants' helpers, empty unless it sets FATTN_VAR. A
- * FATTN_KERNEL_DIR without them uses the embedded ones. */
+ * file, or the files it joins with '+' (a matrix kernel's primitive file
+ * before the kernel), in order. storage.cl holds the storage types;
+ * ragged.cl the variable-length and paged helpers, empty unless the build
+ * sets FATTN_RAGGED; variants.cl the attention variants' helpers, empty
+ * unless it sets FATTN_VAR. A FATTN_KERNEL_DIR without them uses the
+ * embedded ones. */
 static fattn_status program_source(const char *kernel_dir, const char *file, char **out,
                                    size_t *len, fattn_msg *msg) {
     static const char *const common[] = {"storage.cl", "ragged.cl", "variants.cl"};
-    enum { N = sizeof common / sizeof common[0] + 1 };
+    enum { NC = sizeof common / sizeof common[0], MAX_JOINED = 3, N = NC + MAX_JOINED };
     char *part[N] = {NULL};
     size_t plen[N] = {0}, total = 0;
     fattn_status st = FATTN_OK;
-    for (int i = 0; i < N && st == FATTN_OK; i++) {
-        st = i < N - 1 ? load_source(kernel_dir, common[i], 1, &part[i], &plen[i], msg)
-                       : load_source(kernel_dir, file, 0, &part[i], &plen[i], msg);
+    int n = NC;
+    for (int i = 0; i < NC && st == FATTN_OK; i++) {
+        st = load_source(kernel_dir, common[i], 1, &part[i], &plen[i], msg);
         total += plen[i] + 1;
+    }
+    for (const char *f = file; st == FATTN_OK && *f;) {
+        const size_t flen = strcspn(f, "+");
+        char name[128];
+        if (n == N || flen == 0 || flen >= sizeof name) {
+            st = fattn_fail(msg, FATTN_ERR_INTERNAL, "bad kernel file list '%s'", file);
+            break;
+        }
+        memcpy(name, f, flen);
+        name[flen] = '\0';
+        st = load_source(kernel_dir, name, 0, &part[n], &plen[n], msg);
+        total += plen[n++] + 1;
+        f += flen + (f[flen] == '+');
     }
     char *all = st == FATTN_OK ? malloc(total) : NULL;
     if (st == FATTN_OK && !all)
         st = fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot join kernel sources");
     if (all) {
         size_t at = 0;
-        for (int i = 0; i < N; i++) {
+        for (int i = 0; i < n; i++) {
             memcpy(all + at, part[i], plen[i]);
             at += plen[i];
-            all[at++] = i < N - 1 ? '\n' : '\0';
+            all[at++] = i < n - 1 ? '\n' : '\0';
         }
         *out = all;
         *len = total - 1;

@@ -14,7 +14,7 @@
 
 /* Bumped whenever this header changes incompatibly; the core refuses a
  * module built against another value. */
-#define FATTN_BACKEND_ABI 10
+#define FATTN_BACKEND_ABI 11
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
@@ -80,6 +80,9 @@ typedef struct fattn_settings {
     const char *opencl_tiles;
     const char *decode_tune; /* FATTN_DECODE_TUNE: "name=value,..." for the decode paths */
     int cuda_small_tiles;
+    /* FATTN_OPENCL_MATRIX: "auto" (NULL), "off" or "emulate": the OpenCL
+     * matrix path's primitive choice (backends/opencl/ocl_mma.c). */
+    const char *opencl_matrix;
 } fattn_settings;
 
 /* The value of `name` in a FATTN_DECODE_TUNE-style list "a=1,b=2" (a
@@ -549,9 +552,9 @@ typedef struct fattn_backend_vtable {
     fattn_status (*mark)(void *state, void **mark, fattn_msg *msg);
     fattn_status (*mark_elapsed)(void *state, void *start, void *stop, double *ms, fattn_msg *msg);
     void (*mark_free)(void *state, void *mark);
-    /* Optional: describes the state's device, for contexts made around the
-     * caller's native objects (which have no device index); NULL gives a
-     * generic description. */
+    /* Optional: describes the opened state's device (and what open chose
+     * for it), for every context; NULL gives device_name's description, or
+     * a generic one for contexts made around the caller's native objects. */
     void (*describe)(void *state, char *buf, size_t len);
     /* Optional: the faults kernels recorded in the context's fault word
      * (fattn_ragged) since the last call, cleared as they are reported

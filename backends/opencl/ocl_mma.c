@@ -1,0 +1,339 @@
+/* The OpenCL matrix path (kernels_cl/flash_mma.cl): which primitive file a
+ * device gets (probe, then choose), the tiles per head-dim bucket, and the
+ * variant table's row (accept and run).
+ *
+ * Primitive files, in the order they are tried for a device class: NVIDIA
+ * GPUs get mma_nv.cl (tensor cores through inline PTX). FATTN_OPENCL_MATRIX
+ * =emulate gives any device mma_emu.cl (the same fragment layouts in plain
+ * OpenCL C, for tests), =off none. A file is used only where its probe
+ * (kernels_cl/mma_probe.cl) built and computed the right numbers on the
+ * device, in each 16-bit dtype. The probe runs in a cl_context of its own
+ * (a probe that faults must not take the caller's context with it), once
+ * per device, primitive file and process. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ocl_common.h"
+
+/* ---- Tiles ---------------------------------------------------------------------- */
+
+typedef struct mma_shape {
+    int bm, bn, nw, qreg; /* flash_mma.cl's BM, BN, NW, QREG */
+} mma_shape;
+
+/* By the wider of the Q/K and V buckets, sized for NVIDIA's 48 KiB of local
+ * memory per group (the registers bound them too: O is MT x DVPAD / 2
+ * floats per work-item, S MT x BN / 2):
+ *  <= 64: 128 rows (2 m16 tiles per warp) x 64 keys, Q in registers.
+ *  128: 128 x 32 with Q in local memory (32 KiB, and 8 each for K and V:
+ *       exactly 48 KiB): Q's 64 registers would spill beside O's 128.
+ *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in registers. */
+static mma_shape shape_for(int dpad, int dvpad) {
+    const int w = dpad > dvpad ? dpad : dvpad;
+    if (w <= 64) return (mma_shape){128, 64, 4, 1};
+    if (w <= 128) return (mma_shape){128, 32, 4, 0};
+    return (mma_shape){64, 32, 4, 1};
+}
+
+static int bucket(int64_t d) { return d <= 32 ? 32 : d <= 64 ? 64 : d <= 128 ? 128 : 256; }
+
+/* flash_mma.cl's local memory: the tiles (16-bit), and the emulation's
+ * scratch (xs_words per warp). */
+static size_t local_bytes(const mma_shape *sh, int dpad, int dvpad, int xs_words) {
+    const size_t kv = (size_t)sh->bn * (size_t)(dpad + dvpad), q = (size_t)sh->bm * (size_t)dpad;
+    const size_t halves = sh->qreg ? (q > kv ? q : kv) : q + kv;
+    return 2 * halves + 4 * (size_t)sh->nw * (size_t)xs_words;
+}
+
+/* ---- Probe ---------------------------------------------------------------------- */
+
+enum { PRIM_NV, PRIM_EMU, PRIM_COUNT };
+static const char *const prim_file[PRIM_COUNT] = {"mma_nv.cl", "mma_emu.cl"};
+static const int prim_xs_words[PRIM_COUNT] = {0, 32 + 128 + 64}; /* MX_XS_WORDS */
+static const char *const prim_name[PRIM_COUNT] = {"mma.sync through inline PTX",
+                                                  "emulated (plain OpenCL C)"};
+
+/* Exact in f16 and bf16, and every product sum exact in float32. */
+static float probe_a(int i, int k) { return (float)((i * 3 + k * 5) % 7 - 3); }
+static float probe_k(int n, int k) { return (float)((n * 2 + k * 3) % 5 - 2); }
+static float probe_v(int k, int n) { return k < 8 ? (float)((k + 2 * n) % 3 - 1) : 0.0f; }
+
+/* Small integers to 16-bit storage: bf16 is float32's top half; f16 by
+ * its fields (|x| < 16, so normal or zero). */
+static uint16_t to16(float x, int bf16) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if (bf16) return (uint16_t)(u >> 16);
+    if (x == 0.0f) return (uint16_t)((u >> 16) & 0x8000u);
+    const uint32_t sign = (u >> 16) & 0x8000u, e = ((u >> 23) & 0xffu) - 127u + 15u;
+    return (uint16_t)(sign | (e << 10) | ((u >> 13) & 0x3ffu));
+}
+
+static float from16(uint16_t h, int bf16) {
+    uint32_t u;
+    if (bf16) {
+        u = (uint32_t)h << 16;
+    } else {
+        const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+        u = e == 0 && m == 0 ? sign : sign | ((e - 15u + 127u) << 23) | (m << 13); /* normals only */
+    }
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* Runs the probe of primitive file `prim` in dtype (1 f16, 2 bf16) on dev in
+ * a context of its own; 1 when every number is right, else 0 with why. */
+static int run_probe(cl_device_id dev, int prim, int dtype, const fattn_settings *settings,
+                     char *why, size_t len) {
+    const int bf16 = dtype == 2;
+    uint16_t in[512];
+    for (int i = 0; i < 16; i++)
+        for (int k = 0; k < 16; k++) in[i * 16 + k] = to16(probe_a(i, k), bf16);
+    for (int n = 0; n < 8; n++)
+        for (int k = 0; k < 16; k++) in[256 + n * 16 + k] = to16(probe_k(n, k), bf16);
+    for (int k = 0; k < 16; k++)
+        for (int n = 0; n < 8; n++) in[384 + k * 8 + n] = to16(k < 8 ? probe_v(k, n) : 7.0f, bf16);
+
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    if (err != CL_SUCCESS) {
+        snprintf(why, len, "clCreateContext for the probe: %s", ocl_error_name(err));
+        return 0;
+    }
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+    ocl_program_cache cache;
+    memset(&cache, 0, sizeof cache);
+    cache.disk_fd = -1;
+    cache.kernel_dir = settings->kernel_dir;
+    cache.extra_options = settings->opencl_options;
+    cl_mem mi = NULL, mo = NULL, mp = NULL;
+    cl_kernel k = NULL;
+    int ok = 0;
+    char file[64], options[64];
+    snprintf(file, sizeof file, "%s+mma_probe.cl", prim_file[prim]);
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DDTYPE=%d", dtype);
+    fattn_msg msg = {0};
+    if (err == CL_SUCCESS &&
+        ocl_get_kernel(&cache, ctx, dev, file, "mma_probe", options, &k, &msg) != FATTN_OK) {
+        snprintf(why, len, "the probe did not build: %.200s", msg.text);
+        goto done;
+    }
+    if (err == CL_SUCCESS)
+        mi = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof in, in, &err);
+    if (err == CL_SUCCESS) mo = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, 320 * 4, NULL, &err);
+    if (err == CL_SUCCESS) mp = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, 64 * 4, NULL, &err);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 0, sizeof mi, &mi);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 1, sizeof mo, &mo);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 2, sizeof mp, &mp);
+    const size_t one = 32;
+    if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
+    float out[320];
+    uint32_t packed[64];
+    if (err == CL_SUCCESS) err = clEnqueueReadBuffer(q, mo, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clEnqueueReadBuffer(q, mp, CL_TRUE, 0, sizeof packed, packed, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        snprintf(why, len, "the probe did not run: %s (%d)", ocl_error_name(err), (int)err);
+        goto done;
+    }
+    for (int lane = 0; lane < 32; lane++) {
+        const int g = lane / 4, t = lane % 4;
+        for (int e = 0; e < 4; e++) {
+            const int row = g + (e / 2) * 8, col = 2 * t + e % 2;
+            float s = 0.0f, o = 0.0f;
+            for (int kk = 0; kk < 16; kk++) {
+                s += probe_a(row, kk) * probe_k(col, kk);
+                o += probe_a(row, kk) * probe_v(kk, col);
+            }
+            const uint16_t h = (uint16_t)(packed[lane * 2 + e / 2] >> (16 * (e % 2)));
+            if (out[lane * 10 + e] != s || out[lane * 10 + 4 + e] != o || from16(h, bf16) != s) {
+                snprintf(why, len,
+                         "the probe computed a wrong tile (lane %d, element %d: %g, %g, %g; "
+                         "expected %g, %g)",
+                         lane, e, (double)out[lane * 10 + e], (double)out[lane * 10 + 4 + e],
+                         (double)from16(h, bf16), (double)s, (double)o);
+                goto done;
+            }
+        }
+        const float qs = (float)(4 * (lane & ~3) + 6), qm = (float)((lane & ~3) + 3);
+        if (out[lane * 10 + 8] != qs || out[lane * 10 + 9] != qm) {
+            snprintf(why, len, "the probe's quad reductions are wrong (lane %d: %g, %g)", lane,
+                     (double)out[lane * 10 + 8], (double)out[lane * 10 + 9]);
+            goto done;
+        }
+    }
+    ok = 1;
+done:
+    if (mi) clReleaseMemObject(mi);
+    if (mo) clReleaseMemObject(mo);
+    if (mp) clReleaseMemObject(mp);
+    ocl_cache_release(&cache);
+    if (q) clReleaseCommandQueue(q);
+    clReleaseContext(ctx);
+    return ok;
+}
+
+/* Probe results per device, primitive file and process. */
+#define PROBE_SLOTS 16
+static struct probe_slot {
+    cl_device_id dev;
+    int prim;
+    int ok[2]; /* f16, bf16 */
+    char why[256];
+} probes[PROBE_SLOTS];
+static int probe_count;
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ocl_mma_setup(ocl_state *s) {
+    const char *mode = s->settings.opencl_matrix ? s->settings.opencl_matrix : "auto";
+    s->mma_prim = -1;
+    if (!strcmp(mode, "off")) {
+        snprintf(s->mma_why, sizeof s->mma_why,
+                 "the matrix path is off (FATTN_OPENCL_MATRIX=off)");
+        return;
+    }
+    int prim = -1;
+    if (!strcmp(mode, "emulate"))
+        prim = PRIM_EMU;
+    else if (s->limits.vendor_class == OCL_CLASS_NVIDIA && (s->dev.type & CL_DEVICE_TYPE_GPU))
+        prim = PRIM_NV;
+    if (prim < 0) {
+        snprintf(s->mma_why, sizeof s->mma_why,
+                 "no matrix-unit path for this device (NVIDIA GPUs have one; "
+                 "FATTN_OPENCL_MATRIX=emulate runs its emulation anywhere)");
+        return;
+    }
+    pthread_mutex_lock(&probe_lock);
+    struct probe_slot *slot = NULL;
+    for (int i = 0; i < probe_count; i++)
+        if (probes[i].dev == s->dev.device && probes[i].prim == prim) slot = &probes[i];
+    struct probe_slot fresh = {s->dev.device, prim, {0, 0}, ""};
+    if (!slot) {
+        for (int ti = 0; ti < 2; ti++) {
+            char why[256] = "";
+            fresh.ok[ti] = run_probe(s->dev.device, prim, ti + 1, &s->settings, why, sizeof why);
+            if (!fresh.ok[ti] && !fresh.why[0])
+                snprintf(fresh.why, sizeof fresh.why, "%s (%s): %s", prim_name[prim],
+                         ti ? "bf16" : "f16", why);
+        }
+        /* A full table keeps its entries; this device is probed again next time. */
+        if (probe_count < PROBE_SLOTS) probes[probe_count++] = fresh;
+        slot = &fresh;
+    }
+    s->mma_prim = prim;
+    s->mma_ok[0] = slot->ok[0];
+    s->mma_ok[1] = slot->ok[1];
+    snprintf(s->mma_why, sizeof s->mma_why, "%s", slot->why);
+    pthread_mutex_unlock(&probe_lock);
+}
+
+const char *ocl_mma_path(const ocl_state *s) {
+    if (s->mma_prim < 0 || (!s->mma_ok[0] && !s->mma_ok[1])) return "scalar";
+    return prim_name[s->mma_prim];
+}
+
+/* ---- The variant table's row ---------------------------------------------------- */
+
+typedef struct ocl_mma_plan {
+    mma_shape sh;
+    cl_kernel k;
+} ocl_mma_plan;
+FATTN_PLAN_FITS(ocl_mma_plan);
+
+fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                            fattn_msg *msg) {
+    ocl_state *s = state;
+    if (p->dtype != FATTN_F16 && p->dtype != FATTN_BF16)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "the matrix path takes f16 and bf16");
+    const int ti = p->dtype == FATTN_BF16;
+    if (s->mma_prim < 0 || !s->mma_ok[ti])
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "%s", s->mma_why);
+    if (p->tune.tile_q || p->tune.tile_kv ||
+        (s->settings.opencl_tiles && *s->settings.opencl_tiles))
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "tile overrides are the scalar kernel's; the matrix path has its own");
+    const int64_t int_max = FATTN_INT32_MAX;
+    if (p->seq_q > int_max - 1024 || p->seq_kv > int_max || p->batch * p->heads_q > int_max)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the OpenCL kernels index rows and heads with 32-bit integers: seq_q, "
+                          "seq_kv and batch * heads_q must stay below 2^31");
+    if (p->head_dim > 256 || p->head_dim_v > 256)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "the matrix path takes head dims up to 256");
+    const int dpad = bucket(p->head_dim), dvpad = bucket(p->head_dim_v);
+    const mma_shape sh = shape_for(dpad, dvpad);
+    const size_t bytes = local_bytes(&sh, dpad, dvpad, prim_xs_words[s->mma_prim]);
+    if (bytes > s->limits.local_mem)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the matrix path's tiles need %zu bytes of local memory; the device "
+                          "has %zu",
+                          bytes, s->limits.local_mem);
+
+    const unsigned bits = fattn_variants_used(p);
+    char options[320], var[80], file[64];
+    ocl_variant_options(p, bits, dvpad, var, sizeof var);
+    char dv[32] = "";
+    if (dvpad != dpad && !(bits & FATTN_VAR_HEAD_DIM_V)) snprintf(dv, sizeof dv, " -DDVPAD=%d", dvpad);
+    snprintf(options, sizeof options,
+             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d%s%s%s",
+             (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, dv, ocl_ragged_option(p), var);
+    snprintf(file, sizeof file, "%s+flash_mma.cl", prim_file[s->mma_prim]);
+    cl_kernel k;
+    fattn_status st = ocl_get_kernel(&s->cache, s->context, s->dev.device, file, "flash_mma",
+                                     options, &k, msg);
+    if (st != FATTN_OK) return st;
+    size_t kernel_wg = 0;
+    OCL_TRY(msg, clGetKernelWorkGroupInfo(k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE,
+                                          sizeof kernel_wg, &kernel_wg, NULL));
+    if (kernel_wg < (size_t)sh.nw * 32)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the matrix kernel needs %d work-items per group; this build allows %zu",
+                          sh.nw * 32, kernel_wg);
+    ocl_mma_plan *mp = FATTN_PLAN_AREA(plan, ocl_mma_plan);
+    mp->sh = sh;
+    mp->k = k;
+    plan->tiling.tile_q = sh.bm;
+    plan->tiling.tile_kv = sh.bn;
+    const size_t per_cu = s->limits.local_mem / bytes;
+    plan->tiling.concurrent_groups =
+        (int64_t)s->limits.compute_units * (int64_t)(per_cu ? per_cu : 1);
+    plan->tiling.workspace_bytes = 0;
+    return FATTN_OK;
+}
+
+/* Whether an operand's 8-element chunks are 16-byte aligned wherever an
+ * index can move (a stride matters only when its count passes 1); cl_mem
+ * bases, sub-buffers included, are aligned far beyond 16 bytes. */
+static int aligned8(const fattn_operand *op, int64_t nb, int64_t nh, int64_t ns) {
+    return op->offset % 8 == 0 && (nb <= 1 || op->stride_batch % 8 == 0) &&
+           (nh <= 1 || op->stride_head % 8 == 0) && (ns <= 1 || op->stride_seq % 8 == 0);
+}
+
+fattn_status ocl_mma_run(void *state, const fattn_problem *p, const fattn_plan *plan,
+                         fattn_msg *msg) {
+    ocl_state *s = state;
+    const ocl_mma_plan *mp = FATTN_PLAN_AREA(plan, const ocl_mma_plan);
+    cl_kernel k = mp->k;
+    cl_uint a = 0;
+    fattn_status st = ocl_forward_args(k, &a, p, msg);
+    if (st != FATTN_OK) return st;
+    /* Paged K/V: the batch stride steps pages. Ragged counts are bounded by
+     * the dense ones' checks (any index may move). */
+    const int64_t nkv_b = p->rag.on ? 2 : p->batch, nq_b = p->rag.on ? 2 : p->batch;
+    const int64_t hkv = p->heads_kv;
+    const cl_int vec = (aligned8(&p->q, nq_b, p->heads_q, p->rag.on ? 2 : p->seq_q) ? 1 : 0) |
+                       (aligned8(&p->k, nkv_b, hkv, p->rag.on ? 2 : p->seq_kv) ? 2 : 0) |
+                       (aligned8(&p->v, nkv_b, hkv, p->rag.on ? 2 : p->seq_kv) ? 4 : 0);
+    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof vec, &vec));
+    if ((st = ocl_variant_args(k, &a, p, fattn_variants_used(p), msg)) != FATTN_OK) return st;
+    if (p->rag.on && (st = ocl_ragged_args(s, k, &a, p, msg)) != FATTN_OK) return st;
+    const size_t nt = (size_t)mp->sh.nw * 32;
+    const size_t global[2] = {(size_t)((p->seq_q + mp->sh.bm - 1) / mp->sh.bm) * nt,
+                              (size_t)(p->batch * p->heads_q)};
+    const size_t local[2] = {nt, 1};
+    if (global[0] == 0 || global[1] == 0) return FATTN_OK;
+    OCL_TRY(msg, clEnqueueNDRangeKernel(s->queue, k, 2, NULL, global, local, 0, NULL, NULL));
+    return FATTN_OK;
+}

@@ -1,0 +1,171 @@
+/* The OpenCL matrix path (backends/opencl/ocl_mma.c, kernels_cl/flash_mma.cl)
+ * against the double reference, on the shared case table's prefill shapes
+ * (every head-dim bucket, causal both ways, GQA, strided and packed
+ * operands, large logits, empty and one-key problems) in f16 and bf16, and
+ * its switch (FATTN_OPENCL_MATRIX). Each run checks, through the memory
+ * report's kernel name, that the matrix kernel is the one that ran.
+ *
+ * On an NVIDIA GPU the primitives are the tensor-core instructions; ctest
+ * runs this test with FATTN_OPENCL_MATRIX=emulate, so on PoCL the kernel runs
+ * with the plain-OpenCL emulation of the same fragment layouts. A device
+ * with no matrix path is a visible skip (a failure with
+ * FATTN_TEST_REQUIRE=opencl-matrix). */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "test_backend.h"
+
+/* The prefill cases of the shared table this test runs (the decoding ones
+ * go to the split-KV kernel); FATTN_TEST_CASES narrows them further. */
+static const char *const picked[] = {
+    "head dim 1",          "seq 63 dim 40",           "seq 64 dim 64",
+    "seq 65 dim 80",       "seq 127 dim 96",          "seq 129 dim 128",
+    "seq 129 dim 256",     "causal seq 65",           "causal seq 127 dim 256",
+    "causal sq>sk 129/63", "causal sq<sk 63/129",     "GQA 8/2 causal bhsd",
+    "MQA 4/1 dim 256",     "kv strides differ dim 40", "packed qkv causal dim 96",
+    "large logits causal", "single key equals v",     "no keys",
+    "causal tl sq>sk 101/37", "causal br sq>sk 101/37", "custom scale",
+};
+
+static int picked_case(const char *name) {
+    int in = 0;
+    for (size_t i = 0; i < sizeof picked / sizeof picked[0]; i++) in |= !strcmp(picked[i], name);
+    const char *list = getenv("FATTN_TEST_CASES");
+    if (!in || !list || !*list) return in;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (strstr(name, tok)) return 1;
+    return 0;
+}
+
+/* An OpenCL context on device 0 whose matrix path is on, else a skip. */
+static fattn_context *matrix_context(void) {
+    fattn_backend_info info;
+    test_use_backend(FATTN_BACKEND_OPENCL, &info);
+    fattn_context *ctx = NULL;
+    if (fattn_context_create(FATTN_BACKEND_OPENCL, 0, &ctx) != FATTN_OK)
+        fail_msg("create opencl: %s", fattn_error_message(NULL));
+    const char *name = fattn_context_device_name(ctx);
+    print_message("opencl device 0: %s\n", name);
+    if (!strstr(name, "matrix units: ") || strstr(name, "matrix units: scalar")) {
+        char why[700];
+        snprintf(why, sizeof why, "no matrix path on %s", name);
+        fattn_context_free(ctx);
+        test_skip_unless_required("opencl-matrix", why);
+    }
+    return ctx;
+}
+
+static void run_cases(fattn_dtype dtype) {
+    fattn_context *ctx = matrix_context();
+    int ran = 0, failures = 0;
+    for (size_t i = 0; i < fattn_case_count; i++) {
+        const fattn_case *c = &fattn_cases[i];
+        if (!picked_case(c->name)) continue;
+        fattn_attention_desc d = harness_desc(c, dtype);
+        fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
+        assert_int_equal(fattn_context_memory_report(ctx, &d, &rep), FATTN_OK);
+        if (strcmp(rep.kernel, "matrix") != 0) {
+            print_error("case '%s': the kernel is '%s', not the matrix kernel: %s\n", c->name,
+                        rep.kernel, fattn_error_message(ctx));
+            failures++;
+            continue;
+        }
+        case_result r;
+        const fattn_status st =
+            harness_run(ctx, c, dtype, 0x3a7c0000u + 97u * i + (unsigned)dtype, HARNESS_TILED, &r);
+        if (st != FATTN_OK) {
+            print_error("case '%s': %s: %s\n", c->name, fattn_status_string(st),
+                        fattn_error_message(ctx));
+            failures++;
+        } else if (!harness_passed(&r)) {
+            print_error("case '%s' seed 0x%llx: max err %.3g (tol %.3g), lse err %.3g (tol %.3g), "
+                        "%lld NaN, %lld lse mismatches, %lld guard elements changed\n",
+                        c->name, (unsigned long long)r.seed, r.max_err, r.tol, r.lse_err,
+                        r.lse_tol, (long long)r.nan_count, (long long)r.lse_mismatch,
+                        (long long)r.guard_broken);
+            failures++;
+        } else {
+            ran++;
+        }
+    }
+    fattn_context_free(ctx);
+    test_finish_runs("opencl", "matrix", ran, 0, failures, "");
+}
+
+static void test_f16(void **state) {
+    (void)state;
+    run_cases(FATTN_F16);
+}
+
+static void test_bf16(void **state) {
+    (void)state;
+    run_cases(FATTN_BF16);
+}
+
+/* f32 is not the matrix path's: it runs the scalar kernel. */
+static void test_f32_scalar(void **state) {
+    (void)state;
+    fattn_context *ctx = matrix_context();
+    fattn_attention_desc d = harness_desc(&fattn_cases[3], FATTN_F32);
+    fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
+    assert_int_equal(fattn_context_memory_report(ctx, &d, &rep), FATTN_OK);
+    assert_string_equal(rep.kernel, "tiled");
+    fattn_context_free(ctx);
+}
+
+static void with_env(const char *value, fattn_status want, const char *kernel) {
+    const char *old = getenv("FATTN_OPENCL_MATRIX");
+    char saved[64] = "";
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    setenv("FATTN_OPENCL_MATRIX", value, 1);
+    fattn_context *ctx = NULL;
+    const fattn_status st = fattn_context_create(FATTN_BACKEND_OPENCL, 0, &ctx);
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", fattn_error_message(NULL));
+    if (old)
+        setenv("FATTN_OPENCL_MATRIX", saved, 1);
+    else
+        unsetenv("FATTN_OPENCL_MATRIX");
+    assert_int_equal(st, want);
+    if (st != FATTN_OK) {
+        assert_non_null(strstr(msg, "FATTN_OPENCL_MATRIX"));
+        return;
+    }
+    assert_non_null(strstr(fattn_context_device_name(ctx), "matrix units: scalar"));
+    fattn_attention_desc d = harness_desc(&fattn_cases[3], FATTN_F16);
+    fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
+    assert_int_equal(fattn_context_memory_report(ctx, &d, &rep), FATTN_OK);
+    assert_string_equal(rep.kernel, kernel);
+    fattn_context_free(ctx);
+}
+
+/* FATTN_OPENCL_MATRIX=off gives the scalar kernel; a bad value fails,
+ * naming the variable. */
+static void test_switch(void **state) {
+    (void)state;
+    fattn_backend_info info;
+    test_use_backend(FATTN_BACKEND_OPENCL, &info);
+    with_env("off", FATTN_OK, "tiled");
+    with_env("tensor", FATTN_ERR_ENVIRONMENT, NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_f16),
+        cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_f32_scalar),
+        cmocka_unit_test(test_switch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
