@@ -9,12 +9,14 @@
  * owns MT = BM / (16 NW) m16 row tiles, so a K or V fragment read from local
  * memory feeds MT mma instructions. S = Q K^T and the online softmax stay in
  * registers, and P goes from S's accumulator layout straight into the A
- * operand of O += P V. K and V have one local buffer each, filled
- * asynchronously (mx_cp16) and staggered: K of tile j+1 loads while tile j's
- * softmax and P V run, V of tile j+1 while tile j+1's Q K^T runs. That
- * keeps the tiles in NVIDIA's 48 KiB of local memory per group with Q in
- * local memory too (QREG 0, head dim 128) or in registers (QREG 1: Q is
- * staged where K and V go, read into fragments once, before the loop).
+ * operand of O += P V. K and V are filled asynchronously (mx_cp16). With
+ * STAGES 2 tile j+1 loads into the second buffers while tile j runs (one
+ * barrier per tile). With STAGES 1, which keeps the tiles in NVIDIA's 48
+ * KiB of local memory per group with Q in local memory too (QREG 0, head
+ * dim 128), K and V have one buffer each, staggered: K of tile j+1 loads
+ * while tile j's softmax and P V run, V of tile j+1 while tile j+1's Q K^T
+ * runs (three barriers per tile). QREG 1 keeps Q in registers: it is staged
+ * where K and V go and read into fragments once, before the loop.
  *
  * Rows of 16-bit elements are stored in 16-byte chunks whose index is XORed
  * with the row (SWZ), so the 8 row addresses of one ldmatrix fall in 8
@@ -46,6 +48,9 @@
 #ifndef QREG
 #define QREG 1 /* Q's fragments in registers (else re-read from local memory per k-step) */
 #endif
+#ifndef STAGES
+#define STAGES 1 /* K/V buffers: 1 (staggered) or 2 (tile j+1 loads while tile j runs) */
+#endif
 
 #define NT (NW * 32)
 #define MT (BM / (16 * NW))
@@ -66,12 +71,14 @@
 /* Element offset of (row r, chunk c) in a tile of ch chunks per row. */
 #define TILE_OFF(r, c, ch) ((r) * (ch) * 8 + (((c) ^ SWZ(r, ch)) << 3))
 
-#define KV_HALVES (BN * (DPAD + DVPAD))
+#define KV_HALVES (BN * (DPAD + DVPAD)) /* one stage: K, then V */
 #if QREG
-#define LOCAL_HALVES (BM * DPAD > KV_HALVES ? BM * DPAD : KV_HALVES)
+#define LOCAL_HALVES (BM * DPAD > STAGES * KV_HALVES ? BM * DPAD : STAGES * KV_HALVES)
 #else
-#define LOCAL_HALVES (BM * DPAD + KV_HALVES)
+#define LOCAL_HALVES (BM * DPAD + STAGES * KV_HALVES)
 #endif
+#define STAGE_K(j) (sk + ((j) & (STAGES - 1)) * KV_HALVES) /* tile j's K */
+#define STAGE_V(j) (STAGE_K(j) + BN * DPAD)
 
 #if FATTN_RAGGED
 #define MMA_RAGGED_PARAMS , RAGGED_PARAMS
@@ -166,7 +173,6 @@ void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long 
 #else
     __local ushort *sk = sq + BM * DPAD;
 #endif
-    __local ushort *sv = sk + BN * DPAD;
 
     const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5;
 #if MX_XS_WORDS
@@ -177,7 +183,7 @@ void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long 
     const int m0 = (int)(get_num_groups(0) - 1 - get_group_id(0)) * BM; /* late (heavy) tiles first */
     const int bh = get_group_id(1);
     const long b = bh / Hq, h = bh % Hq, hk = h / group;
-    const int Dv = DV_OF(D);
+    const int dv = DV_OF(D); /* V and O dims */
 
 #if FATTN_RAGGED
     const rag_seq sq_ = rag_resolve(b, Sq, Sk, tid == 0 && m0 == 0 && h == 0, RAGGED_ARGS);
@@ -192,8 +198,8 @@ void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long 
     const long lb = l_off + sq_.q_batch * l_sb + h * l_sh + sq_.q_row0 * l_ss;
     const long kb = k_off + hk * k_sh + (paged ? 0 : sq_.kv_batch * k_sb + sq_.kv_row0 * k_ss);
     const long vb = v_off + hk * v_sh + (paged ? 0 : sq_.kv_batch * v_sb + sq_.kv_row0 * v_ss);
-#define LOAD_K(row0, n) load_rows(sk, CHQ, BN, k, kb, k_ss, row0, n, D, vec & 2, paged, b, k_sb, RAGGED_ARGS)
-#define LOAD_V(row0, n) load_rows(sv, CHV, BN, v, vb, v_ss, row0, n, Dv, vec & 4, paged, b, v_sb, RAGGED_ARGS)
+#define LOAD_K(dst, row0, n) load_rows(dst, CHQ, BN, k, kb, k_ss, row0, n, D, vec & 2, paged, b, k_sb, RAGGED_ARGS)
+#define LOAD_V(dst, row0, n) load_rows(dst, CHV, BN, v, vb, v_ss, row0, n, dv, vec & 4, paged, b, v_sb, RAGGED_ARGS)
 #define LOAD_Q(dst) load_rows(dst, CHQ, BM, q, qb, q_ss, m0, Sq, D, vec & 1, 0, b, q_sb, RAGGED_ARGS)
 #else
     const long qb = q_off + b * q_sb + h * q_sh;
@@ -201,8 +207,8 @@ void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long 
     const long lb = l_off + b * l_sb + h * l_sh;
     const long kb = k_off + b * k_sb + hk * k_sh;
     const long vb = v_off + b * v_sb + hk * v_sh;
-#define LOAD_K(row0, n) load_rows(sk, CHQ, BN, k, kb, k_ss, row0, n, D, vec & 2)
-#define LOAD_V(row0, n) load_rows(sv, CHV, BN, v, vb, v_ss, row0, n, Dv, vec & 4)
+#define LOAD_K(dst, row0, n) load_rows(dst, CHQ, BN, k, kb, k_ss, row0, n, D, vec & 2)
+#define LOAD_V(dst, row0, n) load_rows(dst, CHV, BN, v, vb, v_ss, row0, n, dv, vec & 4)
 #define LOAD_Q(dst) load_rows(dst, CHQ, BM, q, qb, q_ss, m0, Sq, D, vec & 1)
 #endif
 
@@ -271,9 +277,9 @@ MX_UNROLL
             mx_ldsm(qf[mt][kk], sq, TILE_OFF(wr0 + mt * 16 + qr, kk * 2 + qc, CHQ), xs);
     barrier(CLK_LOCAL_MEM_FENCE); /* the stage becomes K and V */
 #endif
-    if (j0 < ntiles) LOAD_K(j0 * BN, kv_end);
+    if (j0 < ntiles) LOAD_K(STAGE_K(j0), j0 * BN, kv_end);
     mx_cp_commit();
-    if (j0 < ntiles) LOAD_V(j0 * BN, kv_end);
+    if (j0 < ntiles) LOAD_V(STAGE_V(j0), j0 * BN, kv_end);
     mx_cp_commit();
 
 #if FATTN_VAR
@@ -293,8 +299,21 @@ MX_UNROLL
 
     for (int j = j0; j < ntiles; ++j) {
         const int kv0 = j * BN;
+        __local const ushort *kt = STAGE_K(j), *vt = STAGE_V(j);
+#if STAGES == 2
+        /* Tile j has landed, and every warp is done with tile j - 1, whose
+         * buffers tile j + 1 takes. */
+        mx_cp_wait(0);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (j + 1 < ntiles) {
+            LOAD_K(STAGE_K(j + 1), kv0 + BN, kv_end);
+            LOAD_V(STAGE_V(j + 1), kv0 + BN, kv_end);
+        }
+        mx_cp_commit();
+#else
         mx_cp_wait(1); /* K of tile j (and Q) has landed; V may not have */
         barrier(CLK_LOCAL_MEM_FENCE);
+#endif
 
         float s[MT][NS][4];
 MX_UNROLL
@@ -312,7 +331,7 @@ MX_UNROLL
 MX_UNROLL
             for (int np = 0; np < NS / 2; ++np) {
                 uint kf[4];
-                mx_ldsm(kf, sk, TILE_OFF(np * 16 + kr, kk * 2 + kc, CHQ), xs);
+                mx_ldsm(kf, kt, TILE_OFF(np * 16 + kr, kk * 2 + kc, CHQ), xs);
 MX_UNROLL
                 for (int mt = 0; mt < MT; ++mt) {
 #if QREG
@@ -325,11 +344,13 @@ MX_UNROLL
                 }
             }
         }
+#if STAGES == 1
         /* Every warp is done with K of tile j, and V of tile j has landed. */
         mx_cp_wait(0);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (j + 1 < ntiles) LOAD_K(kv0 + BN, kv_end);
+        if (j + 1 < ntiles) LOAD_K(STAGE_K(j + 1), kv0 + BN, kv_end);
         mx_cp_commit();
+#endif
 
 MX_UNROLL
         for (int mt = 0; mt < MT; ++mt)
@@ -429,7 +450,7 @@ MX_UNROLL
 MX_UNROLL
             for (int dp = 0; dp < ND / 2; ++dp) {
                 uint vf[4];
-                mx_ldsm_t(vf, sv, TILE_OFF(kk * 16 + vr, dp * 2 + vc, CHV), xs);
+                mx_ldsm_t(vf, vt, TILE_OFF(kk * 16 + vr, dp * 2 + vc, CHV), xs);
 MX_UNROLL
                 for (int mt = 0; mt < MT; ++mt) {
                     mx_mma(oacc[mt][2 * dp], pa[mt], vf[0], vf[1], xs);
@@ -437,10 +458,12 @@ MX_UNROLL
                 }
             }
         }
+#if STAGES == 1
         /* Every warp is done with V of tile j. */
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (j + 1 < ntiles) LOAD_V(kv0 + BN, kv_end);
+        if (j + 1 < ntiles) LOAD_V(STAGE_V(j + 1), kv0 + BN, kv_end);
         mx_cp_commit();
+#endif
     }
 
     /* Epilogue: O = acc / l from the fragments. l = 0 (no visible key)
@@ -467,12 +490,12 @@ MX_UNROLL
             for (int dt = 0; dt < ND; ++dt) {
                 const int d = dt * 8 + 2 * t4;
                 const float v0 = oacc[mt][dt][2 * hh] * inv, v1 = oacc[mt][dt][2 * hh + 1] * inv;
-                if (d + 1 < Dv && ((orow + d) & 1) == 0) {
+                if (d + 1 < dv && ((orow + d) & 1) == 0) {
                     *(__global uint *)(o + orow + d) = mx_pack2(v0, v1);
                 } else {
                     const uint w = mx_pack2(v0, v1);
-                    if (d < Dv) o[orow + d] = (ushort)(w & 0xffffu);
-                    if (d + 1 < Dv) o[orow + d + 1] = (ushort)(w >> 16);
+                    if (d < dv) o[orow + d] = (ushort)(w & 0xffffu);
+                    if (d + 1 < dv) o[orow + d + 1] = (ushort)(w >> 16);
                 }
             }
             if (has_lse && t4 == 0) lse[lb + (long)i * l_ss] = lse2 * M_LN2_F;

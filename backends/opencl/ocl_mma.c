@@ -20,21 +20,23 @@
 /* ---- Tiles ---------------------------------------------------------------------- */
 
 typedef struct mma_shape {
-    int bm, bn, nw, qreg; /* flash_mma.cl's BM, BN, NW, QREG */
+    int bm, bn, nw, qreg, stages; /* flash_mma.cl's BM, BN, NW, QREG, STAGES */
 } mma_shape;
 
 /* By the wider of the Q/K and V buckets, sized for NVIDIA's 48 KiB of local
  * memory per group (the registers bound them too: O is MT x DVPAD / 2
  * floats per work-item, S MT x BN / 2):
- *  <= 64: 128 rows (2 m16 tiles per warp) x 64 keys, Q in registers.
- *  128: 128 x 32 with Q in local memory (32 KiB, and 8 each for K and V:
- *       exactly 48 KiB): Q's 64 registers would spill beside O's 128.
- *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in registers. */
+ *  <= 64: 128 rows (2 m16 tiles per warp) x 64 keys, Q in registers, K and
+ *       V double-buffered (32 KiB).
+ *  128: 128 x 32 with Q in local memory (32 KiB, and 8 each for K and V,
+ *       single-buffered: exactly 48 KiB): Q's 64 registers would spill
+ *       beside O's 128.
+ *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in registers, single. */
 static mma_shape shape_for(int dpad, int dvpad) {
     const int w = dpad > dvpad ? dpad : dvpad;
-    if (w <= 64) return (mma_shape){128, 64, 4, 1};
-    if (w <= 128) return (mma_shape){128, 32, 4, 0};
-    return (mma_shape){64, 32, 4, 1};
+    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2};
+    if (w <= 128) return (mma_shape){128, 32, 4, 0, 1};
+    return (mma_shape){64, 32, 4, 1, 1};
 }
 
 static int bucket(int64_t d) { return d <= 32 ? 32 : d <= 64 ? 64 : d <= 128 ? 128 : 256; }
@@ -42,7 +44,8 @@ static int bucket(int64_t d) { return d <= 32 ? 32 : d <= 64 ? 64 : d <= 128 ? 1
 /* flash_mma.cl's local memory: the tiles (16-bit), and the emulation's
  * scratch (xs_words per warp). */
 static size_t local_bytes(const mma_shape *sh, int dpad, int dvpad, int xs_words) {
-    const size_t kv = (size_t)sh->bn * (size_t)(dpad + dvpad), q = (size_t)sh->bm * (size_t)dpad;
+    const size_t kv = (size_t)sh->stages * (size_t)sh->bn * (size_t)(dpad + dvpad);
+    const size_t q = (size_t)sh->bm * (size_t)dpad;
     const size_t halves = sh->qreg ? (q > kv ? q : kv) : q + kv;
     return 2 * halves + 4 * (size_t)sh->nw * (size_t)xs_words;
 }
@@ -277,8 +280,9 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     char dv[32] = "";
     if (dvpad != dpad && !(bits & FATTN_VAR_HEAD_DIM_V)) snprintf(dv, sizeof dv, " -DDVPAD=%d", dvpad);
     snprintf(options, sizeof options,
-             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d%s%s%s",
-             (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, dv, ocl_ragged_option(p), var);
+             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d -DSTAGES=%d%s%s%s",
+             (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, dv, ocl_ragged_option(p),
+             var);
     snprintf(file, sizeof file, "%s+flash_mma.cl", prim_file[s->mma_prim]);
     cl_kernel k;
     fattn_status st = ocl_get_kernel(&s->cache, s->context, s->dev.device, file, "flash_mma",
