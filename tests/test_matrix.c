@@ -27,13 +27,27 @@
 /* The prefill cases of the shared table this test runs (the decoding ones
  * go to the split-KV kernel); FATTN_TEST_CASES narrows them further. */
 static const char *const picked[] = {
-    "head dim 1",          "seq 63 dim 40",           "seq 64 dim 64",
-    "seq 65 dim 80",       "seq 127 dim 96",          "seq 129 dim 128",
-    "seq 129 dim 256",     "causal seq 65",           "causal seq 127 dim 256",
-    "causal sq>sk 129/63", "causal sq<sk 63/129",     "GQA 8/2 causal bhsd",
-    "MQA 4/1 dim 256",     "kv strides differ dim 40", "packed qkv causal dim 96",
-    "large logits causal", "single key equals v",     "no keys",
-    "causal tl sq>sk 101/37", "causal br sq>sk 101/37", "custom scale",
+    "head dim 1",
+    "seq 63 dim 40",
+    "seq 64 dim 64",
+    "seq 65 dim 80",
+    "seq 127 dim 96",
+    "seq 129 dim 128",
+    "seq 129 dim 256",
+    "causal seq 65",
+    "causal seq 127 dim 256",
+    "causal sq>sk 129/63",
+    "causal sq<sk 63/129",
+    "GQA 8/2 causal bhsd",
+    "MQA 4/1 dim 256",
+    "kv strides differ dim 40",
+    "packed qkv causal dim 96",
+    "large logits causal",
+    "single key equals v",
+    "no keys",
+    "causal tl sq>sk 101/37",
+    "causal br sq>sk 101/37",
+    "custom scale",
 };
 
 static int picked_case(const char *name) {
@@ -91,8 +105,8 @@ static void run_cases(fattn_dtype dtype) {
         } else if (!harness_passed(&r)) {
             print_error("case '%s' seed 0x%llx: max err %.3g (tol %.3g), lse err %.3g (tol %.3g), "
                         "%lld NaN, %lld lse mismatches, %lld guard elements changed\n",
-                        c->name, (unsigned long long)r.seed, r.max_err, r.tol, r.lse_err,
-                        r.lse_tol, (long long)r.nan_count, (long long)r.lse_mismatch,
+                        c->name, (unsigned long long)r.seed, r.max_err, r.tol, r.lse_err, r.lse_tol,
+                        (long long)r.nan_count, (long long)r.lse_mismatch,
                         (long long)r.guard_broken);
             failures++;
         } else {

@@ -80,7 +80,8 @@ static float from16(uint16_t h, int bf16) {
         u = (uint32_t)h << 16;
     } else {
         const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-        u = e == 0 && m == 0 ? sign : sign | ((e - 15u + 127u) << 23) | (m << 13); /* normals only */
+        u = e == 0 && m == 0 ? sign
+                             : sign | ((e - 15u + 127u) << 23) | (m << 13); /* normals only */
     }
     float x;
     memcpy(&x, &u, 4);
@@ -135,7 +136,8 @@ static int run_probe(cl_device_id dev, int prim, int dtype, const fattn_settings
     if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
     float out[320];
     uint32_t packed[64];
-    if (err == CL_SUCCESS) err = clEnqueueReadBuffer(q, mo, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clEnqueueReadBuffer(q, mo, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL);
     if (err == CL_SUCCESS)
         err = clEnqueueReadBuffer(q, mp, CL_TRUE, 0, sizeof packed, packed, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
@@ -194,8 +196,7 @@ void ocl_mma_setup(ocl_state *s) {
     const char *mode = s->settings.opencl_matrix ? s->settings.opencl_matrix : "auto";
     s->mma_prim = -1;
     if (!strcmp(mode, "off")) {
-        snprintf(s->mma_why, sizeof s->mma_why,
-                 "the matrix path is off (FATTN_OPENCL_MATRIX=off)");
+        snprintf(s->mma_why, sizeof s->mma_why, "the matrix path is off (FATTN_OPENCL_MATRIX=off)");
         return;
     }
     int prim = -1;
@@ -246,8 +247,7 @@ typedef struct ocl_mma_plan {
 } ocl_mma_plan;
 FATTN_PLAN_FITS(ocl_mma_plan);
 
-fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *plan,
-                            fattn_msg *msg) {
+fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
     ocl_state *s = state;
     if (p->dtype != FATTN_F16 && p->dtype != FATTN_BF16)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "the matrix path takes f16 and bf16");
@@ -278,15 +278,17 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     char options[320], var[80], file[64];
     ocl_variant_options(p, bits, dvpad, var, sizeof var);
     char dv[32] = "";
-    if (dvpad != dpad && !(bits & FATTN_VAR_HEAD_DIM_V)) snprintf(dv, sizeof dv, " -DDVPAD=%d", dvpad);
-    snprintf(options, sizeof options,
-             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d -DSTAGES=%d%s%s%s",
-             (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, dv, ocl_ragged_option(p),
-             var);
+    if (dvpad != dpad && !(bits & FATTN_VAR_HEAD_DIM_V))
+        snprintf(dv, sizeof dv, " -DDVPAD=%d", dvpad);
+    snprintf(
+        options, sizeof options,
+        "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d -DSTAGES=%d%s%s%s",
+        (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, dv, ocl_ragged_option(p),
+        var);
     snprintf(file, sizeof file, "%s+flash_mma.cl", prim_file[s->mma_prim]);
     cl_kernel k;
-    fattn_status st = ocl_get_kernel(&s->cache, s->context, s->dev.device, file, "flash_mma",
-                                     options, &k, msg);
+    fattn_status st =
+        ocl_get_kernel(&s->cache, s->context, s->dev.device, file, "flash_mma", options, &k, msg);
     if (st != FATTN_OK) return st;
     size_t kernel_wg = 0;
     OCL_TRY(msg, clGetKernelWorkGroupInfo(k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE,
