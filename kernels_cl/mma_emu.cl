@@ -40,10 +40,7 @@ inline float mx_float(ushort u) {
 
 inline ushort mx_store16(float x) {
 #if DTYPE == 2
-    uint u = as_uint(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN stays NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (ushort)(u >> 16);
+    return bf16_round(x); /* storage.cl's */
 #else
     ushort h;
     vstore_half_rte(x, 0, (__private half *)&h);

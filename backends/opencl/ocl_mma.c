@@ -10,11 +10,11 @@
  * device, in each 16-bit dtype. The probe runs in a cl_context of its own
  * (a probe that faults must not take the caller's context with it), once
  * per device, primitive file and process. */
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "half.h"
 #include "ocl_common.h"
 
 /* ---- Tiles ---------------------------------------------------------------------- */
@@ -63,29 +63,11 @@ static float probe_a(int i, int k) { return (float)((i * 3 + k * 5) % 7 - 3); }
 static float probe_k(int n, int k) { return (float)((n * 2 + k * 3) % 5 - 2); }
 static float probe_v(int k, int n) { return k < 8 ? (float)((k + 2 * n) % 3 - 1) : 0.0f; }
 
-/* Small integers to 16-bit storage: bf16 is float32's top half; f16 by
- * its fields (|x| < 16, so normal or zero). */
 static uint16_t to16(float x, int bf16) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if (bf16) return (uint16_t)(u >> 16);
-    if (x == 0.0f) return (uint16_t)((u >> 16) & 0x8000u);
-    const uint32_t sign = (u >> 16) & 0x8000u, e = ((u >> 23) & 0xffu) - 127u + 15u;
-    return (uint16_t)(sign | (e << 10) | ((u >> 13) & 0x3ffu));
+    return bf16 ? fattn_f32_to_bf16(x) : fattn_f32_to_f16(x);
 }
-
 static float from16(uint16_t h, int bf16) {
-    uint32_t u;
-    if (bf16) {
-        u = (uint32_t)h << 16;
-    } else {
-        const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-        u = e == 0 && m == 0 ? sign
-                             : sign | ((e - 15u + 127u) << 23) | (m << 13); /* normals only */
-    }
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
+    return bf16 ? fattn_bf16_to_f32(h) : fattn_f16_to_f32(h);
 }
 
 /* Runs the probe of primitive file `prim` in dtype (1 f16, 2 bf16) on dev in
