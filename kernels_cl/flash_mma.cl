@@ -51,6 +51,13 @@
 #ifndef STAGES
 #define STAGES 1 /* K/V buffers: 1 (staggered) or 2 (tile j+1 loads while tile j runs) */
 #endif
+#ifndef FOLD
+#define FOLD 0 /* the softmax scale folded into the exponent's FMA (scale > 0, no variants) */
+#endif
+#if FATTN_VAR
+#undef FOLD
+#define FOLD 0 /* the variants rescore scaled scores */
+#endif
 
 #define NT (NW * 32)
 #define MT (BM / (16 * NW))
@@ -245,6 +252,10 @@ void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long 
 
     const int wr0 = warp * MT * 16;
     const int g = lane >> 2, t4 = lane & 3;
+    /* Fold: S stays raw and sc scales it inside the max and the exponent
+     * (mrow is in scaled units either way); else S is scaled, sc = 1. */
+    const int fold = FOLD && scale_log2e > 0.0f;
+    const float sc = fold ? scale_log2e : 1.0f;
     /* Per-lane ldmatrix rows and chunks. Q (A): matrices rows 0-7 / 8-15 x
      * chunk 0, then chunk 1 of the k16 step. K (B): keys 0-7 x chunks 0 / 1,
      * then keys 8-15. V (B, transposed): keys 0-7 / 8-15 x chunk 0, then 1. */
@@ -352,12 +363,15 @@ MX_UNROLL
         mx_cp_commit();
 #endif
 
+        /* Scaled here, or (fold) through the max and the exponent's FMA. */
+        if (!fold) {
 MX_UNROLL
-        for (int mt = 0; mt < MT; ++mt)
+            for (int mt = 0; mt < MT; ++mt)
 MX_UNROLL
-            for (int nt = 0; nt < NS; ++nt)
+                for (int nt = 0; nt < NS; ++nt)
 MX_UNROLL
-                for (int e = 0; e < 4; ++e) s[mt][nt][e] *= scale_log2e;
+                    for (int e = 0; e < 4; ++e) s[mt][nt][e] *= scale_log2e;
+        }
 
 #if FATTN_VAR
         /* Every element: masked where the tile reaches past some row's keys,
@@ -414,15 +428,15 @@ MX_UNROLL
                 for (int nt = 0; nt < NS; ++nt)
                     mx = fmax(mx, fmax(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
                 mx = mx_quad_max(mx, xs);
-                const float mnew = fmax(mrow[mt][hh], mx);
+                const float mnew = fmax(mrow[mt][hh], mx * sc);
                 const float mu = mnew == -INFINITY ? 0.0f : mnew;
                 const float alpha = mx_exp2(mrow[mt][hh] - mu);
                 mrow[mt][hh] = mnew;
                 float sum = 0.0f;
 MX_UNROLL
                 for (int nt = 0; nt < NS; ++nt) {
-                    const float p0 = mx_exp2(s[mt][nt][2 * hh] - mu);
-                    const float p1 = mx_exp2(s[mt][nt][2 * hh + 1] - mu);
+                    const float p0 = mx_exp2(fma(s[mt][nt][2 * hh], sc, -mu));
+                    const float p1 = mx_exp2(fma(s[mt][nt][2 * hh + 1], sc, -mu));
                     s[mt][nt][2 * hh] = p0;
                     s[mt][nt][2 * hh + 1] = p1;
                     sum += p0 + p1;

@@ -72,5 +72,6 @@ const char *fattn_env_opencl_tiles(void) { return env_value("FATTN_OPENCL_TILES"
 const char *fattn_env_decode_tune(void) { return env_value("FATTN_DECODE_TUNE"); }
 const char *fattn_env_opencl_options(void) { return env_value("FATTN_OPENCL_OPTIONS"); }
 const char *fattn_env_opencl_matrix(void) { return env_value("FATTN_OPENCL_MATRIX"); }
+const char *fattn_env_opencl_matrix_tune(void) { return env_value("FATTN_OPENCL_MATRIX_TUNE"); }
 const char *fattn_env_home(void) { return env_value("HOME"); }
 const char *fattn_env_xdg_cache(void) { return env_value("XDG_CACHE_HOME"); }

@@ -40,6 +40,9 @@ const char *fattn_env_opencl_options(void);
  * scalar kernel) or "emulate" (its plain-OpenCL emulation, for tests);
  * settings.c checks the value. */
 const char *fattn_env_opencl_matrix(void);
+/* FATTN_OPENCL_MATRIX_TUNE: the matrix kernel's tiles for sweeps,
+ * "name=value[,...]" (names in settings.c); unset = the table's. */
+const char *fattn_env_opencl_matrix_tune(void);
 /* CUDA settings:
  * FATTN_CUDA_SMALL_TILES=1: the CUDA-core kernel's small-shared-memory tiles
  * on any GPU (tests that path); 1 if set to "1", else 0. */

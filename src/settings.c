@@ -34,30 +34,33 @@ static const char *const decode_knobs[] = {
     "min_seq_kv", "min_keys", "max_splits", "slack_pm", "blocks_per_sm", "pdl",
     /* OpenCL (min_keys, max_splits and min_seq_kv too) */
     "waves", "nt", "tile", "bkv", "br", "vec", "vr"};
+/* FATTN_OPENCL_MATRIX_TUNE's, read by backends/opencl/ocl_mma.c. */
+static const char *const matrix_knobs[] = {"bm", "bn", "nw", "qreg", "stages", "fold"};
 
 /* The list's syntax: name=integer, comma-separated, known names only. */
-static fattn_status check_decode_tune(const char *list, fattn_msg *msg) {
+static fattn_status check_tune(const char *var, const char *list, const char *const *knobs,
+                               size_t nknobs, fattn_msg *msg) {
     for (const char *p = list; p && *p;) {
         const char *eq = strchr(p, '='), *comma = strchr(p, ',');
         const size_t len = comma ? (size_t)(comma - p) : strlen(p);
         int known = 0;
         if (eq && (!comma || eq < comma))
-            for (size_t i = 0; i < sizeof decode_knobs / sizeof decode_knobs[0]; i++)
-                known |= strlen(decode_knobs[i]) == (size_t)(eq - p) &&
-                         !strncmp(p, decode_knobs[i], (size_t)(eq - p));
+            for (size_t i = 0; i < nknobs; i++)
+                known |= strlen(knobs[i]) == (size_t)(eq - p) &&
+                         !strncmp(p, knobs[i], (size_t)(eq - p));
         char *end = NULL;
         errno = 0;
         if (known) (void)strtol(eq + 1, &end, 10);
         if (!known || end == eq + 1 || errno == ERANGE || (*end != ',' && *end)) {
             char names[160] = "";
-            for (size_t i = 0; i < sizeof decode_knobs / sizeof decode_knobs[0]; i++) {
+            for (size_t i = 0; i < nknobs; i++) {
                 if (i) strcat(names, ", ");
-                strcat(names, decode_knobs[i]);
+                strcat(names, knobs[i]);
             }
             return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
-                              "FATTN_DECODE_TUNE: \"%.*s\" is not name=integer with a known "
-                              "name (%s); unset it for the defaults",
-                              (int)(len > 64 ? 64 : len), p, names);
+                              "%s: \"%.*s\" is not name=integer with a known name (%s); unset "
+                              "it for the defaults",
+                              var, (int)(len > 64 ? 64 : len), p, names);
         }
         p = comma ? comma + 1 : NULL;
     }
@@ -96,7 +99,8 @@ fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backe
              keep(out, fattn_env_opencl_options(), &s->opencl_options) &&
              keep(out, fattn_env_opencl_tiles(), &s->opencl_tiles) &&
              keep(out, fattn_env_decode_tune(), &s->decode_tune) &&
-             keep(out, fattn_env_opencl_matrix(), &s->opencl_matrix);
+             keep(out, fattn_env_opencl_matrix(), &s->opencl_matrix) &&
+             keep(out, fattn_env_opencl_matrix_tune(), &s->opencl_matrix_tune);
     s->cuda_small_tiles = fattn_env_cuda_small_tiles();
     const char *mx = s->opencl_matrix;
     if (ok && mx && strcmp(mx, "auto") && strcmp(mx, "off") && strcmp(mx, "emulate")) {
@@ -107,8 +111,12 @@ fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backe
         fattn_settings_free(out);
         return st;
     }
-    if (ok && s->decode_tune) {
-        const fattn_status st = check_decode_tune(s->decode_tune, msg);
+    if (ok) {
+        fattn_status st = check_tune("FATTN_DECODE_TUNE", s->decode_tune, decode_knobs,
+                                     sizeof decode_knobs / sizeof decode_knobs[0], msg);
+        if (st == FATTN_OK)
+            st = check_tune("FATTN_OPENCL_MATRIX_TUNE", s->opencl_matrix_tune, matrix_knobs,
+                            sizeof matrix_knobs / sizeof matrix_knobs[0], msg);
         if (st != FATTN_OK) {
             fattn_settings_free(out);
             return st;

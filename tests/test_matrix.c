@@ -50,9 +50,18 @@ static const char *const picked[] = {
     "custom scale",
 };
 
-static int picked_case(const char *name) {
+/* The few cases each tuned shape runs (test_tune). */
+static const char *const tuned_cases[] = {"seq 65 dim 80", "causal seq 127 dim 256",
+                                          "GQA 8/2 causal bhsd", "causal br sq>sk 101/37"};
+
+static int listed(const char *const *list, size_t n, const char *name) {
     int in = 0;
-    for (size_t i = 0; i < sizeof picked / sizeof picked[0]; i++) in |= !strcmp(picked[i], name);
+    for (size_t i = 0; i < n; i++) in |= !strcmp(list[i], name);
+    return in;
+}
+
+static int picked_case(const char *name) {
+    const int in = listed(picked, sizeof picked / sizeof picked[0], name);
     const char *list = getenv("FATTN_TEST_CASES");
     if (!in || !list || !*list) return in;
     char buf[512];
@@ -80,12 +89,13 @@ static fattn_context *matrix_context(void) {
     return ctx;
 }
 
-static void run_cases(fattn_dtype dtype) {
+/* The picked cases, or with `only` those it lists. */
+static void run_cases(fattn_dtype dtype, const char *const *only, size_t nonly) {
     fattn_context *ctx = matrix_context();
     int ran = 0, failures = 0;
     for (size_t i = 0; i < fattn_case_count; i++) {
         const fattn_case *c = &fattn_cases[i];
-        if (!picked_case(c->name)) continue;
+        if (only ? !listed(only, nonly, c->name) : !picked_case(c->name)) continue;
         fattn_attention_desc d = harness_desc(c, dtype);
         fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
         assert_int_equal(fattn_context_memory_report(ctx, &d, &rep), FATTN_OK);
@@ -119,12 +129,12 @@ static void run_cases(fattn_dtype dtype) {
 
 static void test_f16(void **state) {
     (void)state;
-    run_cases(FATTN_F16);
+    run_cases(FATTN_F16, NULL, 0);
 }
 
 static void test_bf16(void **state) {
     (void)state;
-    run_cases(FATTN_BF16);
+    run_cases(FATTN_BF16, NULL, 0);
 }
 
 /* f32 is not the matrix path's: it runs the scalar kernel. */
@@ -174,12 +184,46 @@ static void test_switch(void **state) {
     with_env("tensor", FATTN_ERR_ENVIRONMENT, NULL);
 }
 
+/* FATTN_OPENCL_MATRIX_TUNE: other tile shapes compute the same results
+ * (every shape knob moved off the table's, the scale folded into the
+ * exponent), and a shape the kernel cannot take is FATTN_ERR_ENVIRONMENT
+ * naming the variable, not a quiet fallback to the scalar kernel. */
+static void test_tune(void **state) {
+    (void)state;
+    const char *old = getenv("FATTN_OPENCL_MATRIX_TUNE");
+    char saved[128] = "";
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    const char *const shapes[] = {"bm=64,bn=32,nw=2,qreg=0,stages=2,fold=1",
+                                  "bm=128,bn=16,nw=8,qreg=1,stages=1,fold=1"};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        setenv("FATTN_OPENCL_MATRIX_TUNE", shapes[i], 1);
+        print_message("FATTN_OPENCL_MATRIX_TUNE=%s\n", shapes[i]);
+        run_cases(i ? FATTN_BF16 : FATTN_F16, tuned_cases,
+                  sizeof tuned_cases / sizeof tuned_cases[0]);
+    }
+    setenv("FATTN_OPENCL_MATRIX_TUNE", "bm=96,nw=4", 1);
+    fattn_context *ctx = matrix_context();
+    fattn_attention_desc d = harness_desc(&fattn_cases[3], FATTN_F16);
+    fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
+    const fattn_status st = fattn_context_memory_report(ctx, &d, &rep);
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", fattn_error_message(ctx));
+    fattn_context_free(ctx);
+    if (old)
+        setenv("FATTN_OPENCL_MATRIX_TUNE", saved, 1);
+    else
+        unsetenv("FATTN_OPENCL_MATRIX_TUNE");
+    assert_int_equal(st, FATTN_ERR_ENVIRONMENT);
+    assert_non_null(strstr(msg, "FATTN_OPENCL_MATRIX_TUNE"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f16),
         cmocka_unit_test(test_bf16),
         cmocka_unit_test(test_f32_scalar),
         cmocka_unit_test(test_switch),
+        cmocka_unit_test(test_tune),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

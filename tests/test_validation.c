@@ -1408,10 +1408,12 @@ static void test_backend_limits(void **state) {
 static void test_environment(void **state) {
     (void)state;
     test_env saved[] = {env_save("FATTN_BACKEND"), env_save("FATTN_DEVICE"),
-                        env_save("FATTN_CPU_THREADS"), env_save("FATTN_DECODE_TUNE")};
+                        env_save("FATTN_CPU_THREADS"), env_save("FATTN_DECODE_TUNE"),
+                        env_save("FATTN_OPENCL_MATRIX_TUNE")};
     unsetenv("FATTN_DEVICE");
     unsetenv("FATTN_CPU_THREADS");
     unsetenv("FATTN_DECODE_TUNE");
+    unsetenv("FATTN_OPENCL_MATRIX_TUNE");
     fattn_context *c = NULL;
 
     setenv("FATTN_BACKEND", "tpu", 1);
@@ -1458,6 +1460,20 @@ static void test_environment(void **state) {
         assert_null(c);
     }
     setenv("FATTN_DECODE_TUNE", "min_keys=512,pdl=0", 1);
+    assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_OK);
+    fattn_context_free(c);
+    c = NULL;
+    unsetenv("FATTN_DECODE_TUNE");
+
+    /* The OpenCL matrix kernel's tile knobs: the same syntax, its own names. */
+    const char *const bad_matrix[] = {"min_keys=1", "bm", "bm=64,bx=2", "fold=yes"};
+    for (size_t i = 0; i < sizeof bad_matrix / sizeof bad_matrix[0]; i++) {
+        setenv("FATTN_OPENCL_MATRIX_TUNE", bad_matrix[i], 1);
+        EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_ERR_ENVIRONMENT,
+               "FATTN_OPENCL_MATRIX_TUNE");
+        assert_null(c);
+    }
+    setenv("FATTN_OPENCL_MATRIX_TUNE", "bm=64,bn=32,stages=2,fold=1", 1);
     assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_OK);
     fattn_context_free(c);
 

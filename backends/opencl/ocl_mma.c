@@ -20,7 +20,7 @@
 /* ---- Tiles ---------------------------------------------------------------------- */
 
 typedef struct mma_shape {
-    int bm, bn, nw, qreg, stages; /* flash_mma.cl's BM, BN, NW, QREG, STAGES */
+    int bm, bn, nw, qreg, stages, fold; /* flash_mma.cl's BM, BN, NW, QREG, STAGES, FOLD */
 } mma_shape;
 
 /* By the wider of the Q/K and V buckets, sized for NVIDIA's 48 KiB of local
@@ -34,9 +34,25 @@ typedef struct mma_shape {
  *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in registers, single. */
 static mma_shape shape_for(int dpad, int dvpad) {
     const int w = dpad > dvpad ? dpad : dvpad;
-    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2};
-    if (w <= 128) return (mma_shape){128, 32, 4, 0, 1};
-    return (mma_shape){64, 32, 4, 1, 1};
+    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 0};
+    if (w <= 128) return (mma_shape){128, 32, 4, 0, 1, 0};
+    return (mma_shape){64, 32, 4, 1, 1, 0};
+}
+
+/* FATTN_OPENCL_MATRIX_TUNE's overrides (for sweeps) over the table's shape;
+ * 0 when the result is not a shape the kernel takes. */
+static int tuned_shape(const char *tune, mma_shape *sh) {
+    if (!tune || !*tune) return 1;
+    sh->bm = (int)fattn_tune_value(tune, "bm", sh->bm);
+    sh->bn = (int)fattn_tune_value(tune, "bn", sh->bn);
+    sh->nw = (int)fattn_tune_value(tune, "nw", sh->nw);
+    sh->qreg = (int)fattn_tune_value(tune, "qreg", sh->qreg);
+    sh->stages = (int)fattn_tune_value(tune, "stages", sh->stages);
+    sh->fold = (int)fattn_tune_value(tune, "fold", sh->fold);
+    const int mt = sh->nw > 0 ? sh->bm / (16 * sh->nw) : 0;
+    return sh->nw >= 1 && sh->nw <= 8 && mt >= 1 && mt <= 4 && mt * 16 * sh->nw == sh->bm &&
+           sh->bn >= 16 && sh->bn <= 128 && sh->bn % 16 == 0 && (sh->qreg & ~1) == 0 &&
+           (sh->stages == 1 || sh->stages == 2) && (sh->fold & ~1) == 0;
 }
 
 static int bucket(int64_t d) { return d <= 32 ? 32 : d <= 64 ? 64 : d <= 128 ? 128 : 256; }
@@ -248,13 +264,23 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     if (p->head_dim > 256 || p->head_dim_v > 256)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "the matrix path takes head dims up to 256");
     const int dpad = bucket(p->head_dim), dvpad = bucket(p->head_dim_v);
-    const mma_shape sh = shape_for(dpad, dvpad);
+    mma_shape sh = shape_for(dpad, dvpad);
+    /* A tuning knob that cannot apply is an error, not a quiet fallback to
+     * the scalar kernel (a sweep would time the wrong kernel). */
+    const char *tune = s->settings.opencl_matrix_tune;
+    if (!tuned_shape(tune, &sh))
+        return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
+                          "FATTN_OPENCL_MATRIX_TUNE \"%s\" is not a shape the matrix kernel "
+                          "takes (bm = 16 nw m with m 1..4 and nw 1..8, bn 16..128 in steps of "
+                          "16, qreg and fold 0 or 1, stages 1 or 2)",
+                          tune);
     const size_t bytes = local_bytes(&sh, dpad, dvpad, prim_xs_words[s->mma_prim]);
     if (bytes > s->limits.local_mem)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+        return fattn_fail(msg, tune && *tune ? FATTN_ERR_ENVIRONMENT : FATTN_ERR_UNSUPPORTED,
                           "the matrix path's tiles need %zu bytes of local memory; the device "
-                          "has %zu",
-                          bytes, s->limits.local_mem);
+                          "has %zu%s",
+                          bytes, s->limits.local_mem,
+                          tune && *tune ? " (FATTN_OPENCL_MATRIX_TUNE)" : "");
 
     const unsigned bits = fattn_variants_used(p);
     char options[320], var[80], file[64];
@@ -264,9 +290,10 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
         snprintf(dv, sizeof dv, " -DDVPAD=%d", dvpad);
     snprintf(
         options, sizeof options,
-        "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d -DSTAGES=%d%s%s%s",
-        (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, dv, ocl_ragged_option(p),
-        var);
+        "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d -DSTAGES=%d "
+        "-DFOLD=%d%s%s%s",
+        (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, sh.fold, dv,
+        ocl_ragged_option(p), var);
     snprintf(file, sizeof file, "%s+flash_mma.cl", prim_file[s->mma_prim]);
     cl_kernel k;
     fattn_status st =

@@ -14,7 +14,7 @@
 
 /* Bumped whenever this header changes incompatibly; the core refuses a
  * module built against another value. */
-#define FATTN_BACKEND_ABI 11
+#define FATTN_BACKEND_ABI 12
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
@@ -83,6 +83,9 @@ typedef struct fattn_settings {
     /* FATTN_OPENCL_MATRIX: "auto" (NULL), "off" or "emulate": the OpenCL
      * matrix path's primitive choice (backends/opencl/ocl_mma.c). */
     const char *opencl_matrix;
+    /* FATTN_OPENCL_MATRIX_TUNE: "name=value,..." overriding the matrix
+     * kernel's tiles in every head-dim bucket (for sweeps). */
+    const char *opencl_matrix_tune;
 } fattn_settings;
 
 /* The value of `name` in a FATTN_DECODE_TUNE-style list "a=1,b=2" (a
