@@ -31,12 +31,19 @@ typedef struct mma_shape {
  *  128: 128 x 32 with Q in local memory (32 KiB, and 8 each for K and V,
  *       single-buffered: exactly 48 KiB): Q's 64 registers would spill
  *       beside O's 128.
- *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in registers, single. */
+ *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in registers, single.
+ * Each folds the scale into the exponent (FOLD): at 128 that also ends
+ * ptxas's spills (255 registers and 132 bytes of spill loads before, 254
+ * and none after), and it is 2-3% faster at 64 and 128 (H200, f16, seq
+ * 4096 and 16384, call49 of bench/results/2026-11-23-h200-opencl-matrix).
+ * None of the other shapes swept there (FATTN_OPENCL_MATRIX_TUNE: 128 or
+ * 64 keys per tile with Q in local memory, 64-row groups, 8 warps) came
+ * within 3% of these. */
 static mma_shape shape_for(int dpad, int dvpad) {
     const int w = dpad > dvpad ? dpad : dvpad;
-    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 0};
-    if (w <= 128) return (mma_shape){128, 32, 4, 0, 1, 0};
-    return (mma_shape){64, 32, 4, 1, 1, 0};
+    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1};
+    if (w <= 128) return (mma_shape){128, 32, 4, 0, 1, 1};
+    return (mma_shape){64, 32, 4, 1, 1, 1};
 }
 
 /* FATTN_OPENCL_MATRIX_TUNE's overrides (for sweeps) over the table's shape;
