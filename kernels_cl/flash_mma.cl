@@ -1,15 +1,18 @@
 /* Tiled FlashAttention forward on matrix units (f16 / bf16 storage, float32
  * accumulation and softmax), OpenCL C 1.2: the design of
- * kernels_cu/flash_mma.cuh, written against the small primitive interface
- * of mma_nv.cl (NVIDIA tensor cores through inline PTX) or mma_emu.cl (the
- * same fragment layouts in plain OpenCL C), which the host prepends. The
- * tile, softmax and masking code here is the same for every vendor.
+ * kernels_cu/flash_mma.cuh, written against a small interface that each
+ * vendor's files give (mma_common.cl says which files the host joins
+ * before this one): an instruction file (mma_nv.cl: NVIDIA tensor cores
+ * through inline PTX; mma_rdna.cl: AMD WMMA; or their emulations in plain
+ * OpenCL C) and a tile file that lays S and O out across a warp with them
+ * (mma_nv_tile.cl, mma_rdna_tile.cl). The streaming, masking, softmax and
+ * epilogue here are the same for every vendor.
  *
  * A work-group of NW warps owns BM query rows of one (batch, head); each warp
- * owns MT = BM / (16 NW) m16 row tiles, so a K or V fragment read from local
- * memory feeds MT mma instructions. S = Q K^T and the online softmax stay in
- * registers, and P goes from S's accumulator layout straight into the A
- * operand of O += P V. K and V are filled asynchronously (mx_cp16). With
+ * owns MT = BM / (MX_TQ NW) row tiles, so a K or V fragment read from local
+ * memory feeds MT matrix instructions. S = Q K^T and the online softmax stay
+ * in registers, and P goes from S's accumulator straight into O += P V
+ * (mx_pv). K and V are filled asynchronously (mx_cp16). With
  * STAGES 2 tile j+1 loads into the second buffers while tile j runs (one
  * barrier per tile). With STAGES 1, which keeps the tiles in NVIDIA's 48
  * KiB of local memory per group with Q in local memory too (QREG 0, head
@@ -18,9 +21,7 @@
  * runs (three barriers per tile). QREG 1 keeps Q in registers: it is staged
  * where K and V go and read into fragments once, before the loop.
  *
- * Rows of 16-bit elements are stored in 16-byte chunks whose index is XORed
- * with the row (SWZ), so the 8 row addresses of one ldmatrix fall in 8
- * distinct 4-bank groups without padding (padding would not fit).
+ * Tiles in local memory are swizzled (mma_common.cl's TILE_OFF).
  *
  * Built with FATTN_RAGGED=1 it takes variable-length and paged problems
  * (ragged.cl): a group resolves its sequence, and a paged cache's pages for
@@ -30,53 +31,10 @@
  * per element (softcap, ALiBi, bias) and the window's edges are masked;
  * sinks join at the end; V and O may be DVPAD wide. */
 
-#ifndef DPAD
-#define DPAD 64 /* Q and K head dim bucket (the run-time D is <= DPAD) */
+#if MT * MX_TQ * NW != BM || BN % 16 != 0 || BN % MX_TK != 0 || DPAD % 32 != 0 || \
+    DVPAD % 32 != 0 || DVPAD % MX_TD != 0 || DTYPE == 0
+#error "flash_mma.cl: need BM = MX_TQ NW MT, BN % 16 == 0, DPAD and DVPAD % 32 == 0, f16 or bf16"
 #endif
-#ifndef DVPAD
-#define DVPAD DPAD /* V and O */
-#endif
-#ifndef BM
-#define BM 128 /* query rows per group */
-#endif
-#ifndef BN
-#define BN 64 /* keys per tile */
-#endif
-#ifndef NW
-#define NW 4 /* warps per group */
-#endif
-#ifndef QREG
-#define QREG 1 /* Q's fragments in registers (else re-read from local memory per k-step) */
-#endif
-#ifndef STAGES
-#define STAGES 1 /* K/V buffers: 1 (staggered) or 2 (tile j+1 loads while tile j runs) */
-#endif
-#ifndef FOLD
-#define FOLD 0 /* the softmax scale folded into the exponent's FMA (scale > 0, no variants) */
-#endif
-#if FATTN_VAR
-#undef FOLD
-#define FOLD 0 /* the variants rescore scaled scores */
-#endif
-
-#define NT (NW * 32)
-#define MT (BM / (16 * NW))
-#define KD (DPAD / 16)
-#define NS (BN / 8)
-#define ND (DVPAD / 8)
-#define CHQ (DPAD / 8)  /* 16-byte chunks per Q or K row */
-#define CHV (DVPAD / 8) /* per V row */
-
-#if MT * 16 * NW != BM || BN % 16 != 0 || DPAD % 32 != 0 || DVPAD % 32 != 0 || DTYPE == 0
-#error "flash_mma.cl: need BM = 16 NW MT, BN % 16 == 0, DPAD and DVPAD % 32 == 0, f16 or bf16"
-#endif
-
-/* The chunk a row's chunk c is stored at: XOR with the row's place in a
- * run of 8 rows of 128 bytes, so one ldmatrix's rows (8 consecutive rows,
- * same logical chunk) hit 8 different bank groups. ch: chunks per row. */
-#define SWZ(r, ch) ((ch) >= 8 ? ((r) & 7) : (((r) / (8 / (ch))) & ((ch) - 1)))
-/* Element offset of (row r, chunk c) in a tile of ch chunks per row. */
-#define TILE_OFF(r, c, ch) ((r) * (ch) * 8 + (((c) ^ SWZ(r, ch)) << 3))
 
 #define KV_HALVES (BN * (DPAD + DVPAD)) /* one stage: K, then V */
 #if QREG
@@ -181,7 +139,7 @@ void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long 
     __local ushort *sk = sq + BM * DPAD;
 #endif
 
-    const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5;
+    const int tid = get_local_id(0), warp = tid / MX_WARP;
 #if MX_XS_WORDS
     __local uint *xs = xs_all + warp * MX_XS_WORDS;
 #else
@@ -250,42 +208,37 @@ void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long 
     if (!pages_ok(j0 * BN, kv_end, b, (__local int *)sk, RAGGED_ARGS)) ntiles = j0;
 #endif
 
-    const int wr0 = warp * MT * 16;
-    const int g = lane >> 2, t4 = lane & 3;
+    const int wr0 = warp * MT * MX_TQ;
     /* Fold: S stays raw and sc scales it inside the max and the exponent
      * (mrow is in scaled units either way); else S is scaled, sc = 1. */
     const int fold = FOLD && scale_log2e > 0.0f;
     const float sc = fold ? scale_log2e : 1.0f;
-    /* Per-lane ldmatrix rows and chunks. Q (A): matrices rows 0-7 / 8-15 x
-     * chunk 0, then chunk 1 of the k16 step. K (B): keys 0-7 x chunks 0 / 1,
-     * then keys 8-15. V (B, transposed): keys 0-7 / 8-15 x chunk 0, then 1. */
-    const int qr = (lane & 7) + ((lane >> 3) & 1) * 8, qc = lane >> 4;
-    const int kr = (lane & 7) + (lane >> 4) * 8, kc = (lane >> 3) & 1;
-    const int vr = qr, vc = qc;
-
-    float oacc[MT][ND][4];
-    float mrow[MT][2], lrow[MT][2];
+    float oacc[MT][ND][MX_CE];
+    float mrow[MT][MX_RS], lrow[MT][MX_RS];
 MX_UNROLL
     for (int mt = 0; mt < MT; ++mt) {
 MX_UNROLL
         for (int dt = 0; dt < ND; ++dt)
-            oacc[mt][dt][0] = oacc[mt][dt][1] = oacc[mt][dt][2] = oacc[mt][dt][3] = 0.0f;
-        mrow[mt][0] = mrow[mt][1] = -INFINITY;
-        lrow[mt][0] = lrow[mt][1] = 0.0f;
+MX_UNROLL
+            for (int e = 0; e < MX_CE; ++e) oacc[mt][dt][e] = 0.0f;
+MX_UNROLL
+        for (int hh = 0; hh < MX_RS; ++hh) {
+            mrow[mt][hh] = -INFINITY;
+            lrow[mt][hh] = 0.0f;
+        }
     }
 
     /* Q: into registers through the K/V area (QREG), else into its own. */
     LOAD_Q(sq);
     mx_cp_commit();
 #if QREG
-    uint qf[MT][KD][4];
+    uint qf[KD][MT][MX_QW];
     mx_cp_wait(0);
     barrier(CLK_LOCAL_MEM_FENCE);
 MX_UNROLL
-    for (int mt = 0; mt < MT; ++mt)
+    for (int kk = 0; kk < KD; ++kk)
 MX_UNROLL
-        for (int kk = 0; kk < KD; ++kk)
-            mx_ldsm(qf[mt][kk], sq, TILE_OFF(wr0 + mt * 16 + qr, kk * 2 + qc, CHQ), xs);
+        for (int mt = 0; mt < MT; ++mt) mx_load_q(qf[kk][mt], sq, wr0 + mt * MX_TQ, kk, xs);
     barrier(CLK_LOCAL_MEM_FENCE); /* the stage becomes K and V */
 #endif
     if (j0 < ntiles) LOAD_K(STAGE_K(j0), j0 * BN, kv_end);
@@ -295,12 +248,12 @@ MX_UNROLL
 
 #if FATTN_VAR
     /* The thread's rows' visible keys [lo, hi), window and causal. */
-    int rlo[MT][2], rhi[MT][2];
+    int rlo[MT][MX_RS], rhi[MT][MX_RS];
 MX_UNROLL
     for (int mt = 0; mt < MT; ++mt)
 MX_UNROLL
-        for (int hh = 0; hh < 2; ++hh) {
-            const int i = m0 + wr0 + mt * 16 + hh * 8 + g;
+        for (int hh = 0; hh < MX_RS; ++hh) {
+            const int i = m0 + wr0 + mt * MX_TQ + mx_slot_row(hh);
             rhi[mt][hh] = i < Sq ? var_keys(i, woff, mma_key_limit(i, Sk, causal, coff), win_left,
                                             win_right, &rlo[mt][hh])
                                  : 0;
@@ -326,34 +279,23 @@ MX_UNROLL
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
-        float s[MT][NS][4];
+        float s[MT][NS][MX_CE];
 MX_UNROLL
         for (int mt = 0; mt < MT; ++mt)
 MX_UNROLL
-            for (int nt = 0; nt < NS; ++nt) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
+            for (int nt = 0; nt < NS; ++nt)
+MX_UNROLL
+                for (int e = 0; e < MX_CE; ++e) s[mt][nt][e] = 0.0f;
 MX_UNROLL
         for (int kk = 0; kk < KD; ++kk) {
-#if !QREG
-            uint qa[MT][4];
-MX_UNROLL
-            for (int mt = 0; mt < MT; ++mt)
-                mx_ldsm(qa[mt], sq, TILE_OFF(wr0 + mt * 16 + qr, kk * 2 + qc, CHQ), xs);
-#endif
-MX_UNROLL
-            for (int np = 0; np < NS / 2; ++np) {
-                uint kf[4];
-                mx_ldsm(kf, kt, TILE_OFF(np * 16 + kr, kk * 2 + kc, CHQ), xs);
-MX_UNROLL
-                for (int mt = 0; mt < MT; ++mt) {
 #if QREG
-                    mx_mma(s[mt][2 * np], qf[mt][kk], kf[0], kf[1], xs);
-                    mx_mma(s[mt][2 * np + 1], qf[mt][kk], kf[2], kf[3], xs);
+            mx_qk_step(s, qf[kk], kt, kk, xs);
 #else
-                    mx_mma(s[mt][2 * np], qa[mt], kf[0], kf[1], xs);
-                    mx_mma(s[mt][2 * np + 1], qa[mt], kf[2], kf[3], xs);
+            uint qa[MT][MX_QW];
+MX_UNROLL
+            for (int mt = 0; mt < MT; ++mt) mx_load_q(qa[mt], sq, wr0 + mt * MX_TQ, kk, xs);
+            mx_qk_step(s, qa, kt, kk, xs);
 #endif
-                }
-            }
         }
 #if STAGES == 1
         /* Every warp is done with K of tile j, and V of tile j has landed. */
@@ -370,7 +312,7 @@ MX_UNROLL
 MX_UNROLL
                 for (int nt = 0; nt < NS; ++nt)
 MX_UNROLL
-                    for (int e = 0; e < 4; ++e) s[mt][nt][e] *= scale_log2e;
+                    for (int e = 0; e < MX_CE; ++e) s[mt][nt][e] *= scale_log2e;
         }
 
 #if FATTN_VAR
@@ -379,99 +321,85 @@ MX_UNROLL
         const int mask_el = j >= jmask || j < jfull;
         if (mask_el || VAR_HAS(VAR_SOFTCAP | VAR_ALIBI | VAR_BIAS)) {
 MX_UNROLL
-            for (int mt = 0; mt < MT; ++mt)
+            for (int mt = 0; mt < MT; ++mt) {
+                int ri[MX_RS];
+                long brow[MX_RS];
 MX_UNROLL
-                for (int hh = 0; hh < 2; ++hh) {
-                    const int i = m0 + wr0 + mt * 16 + hh * 8 + g;
-                    const long brow = bs_off + b * bs_sb + h * bs_sh + (long)min(i, Sq - 1) * bs_ss;
-MX_UNROLL
-                    for (int nt = 0; nt < NS; ++nt)
-MX_UNROLL
-                        for (int e = 0; e < 2; ++e) {
-                            const int key = kv0 + nt * 8 + 2 * t4 + e;
-                            float x = s[mt][nt][2 * hh + e];
-                            if (key < rlo[mt][hh] || key >= rhi[mt][hh])
-                                x = -INFINITY;
-                            else
-                                x = var_score(x, i, key, woff, cap2, slope2, bs, brow, bs_sd);
-                            s[mt][nt][2 * hh + e] = x;
-                        }
+                for (int hh = 0; hh < MX_RS; ++hh) {
+                    ri[hh] = m0 + wr0 + mt * MX_TQ + mx_slot_row(hh);
+                    brow[hh] = bs_off + b * bs_sb + h * bs_sh + (long)min(ri[hh], Sq - 1) * bs_ss;
                 }
+MX_UNROLL
+                for (int nt = 0; nt < NS; ++nt)
+MX_UNROLL
+                    for (int e = 0; e < MX_CE; ++e) {
+                        const int hh = mx_el_slot(e), key = kv0 + nt * MX_TK + mx_el_col(e);
+                        float x = s[mt][nt][e];
+                        if (key < rlo[mt][hh] || key >= rhi[mt][hh])
+                            x = -INFINITY;
+                        else
+                            x = var_score(x, ri[hh], key, woff, cap2, slope2, bs, brow[hh], bs_sd);
+                        s[mt][nt][e] = x;
+                    }
+            }
         }
 #else
         if (j >= jmask) {
 MX_UNROLL
-            for (int mt = 0; mt < MT; ++mt)
+            for (int mt = 0; mt < MT; ++mt) {
+                int lim[MX_RS];
 MX_UNROLL
-                for (int hh = 0; hh < 2; ++hh) {
-                    const int lim = mma_key_limit(m0 + wr0 + mt * 16 + hh * 8 + g, Sk, causal, coff);
+                for (int hh = 0; hh < MX_RS; ++hh)
+                    lim[hh] = mma_key_limit(m0 + wr0 + mt * MX_TQ + mx_slot_row(hh), Sk, causal, coff);
 MX_UNROLL
-                    for (int nt = 0; nt < NS; ++nt)
+                for (int nt = 0; nt < NS; ++nt)
 MX_UNROLL
-                        for (int e = 0; e < 2; ++e)
-                            if (kv0 + nt * 8 + 2 * t4 + e >= lim) s[mt][nt][2 * hh + e] = -INFINITY;
-                }
+                    for (int e = 0; e < MX_CE; ++e)
+                        if (kv0 + nt * MX_TK + mx_el_col(e) >= lim[mx_el_slot(e)]) s[mt][nt][e] = -INFINITY;
+            }
         }
 #endif
 
-        /* Online softmax per row (log2 units); a row's values live in the 4
-         * lanes of a quad, and l stays a per-lane partial sum until the end.
+        /* Online softmax per row (log2 units); a row's values may be spread
+         * over lanes (mx_row_max), and l stays a per-lane partial sum until
+         * the end.
          * A row with nothing visible yet keeps m = -inf and subtracts 0, so
          * exp2 gives 0, not NaN; fmax drops a NaN score from the max, but its
          * exp2 is NaN, and so are l, O and lse. */
 MX_UNROLL
         for (int mt = 0; mt < MT; ++mt)
 MX_UNROLL
-            for (int hh = 0; hh < 2; ++hh) {
+            for (int hh = 0; hh < MX_RS; ++hh) {
                 float mx = -INFINITY;
 MX_UNROLL
                 for (int nt = 0; nt < NS; ++nt)
-                    mx = fmax(mx, fmax(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
-                mx = mx_quad_max(mx, xs);
+MX_UNROLL
+                    for (int e = 0; e < MX_CE; ++e)
+                        if (mx_el_slot(e) == hh) mx = fmax(mx, s[mt][nt][e]);
+                mx = mx_row_max(mx, xs);
                 const float mnew = fmax(mrow[mt][hh], mx * sc);
                 const float mu = mnew == -INFINITY ? 0.0f : mnew;
                 const float alpha = mx_exp2(mrow[mt][hh] - mu);
                 mrow[mt][hh] = mnew;
                 float sum = 0.0f;
 MX_UNROLL
-                for (int nt = 0; nt < NS; ++nt) {
-                    const float p0 = mx_exp2(fma(s[mt][nt][2 * hh], sc, -mu));
-                    const float p1 = mx_exp2(fma(s[mt][nt][2 * hh + 1], sc, -mu));
-                    s[mt][nt][2 * hh] = p0;
-                    s[mt][nt][2 * hh + 1] = p1;
-                    sum += p0 + p1;
-                }
+                for (int nt = 0; nt < NS; ++nt)
+MX_UNROLL
+                    for (int e = 0; e < MX_CE; ++e)
+                        if (mx_el_slot(e) == hh) {
+                            const float p = mx_exp2(fma(s[mt][nt][e], sc, -mu));
+                            s[mt][nt][e] = p;
+                            sum += p;
+                        }
                 lrow[mt][hh] = lrow[mt][hh] * alpha + sum;
 MX_UNROLL
-                for (int dt = 0; dt < ND; ++dt) {
-                    oacc[mt][dt][2 * hh] *= alpha;
-                    oacc[mt][dt][2 * hh + 1] *= alpha;
-                }
+                for (int dt = 0; dt < ND; ++dt)
+MX_UNROLL
+                    for (int e = 0; e < MX_CE; ++e)
+                        if (mx_el_slot(e) == hh) oacc[mt][dt][e] *= alpha;
             }
 
-        /* O += P V: the C fragments of n8 tiles 2kk and 2kk + 1 are the A
-         * fragment of k16 step kk. */
-MX_UNROLL
-        for (int kk = 0; kk < BN / 16; ++kk) {
-            uint pa[MT][4];
-MX_UNROLL
-            for (int mt = 0; mt < MT; ++mt) {
-                pa[mt][0] = mx_pack2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                pa[mt][1] = mx_pack2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                pa[mt][2] = mx_pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                pa[mt][3] = mx_pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-            }
-MX_UNROLL
-            for (int dp = 0; dp < ND / 2; ++dp) {
-                uint vf[4];
-                mx_ldsm_t(vf, vt, TILE_OFF(kk * 16 + vr, dp * 2 + vc, CHV), xs);
-MX_UNROLL
-                for (int mt = 0; mt < MT; ++mt) {
-                    mx_mma(oacc[mt][2 * dp], pa[mt], vf[0], vf[1], xs);
-                    mx_mma(oacc[mt][2 * dp + 1], pa[mt], vf[2], vf[3], xs);
-                }
-            }
-        }
+        mx_pv(oacc, s, vt, xs);
 #if STAGES == 1
         /* Every warp is done with V of tile j. */
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -488,9 +416,9 @@ MX_UNROLL
 MX_UNROLL
     for (int mt = 0; mt < MT; ++mt)
 MX_UNROLL
-        for (int hh = 0; hh < 2; ++hh) {
-            const float l = mx_quad_sum(lrow[mt][hh], xs); /* every lane: it may hold a barrier */
-            const int i = m0 + wr0 + mt * 16 + hh * 8 + g;
+        for (int hh = 0; hh < MX_RS; ++hh) {
+            const float l = mx_row_sum(lrow[mt][hh], xs); /* every lane: it may hold a barrier */
+            const int i = m0 + wr0 + mt * MX_TQ + mx_slot_row(hh);
             if (i >= Sq) continue;
             float inv;
 #if FATTN_VAR
@@ -500,18 +428,22 @@ MX_UNROLL
             const float lse2 = l == 0.0f ? -INFINITY : mrow[mt][hh] + log2(l);
 #endif
             const long orow = ob + (long)i * o_ss;
+            /* The row's elements, two at a time: with MX_PAIRS, e and e + 1
+             * are adjacent dims and go out as one 32-bit store when aligned. */
 MX_UNROLL
-            for (int dt = 0; dt < ND; ++dt) {
-                const int d = dt * 8 + 2 * t4;
-                const float v0 = oacc[mt][dt][2 * hh] * inv, v1 = oacc[mt][dt][2 * hh + 1] * inv;
-                if (d + 1 < dv && ((orow + d) & 1) == 0) {
-                    *(__global uint *)(o + orow + d) = mx_pack2(v0, v1);
-                } else {
-                    const uint w = mx_pack2(v0, v1);
-                    if (d < dv) o[orow + d] = (ushort)(w & 0xffffu);
-                    if (d + 1 < dv) o[orow + d + 1] = (ushort)(w >> 16);
+            for (int dt = 0; dt < ND; ++dt)
+MX_UNROLL
+                for (int e = 0; e < MX_CE; e += 2) {
+                    if (mx_el_slot(e) != hh) continue;
+                    const int d0 = dt * MX_TD + mx_el_col(e), d1 = dt * MX_TD + mx_el_col(e + 1);
+                    const uint w = mx_pack2(oacc[mt][dt][e] * inv, oacc[mt][dt][e + 1] * inv);
+                    if (MX_PAIRS && d0 + 1 < dv && ((orow + d0) & 1) == 0) {
+                        *(__global uint *)(o + orow + d0) = w;
+                    } else {
+                        if (d0 < dv) o[orow + d0] = (ushort)(w & 0xffffu);
+                        if (d1 < dv && mx_el_slot(e + 1) == hh) o[orow + d1] = (ushort)(w >> 16);
+                    }
                 }
-            }
-            if (has_lse && t4 == 0) lse[lb + (long)i * l_ss] = lse2 * M_LN2_F;
+            if (has_lse && mx_row_owner()) lse[lb + (long)i * l_ss] = lse2 * M_LN2_F;
         }
 }

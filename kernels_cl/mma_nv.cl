@@ -22,6 +22,7 @@
  * primitive is called by all work-items of the group together. */
 
 #define MX_XS_WORDS 0
+#define MX_WARP 32 /* lanes per warp (wave) */
 
 /* The kernel's fragment loops: unrolled, so fragments stay in registers. */
 #define MX_UNROLL _Pragma("unroll")

@@ -1,48 +1,66 @@
-/* The matrix path's probe (ocl_mma.c), built after a primitive file (mma_nv.cl
- * or mma_emu.cl) in the problem's DTYPE: one warp runs each primitive the
- * kernel uses on known data, and the host checks the numbers, so a driver
- * that builds the instructions but computes something else is caught too.
- * in: A [16][16], K [8][16] and V [16][8] (16-bit storage); out: A K^T
- * (C layout, 4 per lane), A V (4 per lane), the quad sums and maxima of
- * lane numbers, and A K^T packed back to the storage type (2 per lane).
- * Loads go through mx_cp16 (V's second half zero-filled by a 0-byte copy,
- * so the host expects V rows 8..15 to be zero). */
+/* The matrix path's probe (ocl_mma.c), built after a vendor's files (see
+ * mma_common.cl) with -DDPAD=32 -DBM=16 -DBN=16 -DNW=1 in the dtype asked:
+ * one warp runs the tile functions the kernel uses on known data, and the
+ * host checks every number, so a driver that builds the instructions but
+ * computes something else (or a tile file whose layout bookkeeping is
+ * wrong) is caught before the kernel is chosen.
+ * in: Q, K, V, each [16][32] (16-bit storage, row-major). out (floats,
+ * poisoned by the host, so what no lane writes shows): S = Q K^T [16][16],
+ * O = S V [16][32] (S through the storage type, as P is; V's rows 8..15
+ * are zero-filled by 0-byte copies), each row's max and sum of S, then
+ * exp2(-inf) + exp2(1). */
 
-__kernel __attribute__((reqd_work_group_size(32, 1, 1)))
-void mma_probe(__global const ushort *in, __global float *out, __global uint *packed) {
-    __local uint4 tiles[(256 + 128 + 128) / 8];
+__kernel __attribute__((reqd_work_group_size(MX_WARP, 1, 1)))
+void mma_probe(__global const ushort *in, __global float *out) {
+    __local uint4 tiles[3 * 16 * 32 / 8];
 #if MX_XS_WORDS
     __local uint xs[MX_XS_WORDS];
 #else
     __local uint *xs = 0;
 #endif
-    __local ushort *sa = (__local ushort *)tiles, *sk = sa + 256, *sv = sk + 128;
-    const int lane = get_local_id(0);
-    /* A: 32 chunks of 8; K: 16; V: 16 (rows 8..15 zero-filled). */
-    mx_cp16(sa + lane * 8, in + lane * 8, 16);
-    if (lane < 16) mx_cp16(sk + lane * 8, in + 256 + lane * 8, 16);
-    if (lane < 16) mx_cp16(sv + lane * 8, in + 384 + lane * 8, lane < 8 ? 16 : 0);
+    __local ushort *sq = (__local ushort *)tiles, *sk = sq + 512, *sv = sk + 512;
+    const int lane = MX_LANE;
+    for (int c = lane; c < 64; c += MX_WARP) { /* 16 rows x 4 chunks per operand */
+        const int r = c / 4, x = c % 4;
+        mx_cp16(sq + TILE_OFF(r, x, 4), in + r * 32 + x * 8, 16);
+        mx_cp16(sk + TILE_OFF(r, x, 4), in + 512 + r * 32 + x * 8, 16);
+        mx_cp16(sv + TILE_OFF(r, x, 4), in + 1024 + r * 32 + x * 8, r < 8 ? 16 : 0);
+    }
     mx_cp_commit();
     mx_cp_wait(0);
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    uint a[4], kf[4], vf[4];
-    /* A (16 x 16, rows of 16): matrices rows 0-7 / 8-15 x cols 0-7, then 8-15. */
-    mx_ldsm(a, sa, ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + (lane >> 4) * 8, xs);
-    /* K (8 keys x 16): x4 over keys 0-7 x cols 0-7 / 8-15, twice. */
-    mx_ldsm(kf, sk, (lane & 7) * 16 + ((lane >> 3) & 1) * 8, xs);
-    /* V (16 keys x 8 dims), transposed: keys 0-7 / 8-15, twice. */
-    mx_ldsm_t(vf, sv, ((lane & 7) + ((lane >> 3) & 1) * 8) * 8, xs);
-    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    mx_mma(c, a, kf[0], kf[1], xs);
-    mx_mma(d, a, vf[0], vf[1], xs);
-    const float qs = mx_quad_sum((float)lane, xs), qm = mx_quad_max((float)lane, xs);
-    for (int e = 0; e < 4; e++) {
-        out[lane * 10 + e] = c[e];
-        out[lane * 10 + 4 + e] = d[e];
+    float s[1][NS][MX_CE], o[1][ND][MX_CE];
+    for (int nt = 0; nt < NS; nt++)
+        for (int e = 0; e < MX_CE; e++) s[0][nt][e] = 0.0f;
+    for (int dt = 0; dt < ND; dt++)
+        for (int e = 0; e < MX_CE; e++) o[0][dt][e] = 0.0f;
+    for (int kk = 0; kk < KD; kk++) {
+        uint qa[1][MX_QW];
+        mx_load_q(qa[0], sq, 0, kk, xs);
+        mx_qk_step(s, qa, sk, kk, xs);
     }
-    out[lane * 10 + 8] = qs;
-    out[lane * 10 + 9] = qm + mx_exp2(-INFINITY); /* exp2(-inf) must be 0 */
-    packed[lane * 2] = mx_pack2(c[0], c[1]);
-    packed[lane * 2 + 1] = mx_pack2(c[2], c[3]);
+    for (int nt = 0; nt < NS; nt++)
+        for (int e = 0; e < MX_CE; e++)
+            out[mx_slot_row(mx_el_slot(e)) * 16 + nt * MX_TK + mx_el_col(e)] = s[0][nt][e];
+    for (int hh = 0; hh < MX_RS; hh++) {
+        float mx = -INFINITY, sum = 0.0f;
+        for (int nt = 0; nt < NS; nt++)
+            for (int e = 0; e < MX_CE; e++)
+                if (mx_el_slot(e) == hh) {
+                    mx = fmax(mx, s[0][nt][e]);
+                    sum += s[0][nt][e];
+                }
+        mx = mx_row_max(mx, xs);
+        sum = mx_row_sum(sum, xs);
+        if (mx_row_owner()) {
+            out[768 + mx_slot_row(hh)] = mx;
+            out[784 + mx_slot_row(hh)] = sum;
+        }
+    }
+    mx_pv(o, s, sv, xs);
+    for (int dt = 0; dt < ND; dt++)
+        for (int e = 0; e < MX_CE; e++)
+            out[256 + mx_slot_row(mx_el_slot(e)) * 32 + dt * MX_TD + mx_el_col(e)] = o[0][dt][e];
+    if (lane == 0) out[800] = mx_exp2(-INFINITY) + mx_exp2(1.0f);
 }

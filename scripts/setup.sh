@@ -1,9 +1,10 @@
 # Sourced by demo.sh and test.sh: installs the Debian packages fattn builds
 # and tests with, when they are missing and we are root; then nothing else.
+# (clang-16 and llvm-16 compile the AMD matrix kernels: tests/vendor_compile.sh.)
 # Without root, missing packages are listed and the build goes on without
 # the parts that need them.
 fattn_packages="cmake make gcc g++ pkg-config libcmocka-dev ocl-icd-opencl-dev opencl-headers
-  pocl-opencl-icd libclblast-dev clinfo"
+  pocl-opencl-icd libclblast-dev clinfo clang-16 llvm-16"
 fattn_missing=""
 for p in $fattn_packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -103,10 +103,11 @@ fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backe
              keep(out, fattn_env_opencl_matrix_tune(), &s->opencl_matrix_tune);
     s->cuda_small_tiles = fattn_env_cuda_small_tiles();
     const char *mx = s->opencl_matrix;
-    if (ok && mx && strcmp(mx, "auto") && strcmp(mx, "off") && strcmp(mx, "emulate")) {
+    if (ok && mx && strcmp(mx, "auto") && strcmp(mx, "off") && strcmp(mx, "emulate") &&
+        strcmp(mx, "emulate-nv") && strcmp(mx, "emulate-rdna")) {
         const fattn_status st = fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
-                                           "FATTN_OPENCL_MATRIX='%.64s' is not auto, off or "
-                                           "emulate",
+                                           "FATTN_OPENCL_MATRIX='%.64s' is not auto, off, "
+                                           "emulate (= emulate-nv) or emulate-rdna",
                                            mx);
         fattn_settings_free(out);
         return st;

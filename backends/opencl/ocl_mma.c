@@ -1,15 +1,17 @@
-/* The OpenCL matrix path (kernels_cl/flash_mma.cl): which primitive file a
+/* The OpenCL matrix path (kernels_cl/flash_mma.cl): which vendor files a
  * device gets (probe, then choose), the tiles per head-dim bucket, and the
  * variant table's row (accept and run).
  *
- * Primitive files, in the order they are tried for a device class: NVIDIA
- * GPUs get mma_nv.cl (tensor cores through inline PTX). FATTN_OPENCL_MATRIX
- * =emulate gives any device mma_emu.cl (the same fragment layouts in plain
- * OpenCL C, for tests), =off none. A file is used only where its probe
- * (kernels_cl/mma_probe.cl) built and computed the right numbers on the
- * device, in each 16-bit dtype. The probe runs in a cl_context of its own
- * (a probe that faults must not take the caller's context with it), once
- * per device, primitive file and process. */
+ * A primitive is a row of prims[]: the files joined before the kernel (see
+ * kernels_cl/mma_common.cl). NVIDIA GPUs get "nv" (tensor cores through
+ * inline PTX), AMD GPUs "rdna" (RDNA3's WMMA). FATTN_OPENCL_MATRIX=emulate
+ * (or emulate-nv, emulate-rdna) gives any device a layout's plain-OpenCL
+ * emulation (for tests), =off none. A primitive is used only where its
+ * probe (kernels_cl/mma_probe.cl, the tile functions on known data) built
+ * and computed the right numbers on the device, in each 16-bit dtype. The
+ * probe runs in a cl_context of its own (a probe that faults must not take
+ * the caller's context with it), once per device, primitive and process. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,36 +77,86 @@ static size_t local_bytes(const mma_shape *sh, int dpad, int dvpad, int xs_words
 
 /* ---- Probe ---------------------------------------------------------------------- */
 
-enum { PRIM_NV, PRIM_EMU, PRIM_COUNT };
-static const char *const prim_file[PRIM_COUNT] = {"mma_nv.cl", "mma_emu.cl"};
-static const int prim_xs_words[PRIM_COUNT] = {0, 32 + 128 + 64}; /* MX_XS_WORDS */
-static const char *const prim_name[PRIM_COUNT] = {"mma.sync through inline PTX",
-                                                  "emulated (plain OpenCL C)"};
+typedef struct mma_prim {
+    const char *key;   /* FATTN_OPENCL_MATRIX=emulate-<key>: the emulations (else NULL) */
+    const char *files; /* joined before flash_mma.cl or mma_probe.cl */
+    int warp;          /* MX_WARP: work-items per warp (sub-group, wave) */
+    int xs_words;      /* MX_XS_WORDS: local scratch per warp */
+    const char *name;  /* for the device description */
+} mma_prim;
 
-/* Exact in f16 and bf16, and every product sum exact in float32. */
-static float probe_a(int i, int k) { return (float)((i * 3 + k * 5) % 7 - 3); }
-static float probe_k(int n, int k) { return (float)((n * 2 + k * 3) % 5 - 2); }
-static float probe_v(int k, int n) { return k < 8 ? (float)((k + 2 * n) % 3 - 1) : 0.0f; }
+enum { PRIM_NV, PRIM_NV_EMU, PRIM_RDNA, PRIM_RDNA_EMU, PRIM_COUNT };
+static const mma_prim prims[PRIM_COUNT] = {
+    {NULL, "mma_common.cl+mma_nv.cl+mma_nv_tile.cl", 32, 0, "mma.sync through inline PTX"},
+    {"nv", "mma_common.cl+mma_plain.cl+mma_nv_emu.cl+mma_nv_tile.cl", 32, 32 + 128 + 64,
+     "emulated mma.sync layout (plain OpenCL C)"},
+    {NULL, "mma_common.cl+mma_plain.cl+mma_rdna.cl+mma_rdna_tile.cl", 32, 0,
+     "RDNA3 WMMA"},
+    {"rdna", "mma_common.cl+mma_plain.cl+mma_rdna_emu.cl+mma_rdna_tile.cl", 32, 32 + 256,
+     "emulated RDNA3 WMMA layout (plain OpenCL C)"},
+};
+
+/* Exact in f16 and bf16 (|S| <= 128), and every sum exact in float32. */
+static float probe_in(int which, int r, int c) {
+    return (float)((r * (3 + which) + c * (5 + 2 * which) + which) % 5 - 2);
+}
 
 static uint16_t to16(float x, int bf16) {
     return bf16 ? fattn_f32_to_bf16(x) : fattn_f32_to_f16(x);
 }
-static float from16(uint16_t h, int bf16) {
-    return bf16 ? fattn_bf16_to_f32(h) : fattn_f16_to_f32(h);
+
+/* The first wrong number of the probe's output, or 0 (see mma_probe.cl). */
+static int probe_check(const float *out, char *why, size_t len) {
+    for (int i = 0; i < 16; i++) {
+        double mx = -1e30, sum = 0.0;
+        for (int j = 0; j < 16; j++) {
+            double sv = 0.0;
+            for (int d = 0; d < 32; d++) sv += probe_in(0, i, d) * probe_in(1, j, d);
+            mx = sv > mx ? sv : mx;
+            sum += sv;
+            if (out[i * 16 + j] != (float)sv) {
+                snprintf(why, len, "the probe's S[%d][%d] is %g, not %g", i, j,
+                         (double)out[i * 16 + j], sv);
+                return 1;
+            }
+        }
+        for (int d = 0; d < 32; d++) {
+            double ov = 0.0;
+            for (int j = 0; j < 8; j++) {
+                double sv = 0.0;
+                for (int e = 0; e < 32; e++) sv += probe_in(0, i, e) * probe_in(1, j, e);
+                ov += sv * probe_in(2, j, d);
+            }
+            if (out[256 + i * 32 + d] != (float)ov) {
+                snprintf(why, len, "the probe's O[%d][%d] is %g, not %g", i, d,
+                         (double)out[256 + i * 32 + d], ov);
+                return 1;
+            }
+        }
+        if (out[768 + i] != (float)mx || out[784 + i] != (float)sum) {
+            snprintf(why, len, "the probe's row %d reductions are %g and %g, not %g and %g", i,
+                     (double)out[768 + i], (double)out[784 + i], mx, sum);
+            return 1;
+        }
+    }
+    if (out[800] != 2.0f) {
+        snprintf(why, len, "the probe's exp2(-inf) + exp2(1) is %g", (double)out[800]);
+        return 1;
+    }
+    return 0;
 }
 
-/* Runs the probe of primitive file `prim` in dtype (1 f16, 2 bf16) on dev in
- * a context of its own; 1 when every number is right, else 0 with why. */
+/* Runs the probe of primitive `prim` in dtype (1 f16, 2 bf16) on dev in a
+ * context of its own; 1 when every number is right, else 0 with why. */
 static int run_probe(cl_device_id dev, int prim, int dtype, const fattn_settings *settings,
                      char *why, size_t len) {
     const int bf16 = dtype == 2;
-    uint16_t in[512];
-    for (int i = 0; i < 16; i++)
-        for (int k = 0; k < 16; k++) in[i * 16 + k] = to16(probe_a(i, k), bf16);
-    for (int n = 0; n < 8; n++)
-        for (int k = 0; k < 16; k++) in[256 + n * 16 + k] = to16(probe_k(n, k), bf16);
-    for (int k = 0; k < 16; k++)
-        for (int n = 0; n < 8; n++) in[384 + k * 8 + n] = to16(k < 8 ? probe_v(k, n) : 7.0f, bf16);
+    uint16_t in[3 * 512];
+    for (int w = 0; w < 3; w++)
+        for (int r = 0; r < 16; r++)
+            for (int c = 0; c < 32; c++) in[w * 512 + r * 32 + c] = to16(probe_in(w, r, c), bf16);
+    float out[801];
+    for (int i = 0; i < 801; i++) out[i] = NAN; /* what no lane writes shows */
 
     cl_int err;
     cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
@@ -118,12 +170,13 @@ static int run_probe(cl_device_id dev, int prim, int dtype, const fattn_settings
     cache.disk_fd = -1;
     cache.kernel_dir = settings->kernel_dir;
     cache.extra_options = settings->opencl_options;
-    cl_mem mi = NULL, mo = NULL, mp = NULL;
+    cl_mem mi = NULL, mo = NULL;
     cl_kernel k = NULL;
     int ok = 0;
-    char file[64], options[64];
-    snprintf(file, sizeof file, "%s+mma_probe.cl", prim_file[prim]);
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DDTYPE=%d", dtype);
+    char file[160], options[128];
+    snprintf(file, sizeof file, "%s+mma_probe.cl", prims[prim].files);
+    snprintf(options, sizeof options,
+             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=32 -DBM=16 -DBN=16 -DNW=1 -DQREG=1", dtype);
     fattn_msg msg = {0};
     if (err == CL_SUCCESS &&
         ocl_get_kernel(&cache, ctx, dev, file, "mma_probe", options, &k, &msg) != FATTN_OK) {
@@ -132,54 +185,22 @@ static int run_probe(cl_device_id dev, int prim, int dtype, const fattn_settings
     }
     if (err == CL_SUCCESS)
         mi = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof in, in, &err);
-    if (err == CL_SUCCESS) mo = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, 320 * 4, NULL, &err);
-    if (err == CL_SUCCESS) mp = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, 64 * 4, NULL, &err);
+    if (err == CL_SUCCESS)
+        mo = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof out, out, &err);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 0, sizeof mi, &mi);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 1, sizeof mo, &mo);
-    if (err == CL_SUCCESS) err = clSetKernelArg(k, 2, sizeof mp, &mp);
-    const size_t one = 32;
+    const size_t one = (size_t)prims[prim].warp;
     if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
-    float out[320];
-    uint32_t packed[64];
     if (err == CL_SUCCESS)
         err = clEnqueueReadBuffer(q, mo, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL);
-    if (err == CL_SUCCESS)
-        err = clEnqueueReadBuffer(q, mp, CL_TRUE, 0, sizeof packed, packed, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
         snprintf(why, len, "the probe did not run: %s (%d)", ocl_error_name(err), (int)err);
         goto done;
     }
-    for (int lane = 0; lane < 32; lane++) {
-        const int g = lane / 4, t = lane % 4;
-        for (int e = 0; e < 4; e++) {
-            const int row = g + (e / 2) * 8, col = 2 * t + e % 2;
-            float s = 0.0f, o = 0.0f;
-            for (int kk = 0; kk < 16; kk++) {
-                s += probe_a(row, kk) * probe_k(col, kk);
-                o += probe_a(row, kk) * probe_v(kk, col);
-            }
-            const uint16_t h = (uint16_t)(packed[lane * 2 + e / 2] >> (16 * (e % 2)));
-            if (out[lane * 10 + e] != s || out[lane * 10 + 4 + e] != o || from16(h, bf16) != s) {
-                snprintf(why, len,
-                         "the probe computed a wrong tile (lane %d, element %d: %g, %g, %g; "
-                         "expected %g, %g)",
-                         lane, e, (double)out[lane * 10 + e], (double)out[lane * 10 + 4 + e],
-                         (double)from16(h, bf16), (double)s, (double)o);
-                goto done;
-            }
-        }
-        const float qs = (float)(4 * (lane & ~3) + 6), qm = (float)((lane & ~3) + 3);
-        if (out[lane * 10 + 8] != qs || out[lane * 10 + 9] != qm) {
-            snprintf(why, len, "the probe's quad reductions are wrong (lane %d: %g, %g)", lane,
-                     (double)out[lane * 10 + 8], (double)out[lane * 10 + 9]);
-            goto done;
-        }
-    }
-    ok = 1;
+    ok = !probe_check(out, why, len);
 done:
     if (mi) clReleaseMemObject(mi);
     if (mo) clReleaseMemObject(mo);
-    if (mp) clReleaseMemObject(mp);
     ocl_cache_release(&cache);
     if (q) clReleaseCommandQueue(q);
     clReleaseContext(ctx);
@@ -205,14 +226,20 @@ void ocl_mma_setup(ocl_state *s) {
         return;
     }
     int prim = -1;
+    const int gpu = (s->dev.type & CL_DEVICE_TYPE_GPU) != 0;
     if (!strcmp(mode, "emulate"))
-        prim = PRIM_EMU;
-    else if (s->limits.vendor_class == OCL_CLASS_NVIDIA && (s->dev.type & CL_DEVICE_TYPE_GPU))
+        prim = PRIM_NV_EMU;
+    else if (!strncmp(mode, "emulate-", 8)) {
+        for (int i = 0; i < PRIM_COUNT; i++)
+            if (prims[i].key && !strcmp(mode + 8, prims[i].key)) prim = i;
+    } else if (gpu && s->limits.vendor_class == OCL_CLASS_NVIDIA)
         prim = PRIM_NV;
+    else if (gpu && s->limits.vendor_class == OCL_CLASS_AMD)
+        prim = PRIM_RDNA;
     if (prim < 0) {
         snprintf(s->mma_why, sizeof s->mma_why,
-                 "no matrix-unit path for this device (NVIDIA GPUs have one; "
-                 "FATTN_OPENCL_MATRIX=emulate runs its emulation anywhere)");
+                 "no matrix-unit path for this device (NVIDIA and AMD GPUs have one; "
+                 "FATTN_OPENCL_MATRIX=emulate runs an emulation anywhere)");
         return;
     }
     pthread_mutex_lock(&probe_lock);
@@ -225,7 +252,7 @@ void ocl_mma_setup(ocl_state *s) {
             char why[256] = "";
             fresh.ok[ti] = run_probe(s->dev.device, prim, ti + 1, &s->settings, why, sizeof why);
             if (!fresh.ok[ti] && !fresh.why[0])
-                snprintf(fresh.why, sizeof fresh.why, "%s (%s): %s", prim_name[prim],
+                snprintf(fresh.why, sizeof fresh.why, "%s (%s): %s", prims[prim].name,
                          ti ? "bf16" : "f16", why);
         }
         /* A full table keeps its entries; this device is probed again next time. */
@@ -241,13 +268,14 @@ void ocl_mma_setup(ocl_state *s) {
 
 const char *ocl_mma_path(const ocl_state *s) {
     if (s->mma_prim < 0 || (!s->mma_ok[0] && !s->mma_ok[1])) return "scalar";
-    return prim_name[s->mma_prim];
+    return prims[s->mma_prim].name;
 }
 
 /* ---- The variant table's row ---------------------------------------------------- */
 
 typedef struct ocl_mma_plan {
     mma_shape sh;
+    int warp; /* work-items per warp */
     cl_kernel k;
 } ocl_mma_plan;
 FATTN_PLAN_FITS(ocl_mma_plan);
@@ -281,7 +309,8 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
                           "takes (bm = 16 nw m with m 1..4 and nw 1..8, bn 16..128 in steps of "
                           "16, qreg and fold 0 or 1, stages 1 or 2)",
                           tune);
-    const size_t bytes = local_bytes(&sh, dpad, dvpad, prim_xs_words[s->mma_prim]);
+    const mma_prim *pr = &prims[s->mma_prim];
+    const size_t bytes = local_bytes(&sh, dpad, dvpad, pr->xs_words);
     if (bytes > s->limits.local_mem)
         return fattn_fail(msg, tune && *tune ? FATTN_ERR_ENVIRONMENT : FATTN_ERR_UNSUPPORTED,
                           "the matrix path's tiles need %zu bytes of local memory; the device "
@@ -290,7 +319,7 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
                           tune && *tune ? " (FATTN_OPENCL_MATRIX_TUNE)" : "");
 
     const unsigned bits = fattn_variants_used(p);
-    char options[320], var[80], file[64];
+    char options[320], var[80], file[160];
     ocl_variant_options(p, bits, dvpad, var, sizeof var);
     char dv[32] = "";
     if (dvpad != dpad && !(bits & FATTN_VAR_HEAD_DIM_V))
@@ -301,7 +330,7 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
         "-DFOLD=%d%s%s%s",
         (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, sh.fold, dv,
         ocl_ragged_option(p), var);
-    snprintf(file, sizeof file, "%s+flash_mma.cl", prim_file[s->mma_prim]);
+    snprintf(file, sizeof file, "%s+flash_mma.cl", pr->files);
     cl_kernel k;
     fattn_status st =
         ocl_get_kernel(&s->cache, s->context, s->dev.device, file, "flash_mma", options, &k, msg);
@@ -309,12 +338,13 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     size_t kernel_wg = 0;
     OCL_TRY(msg, clGetKernelWorkGroupInfo(k, s->dev.device, CL_KERNEL_WORK_GROUP_SIZE,
                                           sizeof kernel_wg, &kernel_wg, NULL));
-    if (kernel_wg < (size_t)sh.nw * 32)
+    if (kernel_wg < (size_t)sh.nw * (size_t)pr->warp)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the matrix kernel needs %d work-items per group; this build allows %zu",
-                          sh.nw * 32, kernel_wg);
+                          sh.nw * pr->warp, kernel_wg);
     ocl_mma_plan *mp = FATTN_PLAN_AREA(plan, ocl_mma_plan);
     mp->sh = sh;
+    mp->warp = pr->warp;
     mp->k = k;
     plan->tiling.tile_q = sh.bm;
     plan->tiling.tile_kv = sh.bn;
@@ -351,7 +381,7 @@ fattn_status ocl_mma_run(void *state, const fattn_problem *p, const fattn_plan *
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof vec, &vec));
     if ((st = ocl_variant_args(k, &a, p, fattn_variants_used(p), msg)) != FATTN_OK) return st;
     if (p->rag.on && (st = ocl_ragged_args(s, k, &a, p, msg)) != FATTN_OK) return st;
-    const size_t nt = (size_t)mp->sh.nw * 32;
+    const size_t nt = (size_t)mp->sh.nw * (size_t)mp->warp;
     const size_t global[2] = {(size_t)((p->seq_q + mp->sh.bm - 1) / mp->sh.bm) * nt,
                               (size_t)(p->batch * p->heads_q)};
     const size_t local[2] = {nt, 1};

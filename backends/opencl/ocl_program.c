@@ -75,7 +75,7 @@ static fattn_status load_source(const char *kernel_dir, const char *file, int op
 static fattn_status program_source(const char *kernel_dir, const char *file, char **out,
                                    size_t *len, fattn_msg *msg) {
     static const char *const common[] = {"storage.cl", "ragged.cl", "variants.cl"};
-    enum { NC = sizeof common / sizeof common[0], MAX_JOINED = 3, N = NC + MAX_JOINED };
+    enum { NC = sizeof common / sizeof common[0], MAX_JOINED = 6, N = NC + MAX_JOINED };
     char *part[N] = {NULL};
     size_t plen[N] = {0}, total = 0;
     fattn_status st = FATTN_OK;

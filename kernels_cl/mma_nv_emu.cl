@@ -1,7 +1,7 @@
-/* The matrix-unit primitives of flash_mma.cl (interface: mma_nv.cl) in plain
- * OpenCL C: each instruction's exact fragment layout, with the lanes of a
- * warp exchanging data through the warp's scratch in local memory and
- * barriers. It is slow; it exists so that the matrix kernel's fragment
+/* mma_nv.cl's matrix-unit instructions (ldmatrix, mma.sync m16n8k16, quad
+ * shuffles) in plain OpenCL C, after mma_plain.cl: each instruction's exact
+ * fragment layout, with the lanes of a warp exchanging data through the
+ * warp's scratch in local memory and barriers. It is slow; it exists so that the matrix kernel's fragment
  * bookkeeping (tiles, swizzle, masks, softmax on fragments) runs and is
  * tested on any OpenCL device, PoCL in CI included, where the instructions
  * themselves are not. FATTN_OPENCL_MATRIX=emulate selects it.
@@ -21,32 +21,12 @@
 /* Scratch per warp: 32 words for lane exchanges, A as [16][8] pairs, B as
  * [8 n][8 k-pairs]. */
 #define MX_XS_WORDS (32 + 128 + 64)
-
-#define MX_LANE ((int)get_local_id(0) & 31)
+#define MX_WARP 32 /* lanes per warp (wave) */
 
 /* The kernel's fragment loops stay loops here: unrolled, each primitive's
  * barriers would be copied hundreds of times, and PoCL's compile time
  * grows much faster than that. */
 #define MX_UNROLL _Pragma("nounroll")
-
-/* A 16-bit storage value as float32. */
-inline float mx_float(ushort u) {
-#if DTYPE == 2
-    return as_float((uint)u << 16);
-#else
-    return vload_half(0, (const __private half *)&u);
-#endif
-}
-
-inline ushort mx_store16(float x) {
-#if DTYPE == 2
-    return bf16_round(x); /* storage.cl's */
-#else
-    ushort h;
-    vstore_half_rte(x, 0, (__private half *)&h);
-    return h;
-#endif
-}
 
 inline uint mx_pair(__local const ushort *p) { return (uint)p[0] | ((uint)p[1] << 16); }
 
@@ -105,16 +85,3 @@ inline float mx_quad(float x, int want_max, __local uint *xs) {
 
 inline float mx_quad_max(float x, __local uint *xs) { return mx_quad(x, 1, xs); }
 inline float mx_quad_sum(float x, __local uint *xs) { return mx_quad(x, 0, xs); }
-
-inline void mx_cp16(__local ushort *dst, __global const ushort *src, int bytes) {
-    for (int e = 0; e < 8; e++) dst[e] = 2 * e + 2 <= bytes ? src[e] : (ushort)0;
-}
-
-inline void mx_cp_commit(void) {}
-#define mx_cp_wait(n) ((void)0)
-
-inline float mx_exp2(float x) { return exp2(x); }
-
-inline uint mx_pack2(float lo, float hi) {
-    return (uint)mx_store16(lo) | ((uint)mx_store16(hi) << 16);
-}

@@ -1,0 +1,61 @@
+/* The matrix kernel's shape and local-memory layout, shared by every vendor:
+ * the host joins mma_common.cl, a vendor's instruction file (mma_nv.cl,
+ * mma_rdna.cl, or their plain-OpenCL emulations), the vendor's tile file
+ * (mma_nv_tile.cl, mma_rdna_tile.cl) and flash_mma.cl (or mma_probe.cl).
+ *
+ * The instruction file says how wide a warp (sub-group, wave) is, MX_WARP
+ * lanes; the tile file how its instructions lay tiles out across it: an S
+ * tile is MX_TQ queries x MX_TK keys and an O tile MX_TQ queries x MX_TD
+ * dims, MX_CE floats per lane, which cover MX_RS query rows of the lane
+ * (mx_slot_row) and column mx_el_col(e) of slot mx_el_slot(e). The tile
+ * file's functions (mx_load_q, mx_qk_step, mx_pv, mx_row_max/_sum) do the
+ * matrix work of one tile; flash_mma.cl does the rest. The derived counts
+ * below are macros, so they may name constants defined later. */
+
+#ifndef DPAD
+#define DPAD 64 /* Q and K head dim bucket (the run-time D is <= DPAD) */
+#endif
+#ifndef DVPAD
+#define DVPAD DPAD /* V and O */
+#endif
+#ifndef BM
+#define BM 128 /* query rows per group */
+#endif
+#ifndef BN
+#define BN 64 /* keys per tile */
+#endif
+#ifndef NW
+#define NW 4 /* warps per group */
+#endif
+#ifndef QREG
+#define QREG 1 /* Q's fragments in registers (else re-read from local memory per k-step) */
+#endif
+#ifndef STAGES
+#define STAGES 1 /* K/V buffers: 1 (staggered) or 2 (tile j+1 loads while tile j runs) */
+#endif
+#ifndef FOLD
+#define FOLD 0 /* the softmax scale folded into the exponent's FMA (scale > 0, no variants) */
+#endif
+#if FATTN_VAR
+#undef FOLD
+#define FOLD 0 /* the variants rescore scaled scores */
+#endif
+
+#define NT (NW * MX_WARP)         /* work-items per group */
+#define MT (BM / (MX_TQ * NW))    /* row tiles per warp */
+#define KD (DPAD / 16)            /* k16 steps of Q K^T */
+#define NS (BN / MX_TK)           /* S tiles per row tile */
+#define ND (DVPAD / MX_TD)        /* O tiles per row tile */
+#define CHQ (DPAD / 8)            /* 16-byte chunks per Q or K row */
+#define CHV (DVPAD / 8)           /* per V row */
+#define MX_LANE ((int)get_local_id(0) % MX_WARP)
+
+/* Rows of 16-bit elements are stored in 16-byte chunks whose index is
+ * XORed with the row's place in a run of 8 rows of 128 bytes, so the 8
+ * rows one 8x8 matrix load reads (same logical chunk) hit 8 different bank
+ * groups without padding (padding would not fit). ch: chunks per row. */
+#define SWZ(r, ch) ((ch) >= 8 ? ((r) & 7) : (((r) / (8 / (ch))) & ((ch) - 1)))
+/* Element offset of (row r, chunk c) in a tile of ch chunks per row. */
+#define TILE_OFF(r, c, ch) ((r) * (ch) * 8 + (((c) ^ SWZ(r, ch)) << 3))
+/* Element offset of (row r, element x). */
+#define TILE_EL(r, x, ch) (TILE_OFF(r, (x) >> 3, ch) + ((x) & 7))

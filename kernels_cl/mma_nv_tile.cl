@@ -1,0 +1,81 @@
+/* NVIDIA tensor-core tiles for flash_mma.cl: mma.sync m16n8k16 with ldmatrix
+ * loads (mma_nv.cl, or its emulation mma_nv_emu.cl). S = Q K^T and O += P V
+ * in the usual orientation: a lane holds 2 query rows (g = lane / 4 and
+ * g + 8) x 2 adjacent columns (2 (lane % 4) + 0, 1) of each 16 x 8 tile,
+ * so a row's values live in a quad, and S's accumulator tiles 2kk and
+ * 2kk + 1 are exactly the A fragment of P for k16 step kk: P never leaves
+ * registers. */
+
+#define MX_TQ 16  /* queries per row tile */
+#define MX_TK 8   /* keys per S tile */
+#define MX_TD 8   /* dims per O tile */
+#define MX_CE 4   /* accumulator floats per lane and tile */
+#define MX_RS 2   /* query rows per lane and row tile */
+#define MX_QW 4   /* uints of Q's fragment (one row tile, one k16 step) */
+#define MX_PAIRS 1 /* elements 2i and 2i + 1 are adjacent columns of one row */
+
+inline int mx_slot_row(int slot) { return (MX_LANE >> 2) + 8 * slot; }
+inline int mx_el_slot(int e) { return e >> 1; }
+inline int mx_el_col(int e) { return 2 * (MX_LANE & 3) + (e & 1); }
+inline int mx_row_owner(void) { return (MX_LANE & 3) == 0; } /* writes the row's lse */
+inline float mx_row_max(float x, __local uint *xs) { return mx_quad_max(x, xs); }
+inline float mx_row_sum(float x, __local uint *xs) { return mx_quad_sum(x, xs); }
+
+/* Q's A fragment for the row tile at row r0 of sq, k16 step kk: matrices
+ * rows 0-7 / 8-15 x the step's first chunk, then its second. */
+inline void mx_load_q(uint qf[MX_QW], __local const ushort *sq, int r0, int kk,
+                      __local uint *xs) {
+    const int lane = MX_LANE;
+    const int qr = (lane & 7) + ((lane >> 3) & 1) * 8, qc = lane >> 4;
+    mx_ldsm(qf, sq, TILE_OFF(r0 + qr, kk * 2 + qc, CHQ), xs);
+}
+
+/* S[mt][*] += Q K^T over k16 step kk of the tile's keys kt. One ldmatrix
+ * .x4 gives keys 0-7 x both chunks, then keys 8-15: B fragments of two n8
+ * tiles, each feeding MT mma instructions. */
+inline void mx_qk_step(float s[MT][NS][MX_CE], uint qa[MT][MX_QW], __local const ushort *kt,
+                       int kk, __local uint *xs) {
+    const int lane = MX_LANE;
+    const int kr = (lane & 7) + (lane >> 4) * 8, kc = (lane >> 3) & 1;
+MX_UNROLL
+    for (int np = 0; np < NS / 2; ++np) {
+        uint kf[4];
+        mx_ldsm(kf, kt, TILE_OFF(np * 16 + kr, kk * 2 + kc, CHQ), xs);
+MX_UNROLL
+        for (int mt = 0; mt < MT; ++mt) {
+            mx_mma(s[mt][2 * np], qa[mt], kf[0], kf[1], xs);
+            mx_mma(s[mt][2 * np + 1], qa[mt], kf[2], kf[3], xs);
+        }
+    }
+}
+
+/* O[mt][*] += P V, P being S's probabilities: the C fragments of n8 tiles
+ * 2kk and 2kk + 1 packed are the A fragment of k16 step kk; V's B
+ * fragments come from ldmatrix .trans (keys 0-7 / 8-15 x a chunk, then the
+ * next chunk). */
+inline void mx_pv(float o[MT][ND][MX_CE], float s[MT][NS][MX_CE], __local const ushort *vt,
+                  __local uint *xs) {
+    const int lane = MX_LANE;
+    const int vr = (lane & 7) + ((lane >> 3) & 1) * 8, vc = lane >> 4;
+MX_UNROLL
+    for (int kk = 0; kk < BN / 16; ++kk) {
+        uint pa[MT][4];
+MX_UNROLL
+        for (int mt = 0; mt < MT; ++mt) {
+            pa[mt][0] = mx_pack2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+            pa[mt][1] = mx_pack2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+            pa[mt][2] = mx_pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+            pa[mt][3] = mx_pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        }
+MX_UNROLL
+        for (int dp = 0; dp < ND / 2; ++dp) {
+            uint vf[4];
+            mx_ldsm_t(vf, vt, TILE_OFF(kk * 16 + vr, dp * 2 + vc, CHV), xs);
+MX_UNROLL
+            for (int mt = 0; mt < MT; ++mt) {
+                mx_mma(o[mt][2 * dp], pa[mt], vf[0], vf[1], xs);
+                mx_mma(o[mt][2 * dp + 1], pa[mt], vf[2], vf[3], xs);
+            }
+        }
+    }
+}
