@@ -28,7 +28,13 @@ typedef struct mma_shape {
 /* By the wider of the Q/K and V buckets, sized for NVIDIA's 48 KiB of local
  * memory per group (the registers bound them too: O is MT x DVPAD / 2
  * floats per work-item, S MT x BN / 2):
- *  <= 64: 128 rows (2 m16 tiles per warp) x 64 keys, Q in registers, K and
+ *  32: 128 rows with 8 warps (1 m16 tile per warp) x 64 keys, Q in
+ *       registers, K and V double-buffered (16 KiB): with 4 warps (2 tiles
+ *       each) the kernel takes 177 registers since the per-vendor split,
+ *       2 groups per SM, and is 17% slower than at 168 registers and 3
+ *       groups before it; 8 warps take 126 (call55: 7% slower than before
+ *       the split, the best of the shapes swept).
+ *  64: 128 rows (2 m16 tiles per warp) x 64 keys, Q in registers, K and
  *       V double-buffered (32 KiB).
  *  128: 128 x 32 with Q in local memory (32 KiB, and 8 each for K and V,
  *       single-buffered: exactly 48 KiB): Q's 64 registers would spill
@@ -43,6 +49,7 @@ typedef struct mma_shape {
  * within 3% of these. */
 static mma_shape shape_for(int dpad, int dvpad) {
     const int w = dpad > dvpad ? dpad : dvpad;
+    if (w <= 32) return (mma_shape){128, 64, 8, 1, 2, 1};
     if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1};
     if (w <= 128) return (mma_shape){128, 32, 4, 0, 1, 1};
     return (mma_shape){64, 32, 4, 1, 1, 1};
