@@ -48,12 +48,6 @@ inline void mx_ldsm_t(uint r[4], __local const ushort *base, int off, __local ui
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-/* The pair's product summed in float32, as the matrix unit accumulates. */
-inline float mx_dot2(uint a, uint b) {
-    return mx_float((ushort)(a & 0xffffu)) * mx_float((ushort)(b & 0xffffu)) +
-           mx_float((ushort)(a >> 16)) * mx_float((ushort)(b >> 16));
-}
-
 inline void mx_mma(float c[4], const uint a[4], uint b0, uint b1, __local uint *xs) {
     const int lane = MX_LANE, g = lane >> 2, t = lane & 3;
     __local uint *A = xs + 32, *B = xs + 32 + 128;

@@ -5,7 +5,9 @@
  *     have nothing to wait for).
  *   mx_exp2(x): exp2, 0 at -inf. mx_pack2(lo, hi): two floats to the
  *     storage type (round to nearest even), packed in a uint, lo low.
- *   mx_float(u), mx_store16(x): one storage value to float32 and back. */
+ *   mx_float(u), mx_store16(x): one storage value to float32 and back.
+ *   mx_dot2(a, b): two packed pairs' products summed in float32 (the
+ *     emulations' matrix units). */
 
 inline float mx_float(ushort u) {
 #if DTYPE == 2
@@ -39,4 +41,10 @@ inline float mx_exp2(float x) { return exp2(x); }
 
 inline uint mx_pack2(float lo, float hi) {
     return (uint)mx_store16(lo) | ((uint)mx_store16(hi) << 16);
+}
+
+/* The pair's product summed in float32, as the matrix unit accumulates. */
+inline float mx_dot2(uint a, uint b) {
+    return mx_float((ushort)(a & 0xffffu)) * mx_float((ushort)(b & 0xffffu)) +
+           mx_float((ushort)(a >> 16)) * mx_float((ushort)(b >> 16));
 }

@@ -22,12 +22,6 @@ inline uint mx_swap16(uint x, __local uint *xs) {
     return y;
 }
 
-/* The pair's product summed in float32, as the matrix unit accumulates. */
-inline float mx_dot2(uint a, uint b) {
-    return mx_float((ushort)(a & 0xffffu)) * mx_float((ushort)(b & 0xffffu)) +
-           mx_float((ushort)(a >> 16)) * mx_float((ushort)(b >> 16));
-}
-
 inline void mx_wmma(float c[8], const uint a[8], const uint b[8], __local uint *xs) {
     const int lane = MX_LANE, col = lane & 15, h = lane >> 4;
     __local uint *A = xs + 32, *B = xs + 32 + 128;
