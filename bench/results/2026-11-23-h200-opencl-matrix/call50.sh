@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 2026-11-23e, call 2: the matrix kernel on the per-vendor tile interface (HEAD) vs c64b249 (.base, before the split) on NVIDIA OpenCL; suites; CUDA and FA2 in the same call; ptxas counts.
+# Session 2026-11-23e, call 2: the matrix kernel on the per-vendor tile interface (HEAD) vs af66f7d (.base, before the split) on NVIDIA OpenCL; suites; CUDA and FA2 in the same call; ptxas counts.
 set -u
 source .devkit/env.sh
 R=$OUT; O=/tmp/o50; rm -rf $O; mkdir -p $O

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 2026-11-23e, call 3: test_matrix (fixed tuned shapes) on NVIDIA OpenCL; d32/d256 before (c64b249) and after the per-vendor split, same call.
+# Session 2026-11-23e, call 3: test_matrix (fixed tuned shapes) on NVIDIA OpenCL; d32/d256 before (af66f7d) and after the per-vendor split, same call.
 set -u
 source .devkit/env.sh
 R=$OUT; O=/tmp/o51; rm -rf $O; mkdir -p $O

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 2026-11-23e, call 4: softmax pairs restored (working tree), d32..d256 vs c64b249 in the same call; test_matrix.
+# Session 2026-11-23e, call 4: softmax pairs restored (working tree), d32..d256 vs af66f7d in the same call; test_matrix.
 set -u
 source .devkit/env.sh
 R=$OUT; O=/tmp/o52; rm -rf $O; mkdir -p $O

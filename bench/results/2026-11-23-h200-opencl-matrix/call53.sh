@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 2026-11-23e, call 5: PTX of the matrix kernel from NVIDIA's OpenCL, base c64b249 vs HEAD, d32/d64/d128/d256 f16 (for SASS offline).
+# Session 2026-11-23e, call 5: PTX of the matrix kernel from NVIDIA's OpenCL, base af66f7d vs HEAD, d32/d64/d128/d256 f16 (for SASS offline).
 set -u
 source .devkit/env.sh
 O=$OUT

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 2026-11-23e, call 6: d32 register pressure (168 regs = 3 groups/SM before the split, 174 = 2 after): variants of the kernel sources (FATTN_KERNEL_DIR) and -cl-nv-maxrregcount, regs and speed, base c64b249 in the same call.
+# Session 2026-11-23e, call 6: d32 register pressure (168 regs = 3 groups/SM before the split, 174 = 2 after): variants of the kernel sources (FATTN_KERNEL_DIR) and -cl-nv-maxrregcount, regs and speed, base af66f7d in the same call.
 set -u
 source .devkit/env.sh
 R=$OUT; O=/tmp/o54; rm -rf $O; mkdir -p $O

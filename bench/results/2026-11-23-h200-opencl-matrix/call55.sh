@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 2026-11-23e, call 7: d32 shapes (FATTN_OPENCL_MATRIX_TUNE) at HEAD vs base c64b249's table shape, same call; registers.
+# Session 2026-11-23e, call 7: d32 shapes (FATTN_OPENCL_MATRIX_TUNE) at HEAD vs base af66f7d's table shape, same call; registers.
 set -u
 source .devkit/env.sh
 R=$OUT; O=/tmp/o55; rm -rf $O; mkdir -p $O

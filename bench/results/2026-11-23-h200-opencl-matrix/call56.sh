@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 2026-11-23e, call 8: HEAD (d32 on 8 warps) suites on NVIDIA OpenCL; every bucket vs base c64b249 in the same call.
+# Session 2026-11-23e, call 8: HEAD (d32 on 8 warps) suites on NVIDIA OpenCL; every bucket vs base af66f7d in the same call.
 set -u
 source .devkit/env.sh
 R=$OUT; O=/tmp/o56; rm -rf $O; mkdir -p $O
