@@ -548,6 +548,12 @@ typedef struct fattn_kv_append_desc {
  * per (batch, query head). Query head h reads key/value head h / (heads_q /
  * heads_kv). Q and K have head_dim; V and O have head_dim_v.
  * Start from FATTN_ATTENTION_DESC_INIT, then set the sizes and dtype. */
+/* The largest batch, head count or sequence length a description may hold
+ * (2^48, far past any real cache); a larger one is FATTN_ERR_OVERFLOW even
+ * when the products of the sizes fit 64 bits, so that row and tile
+ * arithmetic (seq + tile - 1, seq_q + seq_kv) keeps headroom everywhere. */
+#define FATTN_MAX_EXTENT (INT64_C(1) << 48)
+
 typedef struct fattn_attention_desc {
     size_t size;         /* sizeof(fattn_attention_desc) */
     int64_t batch;

@@ -90,6 +90,18 @@ static fattn_status check_desc(const fattn_attention_desc *d, fattn_msg *msg) {
     if (!mul4(d->batch, d->heads_q, d->seq_q, d->seq_kv, &n))
         return fattn_fail(msg, FATTN_ERR_OVERFLOW,
                           "batch * heads_q * seq_q * seq_kv overflows a 64-bit integer");
+    const struct {
+        const char *name;
+        int64_t value;
+    } extents[] = {{"batch", d->batch},
+                   {"heads_q", d->heads_q},
+                   {"seq_q", d->seq_q},
+                   {"seq_kv", d->seq_kv}};
+    for (size_t i = 0; i < sizeof extents / sizeof extents[0]; i++)
+        if (extents[i].value > FATTN_MAX_EXTENT)
+            return fattn_fail(msg, FATTN_ERR_OVERFLOW,
+                              "desc->%s = %" PRId64 " is more than FATTN_MAX_EXTENT (2^48)",
+                              extents[i].name, extents[i].value);
     return FATTN_OK;
 }
 
@@ -113,6 +125,11 @@ static fattn_status check_layout(const fattn_request *r, fattn_msg *msg) {
         return fattn_fail(msg, FATTN_ERR_INVALID_SIZE,
                           "desc->varlen->total_q = %" PRId64 ", total_kv = %" PRId64
                           ": must be >= 0",
+                          v->total_q, v->total_kv);
+    if (r->has_varlen && (v->total_q > FATTN_MAX_EXTENT || v->total_kv > FATTN_MAX_EXTENT))
+        return fattn_fail(msg, FATTN_ERR_OVERFLOW,
+                          "desc->varlen->total_q = %" PRId64 ", total_kv = %" PRId64
+                          ": each is at most FATTN_MAX_EXTENT (2^48)",
                           v->total_q, v->total_kv);
     /* Packed rows come with their offsets, and hold the longest sequence. */
     const struct {
@@ -139,6 +156,12 @@ static fattn_status check_layout(const fattn_request *r, fattn_msg *msg) {
         return fattn_fail(msg, FATTN_ERR_INVALID_SIZE,
                           "desc->paged_kv: page_size = %" PRId64 ", num_pages = %" PRId64
                           ", pages_per_seq = %" PRId64 ": each must be at least 1",
+                          pg->page_size, pg->num_pages, pg->pages_per_seq);
+    if (pg->page_size > FATTN_MAX_EXTENT || pg->num_pages > FATTN_MAX_EXTENT ||
+        pg->pages_per_seq > FATTN_MAX_EXTENT)
+        return fattn_fail(msg, FATTN_ERR_OVERFLOW,
+                          "desc->paged_kv: page_size = %" PRId64 ", num_pages = %" PRId64
+                          ", pages_per_seq = %" PRId64 ": each is at most FATTN_MAX_EXTENT (2^48)",
                           pg->page_size, pg->num_pages, pg->pages_per_seq);
     int64_t cap;
     if (__builtin_mul_overflow(pg->page_size, pg->pages_per_seq, &cap) || r->d.seq_kv > cap)

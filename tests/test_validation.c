@@ -1097,6 +1097,21 @@ static void test_overflow(void **state) {
     d = fx->desc;
     d.seq_kv = INT64_MAX / 4;
     EXPECT_REJECTED(fx, &d, fx->t, 0, FATTN_ERR_OVERFLOW, "batch * heads_kv * seq_kv * head_dim");
+    /* Products that fit, with one extent near 2^63: tile rounding
+     * (seq_kv + tile - 1) would overflow, so the extent itself is refused,
+     * in the forward and in fattn_workspace_size (the fuzzer found it). */
+    d = fx->desc;
+    d.batch = d.heads_q = d.heads_kv = d.head_dim = d.seq_q = 1;
+    d.seq_kv = INT64_MAX - 1;
+    EXPECT_REJECTED(fx, &d, fx->t, 0, FATTN_ERR_OVERFLOW, "desc->seq_kv");
+    uint64_t ws = 1;
+    EXPECT(fx->ctx, fattn_workspace_size(fx->ctx, &d, &ws), FATTN_ERR_OVERFLOW, "FATTN_MAX_EXTENT");
+    assert_true(ws == 0);
+    d.seq_kv = FATTN_MAX_EXTENT;
+    assert_int_equal(fattn_workspace_size(fx->ctx, &d, &ws), FATTN_OK);
+    d.seq_kv = 4;
+    d.seq_q = FATTN_MAX_EXTENT + 1;
+    EXPECT(fx->ctx, fattn_workspace_size(fx->ctx, &d, &ws), FATTN_ERR_OVERFLOW, "desc->seq_q");
     d = fx->desc;
     d.batch = d.heads_q = d.heads_kv = d.head_dim = 1;
     d.seq_q = d.seq_kv = INT64_C(1) << 32;
