@@ -1,4 +1,5 @@
-/* Tiled FlashAttention forward on matrix units (f16 / bf16 storage, float32
+/* Tiled FlashAttention forward on matrix units (f16 / bf16 storage, or f32
+ * as TF32; float32
  * accumulation and softmax), OpenCL C 1.2: the design of
  * kernels_cu/flash_mma.cuh, written against a small interface that each
  * vendor's files give (mma_common.cl says which files the host joins
@@ -23,6 +24,10 @@
  *
  * Tiles in local memory are swizzled (mma_common.cl's TILE_OFF).
  *
+ * f32 runs here only as TF32 (the host asks for it under
+ * FATTN_FLAG_ALLOW_TF32, with a tile file that has MX_TF32): tiles hold
+ * 16-bit units, EW per element, and V may be stored transposed (MX_VT).
+ *
  * Built with FATTN_RAGGED=1 it takes variable-length and paged problems
  * (ragged.cl): a group resolves its sequence, and a paged cache's pages for
  * the group's keys are vetted before the loop (a bad one: its fault is
@@ -32,18 +37,20 @@
  * sinks join at the end; V and O may be DVPAD wide. */
 
 #if MT * MX_TQ * NW != BM || BN % 16 != 0 || BN % MX_TK != 0 || DPAD % 32 != 0 || \
-    DVPAD % 32 != 0 || DVPAD % MX_TD != 0 || DTYPE == 0
-#error "flash_mma.cl: need BM = MX_TQ NW MT, BN % 16 == 0, DPAD and DVPAD % 32 == 0, f16 or bf16"
+    DVPAD % 32 != 0 || DVPAD % MX_TD != 0 || (DTYPE == 0 && !MX_TF32) || (MX_VT && NT % BN != 0)
+#error "flash_mma.cl: need BM = MX_TQ NW MT, BN % 16 == 0, DPAD and DVPAD % 32 == 0, f16 or bf16 (f32: TF32 tiles)"
 #endif
 
-#define KV_HALVES (BN * (DPAD + DVPAD)) /* one stage: K, then V */
+/* Local memory in 16-bit units (EW per element). */
+#define KV_HALVES (BN * (DPAD + DVPAD) * EW) /* one stage: K, then V (or V^T) */
+#define Q_HALVES (BM * DPAD * EW)
 #if QREG
-#define LOCAL_HALVES (BM * DPAD > STAGES * KV_HALVES ? BM * DPAD : STAGES * KV_HALVES)
+#define LOCAL_HALVES (Q_HALVES > STAGES * KV_HALVES ? Q_HALVES : STAGES * KV_HALVES)
 #else
-#define LOCAL_HALVES (BM * DPAD + STAGES * KV_HALVES)
+#define LOCAL_HALVES (Q_HALVES + STAGES * KV_HALVES)
 #endif
 #define STAGE_K(j) (sk + ((j) & (STAGES - 1)) * KV_HALVES) /* tile j's K */
-#define STAGE_V(j) (STAGE_K(j) + BN * DPAD)
+#define STAGE_V(j) (STAGE_K(j) + BN * DPAD * EW)
 
 #if FATTN_RAGGED
 #define MMA_RAGGED_PARAMS , RAGGED_PARAMS
@@ -51,43 +58,84 @@
 #define MMA_RAGGED_PARAMS
 #endif
 
+#if FATTN_RAGGED
+#define ROW_PARAMS , int paged, long b, long sb, RAGGED_PARAMS
+#define ROW_ARGS , paged, b, sb, RAGGED_ARGS
+#else
+#define ROW_PARAMS
+#define ROW_ARGS
+#endif
+
+/* The element offset of row `key` (< the operand's rows): `base + key *
+ * ss` (dense), or through the page table (paged: page_base[b] + slot). */
+inline long row_at(long base, long ss, int key ROW_PARAMS) {
+#if FATTN_RAGGED
+    if (paged) {
+        const long pg = rg_table[rg_tab_off + b * rg_tab_sb + (long)(key / rg_page_size) * rg_tab_ss];
+        return base + pg * sb + (long)(key % rg_page_size) * ss;
+    }
+#endif
+    return base + (long)key * ss;
+}
+
 /* Rows row0 .. row0 + rows - 1 of one operand (those below nrows; the rest
  * zero) into a tile of ch chunks per row; dims past D are zero. Work-item
- * tid owns chunk tid % ch of rows tid / ch, + NT / ch, ... Row r's first
- * element is at `base + r * ss` (dense), or through the page table
- * (paged: page_base[b] + slot). vec: 16-byte copies are allowed (the
- * operand's address and strides are multiples of 8 elements); a chunk
- * past D is a zero fill, one crossing it a partial copy. */
+ * tid owns chunk tid % ch of rows tid / ch, + NT / ch, ... Chunks are of 8
+ * 16-bit units (EW per element). vec: 16-byte copies are allowed (the
+ * operand's address and strides are multiples of 16 bytes); a chunk past
+ * D is a zero fill, one crossing it a partial copy. */
 inline void load_rows(__local ushort *dst, int ch, int rows, __global const ushort *g, long base,
-                      long ss, int row0, int nrows, int D, int vec
-#if FATTN_RAGGED
-                      ,
-                      int paged, long b, long sb, RAGGED_PARAMS
-#endif
-) {
+                      long ss, int row0, int nrows, int D, int vec ROW_PARAMS) {
     const int tid = get_local_id(0), c = tid % ch, rs = NT / ch;
-    const int d0 = c * 8, left = D - d0;
+    const int u0 = c * 8, left = D * EW - u0;
     const int bytes = left >= 8 ? 16 : left > 0 ? 2 * left : 0;
     for (int r = tid / ch; r < rows; r += rs) {
         const int key = row0 + r;
         __local ushort *d = dst + TILE_OFF(r, c, ch);
-        long at = base + (long)key * ss + d0;
-#if FATTN_RAGGED
-        if (paged && key < nrows) {
-            const long pg =
-                rg_table[rg_tab_off + b * rg_tab_sb + (long)(key / rg_page_size) * rg_tab_ss];
-            at = base + pg * sb + (long)(key % rg_page_size) * ss + d0;
-        }
-#endif
         if (key >= nrows || bytes == 0) {
             for (int e = 0; e < 8; e++) d[e] = 0;
-        } else if (vec) {
-            mx_cp16(d, g + at, bytes);
-        } else {
-            for (int e = 0; e < 8; e++) d[e] = e < left ? g[at + e] : (ushort)0;
+            continue;
         }
+        const long at = row_at(base, ss, key ROW_ARGS) * EW + u0;
+        if (vec)
+            mx_cp16(d, g + at, bytes);
+        else
+            for (int e = 0; e < 8; e++) d[e] = e < left ? g[at + e] : (ushort)0;
     }
 }
+
+#if MX_VT
+/* Keys row0 .. row0 + BN - 1 of V (f32: EW 2) transposed into a tile of
+ * DVPAD dim rows x BN keys (CHVT chunks a row), zero past nrows and D.
+ * Consecutive work-items take consecutive keys of one 4-dim chunk, so the
+ * stores of a warp fill one tile row (no bank conflicts); each reads 16
+ * bytes (vec) or 4 elements. Synchronous: done at the next barrier. */
+inline void load_rows_t(__local ushort *dst, __global const ushort *g, long base, long ss,
+                        int row0, int nrows, int D, int vec ROW_PARAMS) {
+    const int tid = get_local_id(0), r = tid % BN, key = row0 + r;
+    const long at = key < nrows ? row_at(base, ss, key ROW_ARGS) : 0;
+    __global const uint *gu = (__global const uint *)g;
+    for (int c = tid / BN; c < DVPAD / 4; c += NT / BN) {
+        const int d0 = 4 * c;
+        uint4 x = (uint4)(0u);
+        if (key < nrows && d0 < D) {
+            if (vec && d0 + 4 <= D) {
+                x = *(__global const uint4 *)(gu + at + d0);
+            } else {
+                x.x = gu[at + d0];
+                if (d0 + 1 < D) x.y = gu[at + d0 + 1];
+                if (d0 + 2 < D) x.z = gu[at + d0 + 2];
+                if (d0 + 3 < D) x.w = gu[at + d0 + 3];
+            }
+        }
+        const int u = (r * EW) & 7, ck = (r * EW) >> 3;
+        *(__local uint *)(dst + TILE_OFF(d0, ck, CHVT) + u) = x.x;
+        *(__local uint *)(dst + TILE_OFF(d0 + 1, ck, CHVT) + u) = x.y;
+        *(__local uint *)(dst + TILE_OFF(d0 + 2, ck, CHVT) + u) = x.z;
+        *(__local uint *)(dst + TILE_OFF(d0 + 3, ck, CHVT) + u) = x.w;
+    }
+}
+#endif
 
 #if FATTN_RAGGED
 /* Whether the pages of keys k0 .. k1 - 1 of sequence b are all in the cache;
@@ -164,7 +212,11 @@ void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long 
     const long kb = k_off + hk * k_sh + (paged ? 0 : sq_.kv_batch * k_sb + sq_.kv_row0 * k_ss);
     const long vb = v_off + hk * v_sh + (paged ? 0 : sq_.kv_batch * v_sb + sq_.kv_row0 * v_ss);
 #define LOAD_K(dst, row0, n) load_rows(dst, CHQ, BN, k, kb, k_ss, row0, n, D, vec & 2, paged, b, k_sb, RAGGED_ARGS)
+#if MX_VT
+#define LOAD_V(dst, row0, n) load_rows_t(dst, v, vb, v_ss, row0, n, dv, vec & 4, paged, b, v_sb, RAGGED_ARGS)
+#else
 #define LOAD_V(dst, row0, n) load_rows(dst, CHV, BN, v, vb, v_ss, row0, n, dv, vec & 4, paged, b, v_sb, RAGGED_ARGS)
+#endif
 #define LOAD_Q(dst) load_rows(dst, CHQ, BM, q, qb, q_ss, m0, Sq, D, vec & 1, 0, b, q_sb, RAGGED_ARGS)
 #else
     const long qb = q_off + b * q_sb + h * q_sh;
@@ -173,7 +225,11 @@ void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long 
     const long kb = k_off + b * k_sb + hk * k_sh;
     const long vb = v_off + b * v_sb + hk * v_sh;
 #define LOAD_K(dst, row0, n) load_rows(dst, CHQ, BN, k, kb, k_ss, row0, n, D, vec & 2)
+#if MX_VT
+#define LOAD_V(dst, row0, n) load_rows_t(dst, v, vb, v_ss, row0, n, dv, vec & 4)
+#else
 #define LOAD_V(dst, row0, n) load_rows(dst, CHV, BN, v, vb, v_ss, row0, n, dv, vec & 4)
+#endif
 #define LOAD_Q(dst) load_rows(dst, CHQ, BM, q, qb, q_ss, m0, Sq, D, vec & 1)
 #endif
 
@@ -333,7 +389,7 @@ MX_UNROLL
                 for (int nt = 0; nt < NS; ++nt)
 MX_UNROLL
                     for (int e = 0; e < MX_CE; ++e) {
-                        const int hh = mx_el_slot(e), key = kv0 + nt * MX_TK + mx_el_col(e);
+                        const int hh = mx_el_slot(e), key = kv0 + nt * MX_TK + mx_key_col(e);
                         float x = s[mt][nt][e];
                         if (key < rlo[mt][hh] || key >= rhi[mt][hh])
                             x = -INFINITY;
@@ -355,7 +411,7 @@ MX_UNROLL
                 for (int nt = 0; nt < NS; ++nt)
 MX_UNROLL
                     for (int e = 0; e < MX_CE; ++e)
-                        if (kv0 + nt * MX_TK + mx_el_col(e) >= lim[mx_el_slot(e)]) s[mt][nt][e] = -INFINITY;
+                        if (kv0 + nt * MX_TK + mx_key_col(e) >= lim[mx_el_slot(e)]) s[mt][nt][e] = -INFINITY;
             }
         }
 #endif
@@ -428,6 +484,17 @@ MX_UNROLL
             const float lse2 = l == 0.0f ? -INFINITY : mrow[mt][hh] + log2(l);
 #endif
             const long orow = ob + (long)i * o_ss;
+#if EW == 2
+            /* f32: one store per element. */
+            __global float *of = (__global float *)o;
+MX_UNROLL
+            for (int dt = 0; dt < ND; ++dt)
+MX_UNROLL
+                for (int e = 0; e < MX_CE; ++e) {
+                    const int d = dt * MX_TD + mx_el_col(e);
+                    if (mx_el_slot(e) == hh && d < dv) of[orow + d] = oacc[mt][dt][e] * inv;
+                }
+#else
             /* The row's elements, two at a time: with MX_PAIRS, e and e + 1
              * are adjacent dims and go out as one 32-bit store when aligned. */
 MX_UNROLL
@@ -444,6 +511,7 @@ MX_UNROLL
                         if (d1 < dv && mx_el_slot(e + 1) == hh) o[orow + d1] = (ushort)(w >> 16);
                     }
                 }
+#endif
             if (has_lse && mx_row_owner()) lse[lb + (long)i * l_ss] = lse2 * M_LN2_F;
         }
 }

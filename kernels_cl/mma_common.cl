@@ -7,7 +7,9 @@
  * lanes; the tile file how its instructions lay tiles out across it: an S
  * tile is MX_TQ queries x MX_TK keys and an O tile MX_TQ queries x MX_TD
  * dims, MX_CE floats per lane, which cover MX_RS query rows of the lane
- * (mx_slot_row) and column mx_el_col(e) of slot mx_el_slot(e). The tile
+ * (mx_slot_row) and, in slot mx_el_slot(e), key mx_key_col(e) of an S tile
+ * and dim mx_el_col(e) of an O tile. MX_VT: V is stored transposed (dims x
+ * keys, CHVT chunks a row; flash_mma.cl's load_rows_t). The tile
  * file's functions (mx_load_q, mx_qk_step, mx_pv, mx_row_max/_sum) do the
  * matrix work of one tile; flash_mma.cl does the rest. The derived counts
  * below are macros, so they may name constants defined later. */
@@ -41,13 +43,24 @@
 #define FOLD 0 /* the variants rescore scaled scores */
 #endif
 
+/* Storage units (16-bit) per element: 2 for f32, which the matrix units
+ * take as TF32 (DTYPE 0, only with a tile file that says MX_TF32). Tiles
+ * in local memory hold units, so an f32 row is twice as many 16-byte
+ * chunks and an 8x8 matrix load of units gives a lane one f32. */
+#if DTYPE == 0
+#define EW 2
+#else
+#define EW 1
+#endif
+
 #define NT (NW * MX_WARP)         /* work-items per group */
 #define MT (BM / (MX_TQ * NW))    /* row tiles per warp */
-#define KD (DPAD / 16)            /* k16 steps of Q K^T */
+#define CHQ (DPAD * EW / 8)       /* 16-byte chunks per Q or K row */
+#define CHV (DVPAD * EW / 8)      /* per V row */
+#define CHVT (BN * EW / 8)        /* per row of V^T (the tile files with MX_VT) */
+#define KD (CHQ / 2)              /* k-steps of Q K^T: k16 in 16-bit, k8 in TF32 */
 #define NS (BN / MX_TK)           /* S tiles per row tile */
 #define ND (DVPAD / MX_TD)        /* O tiles per row tile */
-#define CHQ (DPAD / 8)            /* 16-byte chunks per Q or K row */
-#define CHV (DVPAD / 8)           /* per V row */
 #define MX_LANE ((int)get_local_id(0) % MX_WARP)
 
 /* Rows of 16-bit elements are stored in 16-byte chunks whose index is

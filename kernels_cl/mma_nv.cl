@@ -10,7 +10,8 @@
  *     names row l % 8 of 8x8 matrix l / 8 at base + off (16 bytes, 16-byte
  *     aligned); r[i] gets matrix i's fragment.
  *   mx_mma(c, a, b0, b1, xs): c += A B for one m16n8k16 tile in f16 or
- *     bf16 (DTYPE 1 or 2) with float32 accumulation, PTX's fragment layout.
+ *     bf16 (DTYPE 1 or 2) with float32 accumulation, PTX's fragment layout;
+ *     for f32 (DTYPE 0) one m16n8k8 tile in TF32.
  *   mx_quad_max / mx_quad_sum(x, xs): over the 4 lanes of a quad.
  *   mx_cp16(dst, src, bytes): 16 bytes to local memory, the first `bytes`
  *     from src (16-byte aligned when bytes > 0), the rest zero; completes
@@ -45,7 +46,12 @@ inline void mx_ldsm_t(uint r[4], __local const ushort *base, int off, __local ui
 }
 
 inline void mx_mma(float c[4], const uint a[4], uint b0, uint b1, __local uint *xs) {
-#if DTYPE == 2
+#if DTYPE == 0 /* TF32: the f32 bits as they are (the unit ignores the low 13 mantissa bits) */
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#elif DTYPE == 2
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%0,%1,%2,%3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])

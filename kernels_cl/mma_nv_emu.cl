@@ -48,6 +48,18 @@ inline void mx_ldsm_t(uint r[4], __local const ushort *base, int off, __local ui
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
+/* One k-word of A times B: a pair's products (mx_dot2), or in TF32 (f32
+ * storage: m16n8k8, whose fragments hold k = t and t + 4 where k16's hold
+ * the pairs 2t and 2t + 8, so the same places) one product of the f32 bits
+ * with their low 13 mantissa bits dropped, as the unit reads them. */
+#if DTYPE == 0
+inline float mx_word_dot(uint a, uint b) {
+    return as_float(a & 0xffffe000u) * as_float(b & 0xffffe000u);
+}
+#else
+#define mx_word_dot mx_dot2
+#endif
+
 inline void mx_mma(float c[4], const uint a[4], uint b0, uint b1, __local uint *xs) {
     const int lane = MX_LANE, g = lane >> 2, t = lane & 3;
     __local uint *A = xs + 32, *B = xs + 32 + 128;
@@ -61,7 +73,7 @@ inline void mx_mma(float c[4], const uint a[4], uint b0, uint b1, __local uint *
     for (int e = 0; e < 4; e++) {
         const int row = g + (e >> 1) * 8, col = 2 * t + (e & 1);
         float s = 0.0f;
-        for (int kp = 0; kp < 8; kp++) s += mx_dot2(A[row * 8 + kp], B[col * 8 + kp]);
+        for (int kp = 0; kp < 8; kp++) s += mx_word_dot(A[row * 8 + kp], B[col * 8 + kp]);
         c[e] += s;
     }
     barrier(CLK_LOCAL_MEM_FENCE);

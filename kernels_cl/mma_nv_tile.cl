@@ -4,7 +4,16 @@
  * g + 8) x 2 adjacent columns (2 (lane % 4) + 0, 1) of each 16 x 8 tile,
  * so a row's values live in a quad, and S's accumulator tiles 2kk and
  * 2kk + 1 are exactly the A fragment of P for k16 step kk: P never leaves
- * registers. */
+ * registers.
+ *
+ * TF32 (DTYPE 0, f32 storage): m16n8k8, whose A fragment holds columns t
+ * and t + 4 (t = lane % 4) where f16's holds the pair 2t, 2t + 1. An 8x8
+ * matrix load of 16-bit units gives a lane one f32 of column t of its
+ * chunk, so Q's and K's fragments load as in f16 (a k8 step is two
+ * chunks). For P V the keys of an S tile are permuted: S column 2t + i
+ * holds key t + 4i (the ldmatrix row addresses of K do it), so the lane's
+ * accumulators are P's A fragment as they stand, and V is stored
+ * transposed (MX_VT), where a plain matrix load gives V's B fragment. */
 
 #define MX_TQ 16  /* queries per row tile */
 #define MX_TK 8   /* keys per S tile */
@@ -13,10 +22,19 @@
 #define MX_RS 2   /* query rows per lane and row tile */
 #define MX_QW 4   /* uints of Q's fragment (one row tile, one k16 step) */
 #define MX_PAIRS 1 /* elements 2i and 2i + 1 are adjacent columns of one row */
+#define MX_TF32 (DTYPE == 0)
+#define MX_VT MX_TF32
 
 inline int mx_slot_row(int slot) { return (MX_LANE >> 2) + 8 * slot; }
 inline int mx_el_slot(int e) { return e >> 1; }
 inline int mx_el_col(int e) { return 2 * (MX_LANE & 3) + (e & 1); }
+#if MX_TF32
+inline int mx_key_col(int e) { return (MX_LANE & 3) + 4 * (e & 1); }
+#define MX_KEY_ROW(n) (((n) >> 1) + 4 * ((n) & 1)) /* the key S column n holds */
+#else
+inline int mx_key_col(int e) { return mx_el_col(e); }
+#define MX_KEY_ROW(n) (n)
+#endif
 inline int mx_row_owner(void) { return (MX_LANE & 3) == 0; } /* writes the row's lse */
 inline float mx_row_max(float x, __local uint *xs) { return mx_quad_max(x, xs); }
 inline float mx_row_sum(float x, __local uint *xs) { return mx_quad_sum(x, xs); }
@@ -36,7 +54,7 @@ inline void mx_load_q(uint qf[MX_QW], __local const ushort *sq, int r0, int kk,
 inline void mx_qk_step(float s[MT][NS][MX_CE], uint qa[MT][MX_QW], __local const ushort *kt,
                        int kk, __local uint *xs) {
     const int lane = MX_LANE;
-    const int kr = (lane & 7) + (lane >> 4) * 8, kc = (lane >> 3) & 1;
+    const int kr = MX_KEY_ROW(lane & 7) + (lane >> 4) * 8, kc = (lane >> 3) & 1;
 MX_UNROLL
     for (int np = 0; np < NS / 2; ++np) {
         uint kf[4];
@@ -49,6 +67,38 @@ MX_UNROLL
     }
 }
 
+#if MX_TF32
+/* O[mt][*] += P V in TF32, k8 step kk being S tile kk (keys permuted, see
+ * above): P's A fragment is the tile's accumulators (c0, c2, c1, c3: rows
+ * g, g + 8 x keys t, t + 4); V^T's matrices (dims 0-7 / 8-15 x the tile's
+ * first 4 keys, then its last 4) are the B fragments of two n8 tiles. */
+inline void mx_pv(float o[MT][ND][MX_CE], float s[MT][NS][MX_CE], __local const ushort *vt,
+                  __local uint *xs) {
+    const int lane = MX_LANE;
+    const int vr = (lane & 7) + (lane >> 4) * 8, vc = (lane >> 3) & 1;
+MX_UNROLL
+    for (int kk = 0; kk < NS; ++kk) {
+        uint pa[MT][4];
+MX_UNROLL
+        for (int mt = 0; mt < MT; ++mt) {
+            pa[mt][0] = as_uint(s[mt][kk][0]);
+            pa[mt][1] = as_uint(s[mt][kk][2]);
+            pa[mt][2] = as_uint(s[mt][kk][1]);
+            pa[mt][3] = as_uint(s[mt][kk][3]);
+        }
+MX_UNROLL
+        for (int dp = 0; dp < ND / 2; ++dp) {
+            uint vf[4];
+            mx_ldsm(vf, vt, TILE_OFF(dp * 16 + vr, kk * 2 + vc, CHVT), xs);
+MX_UNROLL
+            for (int mt = 0; mt < MT; ++mt) {
+                mx_mma(o[mt][2 * dp], pa[mt], vf[0], vf[1], xs);
+                mx_mma(o[mt][2 * dp + 1], pa[mt], vf[2], vf[3], xs);
+            }
+        }
+    }
+}
+#else
 /* O[mt][*] += P V, P being S's probabilities: the C fragments of n8 tiles
  * 2kk and 2kk + 1 packed are the A fragment of k16 step kk; V's B
  * fragments come from ldmatrix .trans (keys 0-7 / 8-15 x a chunk, then the
@@ -79,3 +129,4 @@ MX_UNROLL
         }
     }
 }
+#endif

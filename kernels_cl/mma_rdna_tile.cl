@@ -14,6 +14,10 @@
  *     C[2i + l / 16][l % 16].
  *   mx_swap16(x, xs): x of lane l ^ 16. */
 
+#if DTYPE == 0
+#error "mma_rdna_tile.cl: RDNA3's WMMA has no TF32; f32 takes the scalar kernel"
+#endif
+#define MX_VT 0
 #define MX_TQ 16
 #define MX_TK 16
 #define MX_TD 16
@@ -25,6 +29,7 @@
 inline int mx_slot_row(int slot) { return MX_LANE & 15; }
 inline int mx_el_slot(int e) { return 0; }
 inline int mx_el_col(int e) { return 2 * e + (MX_LANE >> 4); }
+inline int mx_key_col(int e) { return mx_el_col(e); }
 inline int mx_row_owner(void) { return MX_LANE < 16; }
 inline float mx_row_max(float x, __local uint *xs) {
     return fmax(x, as_float(mx_swap16(as_uint(x), xs)));

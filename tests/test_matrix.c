@@ -71,6 +71,14 @@ static int picked_case(const char *name) {
     return 0;
 }
 
+/* FATTN_OPENCL_MATRIX names an emulation (of `layout`, "" for any): it
+ * runs on every OpenCL device, so its absence is a failure, not a skip. */
+static int emulating(const char *layout) {
+    const char *m = getenv("FATTN_OPENCL_MATRIX");
+    if (!m || strncmp(m, "emulate", 7) != 0) return 0;
+    return !*layout || !strcmp(m, "emulate") || !strcmp(m + 7, layout);
+}
+
 /* An OpenCL context on device 0 whose matrix path is on, else a skip. */
 static fattn_context *matrix_context(void) {
     fattn_backend_info info;
@@ -84,30 +92,40 @@ static fattn_context *matrix_context(void) {
         char why[700];
         snprintf(why, sizeof why, "no matrix path on %s", name);
         fattn_context_free(ctx);
+        if (emulating("")) fail_msg("FATTN_OPENCL_MATRIX=%s: %s", getenv("FATTN_OPENCL_MATRIX"), why);
         test_skip_unless_required("opencl-matrix", why);
     }
     return ctx;
 }
 
-/* The picked cases, or with `only` those it lists. */
-static void run_cases(fattn_dtype dtype, const char *const *only, size_t nonly) {
+/* The kernel a case must run: the matrix kernel, but for TF32 past head
+ * dim 128 (its tiles do not fit local memory: the scalar kernel). */
+static const char *want_kernel(const fattn_case *c, harness_path path) {
+    return path == HARNESS_TF32 && c->head_dim > 128 ? "tiled" : "matrix";
+}
+
+/* The picked cases, or with `only` those it lists; path HARNESS_TF32 runs
+ * f32 with FATTN_FLAG_ALLOW_TF32. */
+static void run_cases(fattn_dtype dtype, harness_path path, const char *const *only,
+                      size_t nonly) {
     fattn_context *ctx = matrix_context();
     int ran = 0, failures = 0;
     for (size_t i = 0; i < fattn_case_count; i++) {
         const fattn_case *c = &fattn_cases[i];
         if (only ? !listed(only, nonly, c->name) : !picked_case(c->name)) continue;
         fattn_attention_desc d = harness_desc(c, dtype);
+        if (path == HARNESS_TF32) d.flags |= FATTN_FLAG_ALLOW_TF32;
         fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
         assert_int_equal(fattn_context_memory_report(ctx, &d, &rep), FATTN_OK);
-        if (strcmp(rep.kernel, "matrix") != 0) {
-            print_error("case '%s': the kernel is '%s', not the matrix kernel: %s\n", c->name,
-                        rep.kernel, fattn_error_message(ctx));
+        if (strcmp(rep.kernel, want_kernel(c, path)) != 0) {
+            print_error("case '%s': the kernel is '%s', not '%s': %s\n", c->name, rep.kernel,
+                        want_kernel(c, path), fattn_error_message(ctx));
             failures++;
             continue;
         }
         case_result r;
         const fattn_status st =
-            harness_run(ctx, c, dtype, 0x3a7c0000u + 97u * i + (unsigned)dtype, HARNESS_TILED, &r);
+            harness_run(ctx, c, dtype, 0x3a7c0000u + 97u * i + (unsigned)dtype, path, &r);
         if (st != FATTN_OK) {
             print_error("case '%s': %s: %s\n", c->name, fattn_status_string(st),
                         fattn_error_message(ctx));
@@ -129,15 +147,16 @@ static void run_cases(fattn_dtype dtype, const char *const *only, size_t nonly) 
 
 static void test_f16(void **state) {
     (void)state;
-    run_cases(FATTN_F16, NULL, 0);
+    run_cases(FATTN_F16, HARNESS_TILED, NULL, 0);
 }
 
 static void test_bf16(void **state) {
     (void)state;
-    run_cases(FATTN_BF16, NULL, 0);
+    run_cases(FATTN_BF16, HARNESS_TILED, NULL, 0);
 }
 
-/* f32 is not the matrix path's: it runs the scalar kernel. */
+/* f32 without FATTN_FLAG_ALLOW_TF32 is not the matrix path's: it runs the
+ * scalar kernel. */
 static void test_f32_scalar(void **state) {
     (void)state;
     fattn_context *ctx = matrix_context();
@@ -146,6 +165,21 @@ static void test_f32_scalar(void **state) {
     assert_int_equal(fattn_context_memory_report(ctx, &d, &rep), FATTN_OK);
     assert_string_equal(rep.kernel, "tiled");
     fattn_context_free(ctx);
+}
+
+/* f32 with FATTN_FLAG_ALLOW_TF32 on a matrix path that has TF32 (the
+ * device description says "+TF32"; else a visible skip): the picked cases
+ * within TF32's tolerance, and the same run with a tuned shape. */
+static void test_tf32(void **state) {
+    (void)state;
+    fattn_context *ctx = matrix_context();
+    const int has = strstr(fattn_context_device_name(ctx), "(+TF32)") != NULL;
+    char why[400];
+    snprintf(why, sizeof why, "no TF32 on %s", fattn_context_device_name(ctx));
+    fattn_context_free(ctx);
+    if (!has && emulating("-nv")) fail_msg("FATTN_OPENCL_MATRIX=%s: %s", getenv("FATTN_OPENCL_MATRIX"), why);
+    if (!has) test_skip_unless_required("opencl-tf32", why);
+    run_cases(FATTN_F32, HARNESS_TF32, NULL, 0);
 }
 
 static void with_env(const char *value, fattn_status want, const char *kernel) {
@@ -199,7 +233,7 @@ static void test_tune(void **state) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         setenv("FATTN_OPENCL_MATRIX_TUNE", shapes[i], 1);
         print_message("FATTN_OPENCL_MATRIX_TUNE=%s\n", shapes[i]);
-        run_cases(i ? FATTN_BF16 : FATTN_F16, tuned_cases,
+        run_cases(i ? FATTN_BF16 : FATTN_F16, HARNESS_TILED, tuned_cases,
                   sizeof tuned_cases / sizeof tuned_cases[0]);
     }
     setenv("FATTN_OPENCL_MATRIX_TUNE", "bm=96,nw=4", 1);
@@ -223,6 +257,7 @@ int main(void) {
         cmocka_unit_test(test_f16),
         cmocka_unit_test(test_bf16),
         cmocka_unit_test(test_f32_scalar),
+        cmocka_unit_test(test_tf32),
         cmocka_unit_test(test_switch),
         cmocka_unit_test(test_tune),
     };

@@ -446,12 +446,14 @@ static void ocl_mark_free(void *state, void *mark) {
     clReleaseEvent((cl_event)mark);
 }
 
-/* The device, and the forward path f16/bf16 prefill takes on it. */
+/* The device, and the forward path f16/bf16 prefill takes on it (and f32
+ * under FATTN_FLAG_ALLOW_TF32 where the matrix path has TF32). */
 static void ocl_describe_state(void *state, char *buf, size_t len) {
     const ocl_state *s = state;
     char dev[200];
     ocl_describe(s->dev.device, dev, sizeof dev);
-    snprintf(buf, len, "%s, matrix units: %s", dev, ocl_mma_path(s));
+    snprintf(buf, len, "%s, matrix units: %s%s", dev, ocl_mma_path(s),
+             s->mma_prim >= 0 && s->mma_ok[FATTN_F32] ? " (+TF32)" : "");
 }
 
 static const fattn_backend_vtable ocl_vtable = {

@@ -196,10 +196,10 @@ typedef struct ocl_state {
     cl_event fault_wait;
     unsigned fault_pending;
     /* The matrix path (ocl_mma.c), chosen at open: the primitive file its
-     * probe ran (-1: none), whether it passed in f16 and bf16, and why the
-     * path is not taken where it is not. */
+     * probe ran (-1: none), whether it passed per dtype (fattn_dtype: f32
+     * is TF32), and why the path is not taken where it is not. */
     int mma_prim;
-    int mma_ok[2];
+    int mma_ok[3];
     char mma_why[320];
 } ocl_state;
 

@@ -25,6 +25,17 @@ typedef struct mma_shape {
     int bm, bn, nw, qreg, stages, fold; /* flash_mma.cl's BM, BN, NW, QREG, STAGES, FOLD */
 } mma_shape;
 
+/* TF32 (f32 tiles, twice the bytes): 4 warps, Q in registers (staged in
+ * the K/V area), V transposed; 48 KiB bound the tiles: at 128, 64 rows x
+ * 32 keys (Q 32 KiB, K and V^T 16 each); at 256 nothing fits with Q in
+ * registers (0: the scalar kernel runs). */
+static mma_shape shape_tf32(int w) {
+    if (w <= 32) return (mma_shape){128, 64, 4, 1, 2, 1};
+    if (w <= 64) return (mma_shape){128, 32, 4, 1, 2, 1};
+    if (w <= 128) return (mma_shape){64, 32, 4, 1, 1, 1};
+    return (mma_shape){0, 0, 0, 0, 0, 0};
+}
+
 /* By the wider of the Q/K and V buckets, sized for NVIDIA's 48 KiB of local
  * memory per group (the registers bound them too: O is MT x DVPAD / 2
  * floats per work-item, S MT x BN / 2):
@@ -47,8 +58,9 @@ typedef struct mma_shape {
  * None of the other shapes swept there (FATTN_OPENCL_MATRIX_TUNE: 128 or
  * 64 keys per tile with Q in local memory, 64-row groups, 8 warps) came
  * within 3% of these. */
-static mma_shape shape_for(int dpad, int dvpad) {
+static mma_shape shape_for(int dpad, int dvpad, int ew) {
     const int w = dpad > dvpad ? dpad : dvpad;
+    if (ew == 2) return shape_tf32(w);
     if (w <= 32) return (mma_shape){128, 64, 8, 1, 2, 1};
     if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1};
     if (w <= 128) return (mma_shape){128, 32, 4, 0, 1, 1};
@@ -73,13 +85,13 @@ static int tuned_shape(const char *tune, mma_shape *sh) {
 
 static int bucket(int64_t d) { return d <= 32 ? 32 : d <= 64 ? 64 : d <= 128 ? 128 : 256; }
 
-/* flash_mma.cl's local memory: the tiles (16-bit), and the emulation's
- * scratch (xs_words per warp). */
-static size_t local_bytes(const mma_shape *sh, int dpad, int dvpad, int xs_words) {
+/* flash_mma.cl's local memory: the tiles (ew 16-bit units an element),
+ * and the emulation's scratch (xs_words per warp). */
+static size_t local_bytes(const mma_shape *sh, int dpad, int dvpad, int ew, int xs_words) {
     const size_t kv = (size_t)sh->stages * (size_t)sh->bn * (size_t)(dpad + dvpad);
     const size_t q = (size_t)sh->bm * (size_t)dpad;
     const size_t halves = sh->qreg ? (q > kv ? q : kv) : q + kv;
-    return 2 * halves + 4 * (size_t)sh->nw * (size_t)xs_words;
+    return 2 * (size_t)ew * halves + 4 * (size_t)sh->nw * (size_t)xs_words;
 }
 
 /* ---- Probe ---------------------------------------------------------------------- */
@@ -89,21 +101,21 @@ typedef struct mma_prim {
     const char *files; /* joined before flash_mma.cl or mma_probe.cl */
     int warp;          /* MX_WARP: work-items per warp (sub-group, wave) */
     int xs_words;      /* MX_XS_WORDS: local scratch per warp */
+    int tf32;          /* the tile file takes f32 as TF32 (DTYPE 0) */
     const char *name;  /* for the device description */
 } mma_prim;
 
 enum { PRIM_NV, PRIM_NV_EMU, PRIM_RDNA, PRIM_RDNA_EMU, PRIM_COUNT };
 static const mma_prim prims[PRIM_COUNT] = {
-    {NULL, "mma_common.cl+mma_nv.cl+mma_nv_tile.cl", 32, 0, "mma.sync through inline PTX"},
-    {"nv", "mma_common.cl+mma_plain.cl+mma_nv_emu.cl+mma_nv_tile.cl", 32, 32 + 128 + 64,
+    {NULL, "mma_common.cl+mma_nv.cl+mma_nv_tile.cl", 32, 0, 1, "mma.sync through inline PTX"},
+    {"nv", "mma_common.cl+mma_plain.cl+mma_nv_emu.cl+mma_nv_tile.cl", 32, 32 + 128 + 64, 1,
      "emulated mma.sync layout (plain OpenCL C)"},
-    {NULL, "mma_common.cl+mma_plain.cl+mma_rdna.cl+mma_rdna_tile.cl", 32, 0,
-     "RDNA3 WMMA"},
-    {"rdna", "mma_common.cl+mma_plain.cl+mma_rdna_emu.cl+mma_rdna_tile.cl", 32, 32 + 256,
+    {NULL, "mma_common.cl+mma_plain.cl+mma_rdna.cl+mma_rdna_tile.cl", 32, 0, 0, "RDNA3 WMMA"},
+    {"rdna", "mma_common.cl+mma_plain.cl+mma_rdna_emu.cl+mma_rdna_tile.cl", 32, 32 + 256, 0,
      "emulated RDNA3 WMMA layout (plain OpenCL C)"},
 };
 
-/* Exact in f16 and bf16 (|S| <= 128), and every sum exact in float32. */
+/* Exact in f16, bf16 and TF32 (|S| <= 128), and every sum exact in float32. */
 static float probe_in(int which, int r, int c) {
     return (float)((r * (3 + which) + c * (5 + 2 * which) + which) % 5 - 2);
 }
@@ -153,15 +165,22 @@ static int probe_check(const float *out, char *why, size_t len) {
     return 0;
 }
 
-/* Runs the probe of primitive `prim` in dtype (1 f16, 2 bf16) on dev in a
- * context of its own; 1 when every number is right, else 0 with why. */
+/* Runs the probe of primitive `prim` in dtype (0 f32 as TF32, 1 f16, 2
+ * bf16) on dev in a context of its own; 1 when every number is right, else
+ * 0 with why. */
 static int run_probe(cl_device_id dev, int prim, int dtype, const fattn_settings *settings,
                      char *why, size_t len) {
     const int bf16 = dtype == 2;
-    uint16_t in[3 * 512];
+    uint16_t in16[3 * 512];
+    float in32[3 * 512];
     for (int w = 0; w < 3; w++)
         for (int r = 0; r < 16; r++)
-            for (int c = 0; c < 32; c++) in[w * 512 + r * 32 + c] = to16(probe_in(w, r, c), bf16);
+            for (int c = 0; c < 32; c++) {
+                in32[w * 512 + r * 32 + c] = probe_in(w, r, c);
+                in16[w * 512 + r * 32 + c] = to16(probe_in(w, r, c), bf16);
+            }
+    const void *in = dtype == 0 ? (const void *)in32 : (const void *)in16;
+    const size_t in_bytes = dtype == 0 ? sizeof in32 : sizeof in16;
     float out[801];
     for (int i = 0; i < 801; i++) out[i] = NAN; /* what no lane writes shows */
 
@@ -191,7 +210,8 @@ static int run_probe(cl_device_id dev, int prim, int dtype, const fattn_settings
         goto done;
     }
     if (err == CL_SUCCESS)
-        mi = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof in, in, &err);
+        mi = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, in_bytes, (void *)in,
+                            &err);
     if (err == CL_SUCCESS)
         mo = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof out, out, &err);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 0, sizeof mi, &mi);
@@ -219,7 +239,7 @@ done:
 static struct probe_slot {
     cl_device_id dev;
     int prim;
-    int ok[2]; /* f16, bf16 */
+    int ok[3]; /* by fattn_dtype: f32 (TF32), f16, bf16 */
     char why[256];
 } probes[PROBE_SLOTS];
 static int probe_count;
@@ -253,28 +273,28 @@ void ocl_mma_setup(ocl_state *s) {
     struct probe_slot *slot = NULL;
     for (int i = 0; i < probe_count; i++)
         if (probes[i].dev == s->dev.device && probes[i].prim == prim) slot = &probes[i];
-    struct probe_slot fresh = {s->dev.device, prim, {0, 0}, ""};
+    struct probe_slot fresh = {s->dev.device, prim, {0, 0, 0}, ""};
     if (!slot) {
-        for (int ti = 0; ti < 2; ti++) {
+        static const char *const names[3] = {"TF32", "f16", "bf16"};
+        for (int dt = prims[prim].tf32 ? 0 : 1; dt < 3; dt++) {
             char why[256] = "";
-            fresh.ok[ti] = run_probe(s->dev.device, prim, ti + 1, &s->settings, why, sizeof why);
-            if (!fresh.ok[ti] && !fresh.why[0])
+            fresh.ok[dt] = run_probe(s->dev.device, prim, dt, &s->settings, why, sizeof why);
+            if (!fresh.ok[dt] && !fresh.why[0])
                 snprintf(fresh.why, sizeof fresh.why, "%s (%s): %s", prims[prim].name,
-                         ti ? "bf16" : "f16", why);
+                         names[dt], why);
         }
         /* A full table keeps its entries; this device is probed again next time. */
         if (probe_count < PROBE_SLOTS) probes[probe_count++] = fresh;
         slot = &fresh;
     }
     s->mma_prim = prim;
-    s->mma_ok[0] = slot->ok[0];
-    s->mma_ok[1] = slot->ok[1];
+    memcpy(s->mma_ok, slot->ok, sizeof s->mma_ok);
     snprintf(s->mma_why, sizeof s->mma_why, "%s", slot->why);
     pthread_mutex_unlock(&probe_lock);
 }
 
 const char *ocl_mma_path(const ocl_state *s) {
-    if (s->mma_prim < 0 || (!s->mma_ok[0] && !s->mma_ok[1])) return "scalar";
+    if (s->mma_prim < 0 || (!s->mma_ok[FATTN_F16] && !s->mma_ok[FATTN_BF16])) return "scalar";
     return prims[s->mma_prim].name;
 }
 
@@ -289,11 +309,15 @@ FATTN_PLAN_FITS(ocl_mma_plan);
 
 fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *plan, fattn_msg *msg) {
     ocl_state *s = state;
-    if (p->dtype != FATTN_F16 && p->dtype != FATTN_BF16)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "the matrix path takes f16 and bf16");
-    const int ti = p->dtype == FATTN_BF16;
-    if (s->mma_prim < 0 || !s->mma_ok[ti])
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "%s", s->mma_why);
+    if (p->dtype == FATTN_F32 && !(p->flags & FATTN_FLAG_ALLOW_TF32))
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the matrix path takes f32 only as TF32 (FATTN_FLAG_ALLOW_TF32)");
+    if (s->mma_prim < 0 || !s->mma_ok[p->dtype])
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "%s",
+                          s->mma_prim >= 0 && p->dtype == FATTN_F32 && !prims[s->mma_prim].tf32
+                              ? "this device's matrix path has no TF32"
+                              : s->mma_why);
+    const int ew = p->dtype == FATTN_F32 ? 2 : 1; /* 16-bit units an element */
     if (p->tune.tile_q || p->tune.tile_kv ||
         (s->settings.opencl_tiles && *s->settings.opencl_tiles))
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
@@ -306,7 +330,10 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     if (p->head_dim > 256 || p->head_dim_v > 256)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "the matrix path takes head dims up to 256");
     const int dpad = bucket(p->head_dim), dvpad = bucket(p->head_dim_v);
-    mma_shape sh = shape_for(dpad, dvpad);
+    mma_shape sh = shape_for(dpad, dvpad, ew);
+    if (!sh.bm)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the TF32 tiles take head dims up to 128 (local memory)");
     /* A tuning knob that cannot apply is an error, not a quiet fallback to
      * the scalar kernel (a sweep would time the wrong kernel). */
     const char *tune = s->settings.opencl_matrix_tune;
@@ -317,7 +344,7 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
                           "16, qreg and fold 0 or 1, stages 1 or 2)",
                           tune);
     const mma_prim *pr = &prims[s->mma_prim];
-    const size_t bytes = local_bytes(&sh, dpad, dvpad, pr->xs_words);
+    const size_t bytes = local_bytes(&sh, dpad, dvpad, ew, pr->xs_words);
     if (bytes > s->limits.local_mem)
         return fattn_fail(msg, tune && *tune ? FATTN_ERR_ENVIRONMENT : FATTN_ERR_UNSUPPORTED,
                           "the matrix path's tiles need %zu bytes of local memory; the device "
@@ -362,12 +389,12 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     return FATTN_OK;
 }
 
-/* Whether an operand's 8-element chunks are 16-byte aligned wherever an
- * index can move (a stride matters only when its count passes 1); cl_mem
- * bases, sub-buffers included, are aligned far beyond 16 bytes. */
-static int aligned8(const fattn_operand *op, int64_t nb, int64_t nh, int64_t ns) {
-    return op->offset % 8 == 0 && (nb <= 1 || op->stride_batch % 8 == 0) &&
-           (nh <= 1 || op->stride_head % 8 == 0) && (ns <= 1 || op->stride_seq % 8 == 0);
+/* Whether an operand's 16-byte chunks (n elements) are 16-byte aligned
+ * wherever an index can move (a stride matters only when its count passes
+ * 1); cl_mem bases, sub-buffers included, are aligned far beyond 16 bytes. */
+static int aligned16(const fattn_operand *op, int64_t n, int64_t nb, int64_t nh, int64_t ns) {
+    return op->offset % n == 0 && (nb <= 1 || op->stride_batch % n == 0) &&
+           (nh <= 1 || op->stride_head % n == 0) && (ns <= 1 || op->stride_seq % n == 0);
 }
 
 fattn_status ocl_mma_run(void *state, const fattn_problem *p, const fattn_plan *plan,
@@ -382,9 +409,10 @@ fattn_status ocl_mma_run(void *state, const fattn_problem *p, const fattn_plan *
      * the dense ones' checks (any index may move). */
     const int64_t nkv_b = p->rag.on ? 2 : p->batch, nq_b = p->rag.on ? 2 : p->batch;
     const int64_t hkv = p->heads_kv;
-    const cl_int vec = (aligned8(&p->q, nq_b, p->heads_q, p->rag.on ? 2 : p->seq_q) ? 1 : 0) |
-                       (aligned8(&p->k, nkv_b, hkv, p->rag.on ? 2 : p->seq_kv) ? 2 : 0) |
-                       (aligned8(&p->v, nkv_b, hkv, p->rag.on ? 2 : p->seq_kv) ? 4 : 0);
+    const int64_t n = p->dtype == FATTN_F32 ? 4 : 8; /* elements in 16 bytes */
+    const cl_int vec = (aligned16(&p->q, n, nq_b, p->heads_q, p->rag.on ? 2 : p->seq_q) ? 1 : 0) |
+                       (aligned16(&p->k, n, nkv_b, hkv, p->rag.on ? 2 : p->seq_kv) ? 2 : 0) |
+                       (aligned16(&p->v, n, nkv_b, hkv, p->rag.on ? 2 : p->seq_kv) ? 4 : 0);
     OCL_TRY(msg, clSetKernelArg(k, a++, sizeof vec, &vec));
     if ((st = ocl_variant_args(k, &a, p, fattn_variants_used(p), msg)) != FATTN_OK) return st;
     if (p->rag.on && (st = ocl_ragged_args(s, k, &a, p, msg)) != FATTN_OK) return st;

@@ -20,10 +20,16 @@ typedef struct case_result {
     double seconds;       /* host wall time of the forward call, synchronised */
 } case_result;
 
-typedef enum harness_path { HARNESS_TILED = 0, HARNESS_NAIVE = 1 } harness_path;
+/* HARNESS_TF32: the tiled path with FATTN_FLAG_ALLOW_TF32 (f32 cases), held
+ * to HARNESS_TF32_TOL. */
+typedef enum harness_path { HARNESS_TILED = 0, HARNESS_NAIVE = 1, HARNESS_TF32 = 2 } harness_path;
 
 /* Tolerance on |O - ref| for a dtype, for logits of order one. */
 double harness_tolerance(fattn_dtype dtype);
+
+/* The same for f32 computed in TF32 (O, then LSE relative; see harness.c). */
+#define HARNESS_TF32_TOL 3e-3
+#define HARNESS_TF32_LSE_TOL 2e-3
 
 /* Runs case c in dtype on ctx and fills r. Returns the forward call's status
  * (or a buffer call's); r is complete only on FATTN_OK. */
