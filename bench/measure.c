@@ -236,10 +236,12 @@ typedef struct cell {
 /* Lays out the cell on the host: sizes, tables (the block table a seeded
  * shuffle of the pages), descriptions without buffers. 0 with *why when the
  * shape cannot be stored (int32 tables, sizes past 2^62 bytes). */
-static int cell_plan(cell *c, bench_shape sh, fattn_dtype t, char *why, size_t len) {
+static int cell_plan(cell *c, bench_shape sh, fattn_dtype t, unsigned flags, char *why,
+                     size_t len) {
     memset(c, 0, sizeof *c);
     c->sh = sh, c->t = t;
     c->d = desc_of(sh, t);
+    c->d.flags = flags;
     c->ragged = !bench_is_dense(sh);
     c->at_cu_q = c->at_cu_kv = c->at_used = c->at_table = -1;
     const int64_t B = sh.b;
@@ -596,7 +598,8 @@ static void prime(fattn_context *ctx, forward_fn f, const cell *c) {
     small.b = 1, small.hq = sh.hq / sh.hkv, small.hkv = 1;
     small.sq = sh.sq < 64 ? sh.sq : 64, small.skv = len;
     small.lens = sh.lens ? &len : NULL;
-    if (cell_plan(&pc, small, c->t, why, sizeof why) && cell_tables(ctx, &pc) == FATTN_OK &&
+    if (cell_plan(&pc, small, c->t, c->d.flags, why, sizeof why) &&
+        cell_tables(ctx, &pc) == FATTN_OK &&
         cell_data(ctx, &pc, &no_room) == FATTN_OK &&
         f(ctx, &pc.d, &pc.x[CQ], &pc.x[CK], &pc.x[CV], &pc.x[CO], NULL) == FATTN_OK)
         fattn_context_synchronize(ctx);
@@ -733,14 +736,16 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
     r->flash_measured = r->naive_measured = -1;
     cell c;
     char why[256];
-    if (!cell_plan(&c, sh, t, why, sizeof why)) {
+    const unsigned flags = o->tf32 && t == FATTN_F32 ? FATTN_FLAG_ALLOW_TF32 : 0;
+    if (!cell_plan(&c, sh, t, flags, why, sizeof why)) {
         snprintf(r->status, sizeof r->status, "error");
         snprintf(r->note, sizeof r->note, "shape: %s", why);
         cell_free(&c);
         return;
     }
     /* The accounting counts the dense problem (seq_kv the longest sequence). */
-    const fattn_attention_desc dense = desc_of(sh, t);
+    fattn_attention_desc dense = desc_of(sh, t);
+    dense.flags = flags;
     fattn_memory_report mem = FATTN_MEMORY_REPORT_INIT;
     if (fattn_context_memory_report(ctx, &dense, &mem) == FATTN_OK) {
         r->flash_bytes = mem.flash_bytes;

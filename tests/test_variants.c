@@ -452,6 +452,7 @@ static fattn_status vprob_build(fattn_context *ctx, const vcase *c, fattn_dtype 
     p->desc.head_dim = p->D;
     p->desc.head_dim_v = c->head_dim_v;
     p->desc.dtype = dt;
+    p->desc.flags = harness_tf32_flags(dt);
     p->desc.causal = c->causal;
     p->desc.mask = &p->mask;
     p->desc.varlen = ragged ? &p->varlen : NULL;
@@ -540,8 +541,8 @@ static fattn_status vprob_run(fattn_context *ctx, vprob *p, int naive, vresult *
         (st = fattn_buffer_read(p->buf[BL], 0, p->host[BL], p->bytes[BL])))
         return st;
     const double grow = p->c->tol_mul > 0.0 ? p->c->tol_mul : 1.0;
-    r->tol = harness_tolerance(p->dt) * grow;
-    r->lse_tol = 1e-5 * grow;
+    r->tol = harness_tol(&p->desc) * grow;
+    r->lse_tol = harness_lse_tol(&p->desc) * grow;
     double *o = malloc((size_t)p->Dv * sizeof(double));
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t h = 0; h < p->Hq; h++)

@@ -32,6 +32,23 @@ double harness_tolerance(fattn_dtype t) {
     return t == FATTN_F32 ? 2e-5 : t == FATTN_F16 ? 1e-3 : 8e-3;
 }
 
+unsigned harness_tf32_flags(fattn_dtype t) {
+    const char *on = getenv("FATTN_TEST_TF32");
+    return t == FATTN_F32 && on && *on && strcmp(on, "0") != 0 ? FATTN_FLAG_ALLOW_TF32 : 0;
+}
+
+static int tf32_run(const fattn_attention_desc *d) {
+    return d->dtype == FATTN_F32 && (d->flags & FATTN_FLAG_ALLOW_TF32);
+}
+
+double harness_tol(const fattn_attention_desc *d) {
+    return tf32_run(d) ? HARNESS_TF32_TOL : harness_tolerance(d->dtype);
+}
+
+double harness_lse_tol(const fattn_attention_desc *d) {
+    return tf32_run(d) ? HARNESS_TF32_LSE_TOL : 1e-5;
+}
+
 /* splitmix64: small, seedable, good enough for test data. */
 static uint64_t next_u64(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -237,8 +254,8 @@ fattn_status harness_run(fattn_context *ctx, const fattn_case *c, fattn_dtype dt
     ref_attention(&desc, &rq, &rk, &rv, ref_o, ref_l);
 
     const double grow = c->q_magnitude > 1.0f ? c->q_magnitude : 1.0;
-    r->tol = (path == HARNESS_TF32 ? HARNESS_TF32_TOL : harness_tolerance(dt)) * grow;
-    r->lse_tol = (path == HARNESS_TF32 ? HARNESS_TF32_LSE_TOL : 1e-5) * grow;
+    r->tol = harness_tol(&desc) * grow;
+    r->lse_tol = harness_lse_tol(&desc) * grow;
     int64_t covered = 0;
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hq; h++)

@@ -31,6 +31,13 @@ double harness_tolerance(fattn_dtype dtype);
 #define HARNESS_TF32_TOL 3e-3
 #define HARNESS_TF32_LSE_TOL 2e-3
 
+/* FATTN_TEST_TF32=1: the flags f32 runs of the variant and ragged suites
+ * carry (FATTN_FLAG_ALLOW_TF32, so the OpenCL matrix path takes them), else
+ * 0; and the O and LSE tolerances a run of desc's dtype and flags gets. */
+unsigned harness_tf32_flags(fattn_dtype dtype);
+double harness_tol(const fattn_attention_desc *desc);
+double harness_lse_tol(const fattn_attention_desc *desc);
+
 /* Runs case c in dtype on ctx and fills r. Returns the forward call's status
  * (or a buffer call's); r is complete only on FATTN_OK. */
 fattn_status harness_run(fattn_context *ctx, const fattn_case *c, fattn_dtype dtype, uint64_t seed,

@@ -336,6 +336,7 @@ static fattn_status make_tensors(rag_problem *rp) {
     d->batch = rp->B, d->heads_q = rp->Hq, d->heads_kv = rp->Hk;
     d->seq_q = rp->seq_q, d->seq_kv = rp->seq_kv, d->head_dim = rp->D;
     d->dtype = rp->dt, d->scale = c->scale, d->causal = c->causal;
+    d->flags = harness_tf32_flags(rp->dt);
     const fattn_varlen_desc v0 = FATTN_VARLEN_DESC_INIT;
     rp->vl = v0;
     if (rp->packed_q) {
@@ -445,8 +446,8 @@ fattn_status rag_run(rag_problem *rp, case_result *r) {
     if (st != FATTN_OK) return st;
     const int64_t D = rp->D;
     const double grow = 1.0;
-    r->tol = harness_tolerance(rp->dt) * grow;
-    r->lse_tol = 1e-5 * grow;
+    r->tol = harness_tol(&rp->desc) * grow;
+    r->lse_tol = harness_lse_tol(&rp->desc) * grow;
     for (int64_t b = 0; b < rp->B; b++) {
         const int64_t qb = rp->packed_q ? 0 : b;
         for (int64_t h = 0; h < rp->Hq; h++)
