@@ -184,7 +184,7 @@ void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long 
 #if QREG
     __local ushort *sk = sq; /* Q is staged here before the loop */
 #else
-    __local ushort *sk = sq + BM * DPAD;
+    __local ushort *sk = sq + Q_HALVES;
 #endif
 
     const int tid = get_local_id(0), warp = tid / MX_WARP;

@@ -220,8 +220,9 @@ static void test_switch(void **state) {
 
 /* FATTN_OPENCL_MATRIX_TUNE: other tile shapes compute the same results
  * (every shape knob moved off the table's, the scale folded into the
- * exponent), and a shape the kernel cannot take is FATTN_ERR_ENVIRONMENT
- * naming the variable, not a quiet fallback to the scalar kernel. */
+ * exponent; TF32 too where the emulation has it), and a shape the kernel
+ * cannot take is FATTN_ERR_ENVIRONMENT naming the variable, not a quiet
+ * fallback to the scalar kernel. */
 static void test_tune(void **state) {
     (void)state;
     const char *old = getenv("FATTN_OPENCL_MATRIX_TUNE");
@@ -235,6 +236,9 @@ static void test_tune(void **state) {
         print_message("FATTN_OPENCL_MATRIX_TUNE=%s\n", shapes[i]);
         run_cases(i ? FATTN_BF16 : FATTN_F16, HARNESS_TILED, tuned_cases,
                   sizeof tuned_cases / sizeof tuned_cases[0]);
+        if (emulating("-nv")) /* and TF32, whose tiles are twice the bytes */
+            run_cases(FATTN_F32, HARNESS_TF32, tuned_cases,
+                      sizeof tuned_cases / sizeof tuned_cases[0]);
     }
     setenv("FATTN_OPENCL_MATRIX_TUNE", "bm=96,nw=4", 1);
     fattn_context *ctx = matrix_context();
