@@ -584,7 +584,10 @@ typedef struct fattn_attention_desc {
     {sizeof(fattn_attention_desc), 0, 0, 0, 0, 0, 0, FATTN_F32, 0.0f, FATTN_CAUSAL_NONE, 0u, \
      NULL, NULL, NULL, NULL, NULL, 0}
 
-/* f32 may use TF32 tensor cores (CUDA only; never the default). */
+/* f32 may use TF32 matrix units (Q, K, P and V rounded to a 10-bit
+ * mantissa; never the default). OpenCL's matrix path takes it where the
+ * device name says "(+TF32)"; elsewhere, CUDA included, it changes nothing
+ * yet. */
 #define FATTN_FLAG_ALLOW_TF32 (1u << 0)
 #define FATTN_FLAGS_ALL_ FATTN_FLAG_ALLOW_TF32
 

@@ -25,14 +25,19 @@ typedef struct mma_shape {
     int bm, bn, nw, qreg, stages, fold; /* flash_mma.cl's BM, BN, NW, QREG, STAGES, FOLD */
 } mma_shape;
 
-/* TF32 (f32 tiles, twice the bytes): 4 warps, Q in registers (staged in
- * the K/V area), V transposed; 48 KiB bound the tiles: at 128, 64 rows x
- * 32 keys (Q 32 KiB, K and V^T 16 each); at 256 nothing fits with Q in
- * registers (0: the scalar kernel runs). */
+/* TF32 (f32 tiles, twice the bytes): 4 warps, V transposed; 48 KiB bound
+ * the tiles. 32 and 64: 128 rows x 64 keys, Q in registers (staged in the
+ * K/V area), K/V double-buffered at 32 and single at 64 (32 KiB each).
+ * 128: 64 rows x 16 keys with Q in local memory (Q 32 KiB, K and V^T 8
+ * each: exactly 48). At 256 nothing fits (0: the scalar kernel runs).
+ * H200 (bench/results/2026-11-23-h200-opencl-matrix, calls 58-59): d64's
+ * shape is 13-40% faster than 32-key tiles double-buffered, d128's 16-21%
+ * faster than 64 x 32 with Q in registers; against the scalar f32 kernel
+ * 3.0-3.4x at d32, 3.0-3.2x at d64, 1.8-2.1x at d128. */
 static mma_shape shape_tf32(int w) {
     if (w <= 32) return (mma_shape){128, 64, 4, 1, 2, 1};
-    if (w <= 64) return (mma_shape){128, 32, 4, 1, 2, 1};
-    if (w <= 128) return (mma_shape){64, 32, 4, 1, 1, 1};
+    if (w <= 64) return (mma_shape){128, 64, 4, 1, 1, 1};
+    if (w <= 128) return (mma_shape){64, 16, 4, 0, 1, 1};
     return (mma_shape){0, 0, 0, 0, 0, 0};
 }
 
