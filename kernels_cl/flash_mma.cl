@@ -80,27 +80,31 @@ inline long row_at(long base, long ss, int key ROW_PARAMS) {
 
 /* Rows row0 .. row0 + rows - 1 of one operand (those below nrows; the rest
  * zero) into a tile of ch chunks per row; dims past D are zero. Work-item
- * tid owns chunk tid % ch of rows tid / ch, + NT / ch, ... Chunks are of 8
- * 16-bit units (EW per element). vec: 16-byte copies are allowed (the
- * operand's address and strides are multiples of 16 bytes); a chunk past
- * D is a zero fill, one crossing it a partial copy. */
+ * tid owns chunk tid % ch of rows tid / ch, + NT / ch, ... (with fewer
+ * work-items than chunks in a row, as 8-wide sub-groups can have, chunks
+ * tid % NT, + NT, ... of every row). Chunks are of 8 16-bit units (EW per
+ * element). vec: 16-byte copies are allowed (the operand's address and
+ * strides are multiples of 16 bytes); a chunk past D is a zero fill, one
+ * crossing it a partial copy. */
 inline void load_rows(__local ushort *dst, int ch, int rows, __global const ushort *g, long base,
                       long ss, int row0, int nrows, int D, int vec ROW_PARAMS) {
-    const int tid = get_local_id(0), c = tid % ch, rs = NT / ch;
-    const int u0 = c * 8, left = D * EW - u0;
-    const int bytes = left >= 8 ? 16 : left > 0 ? 2 * left : 0;
-    for (int r = tid / ch; r < rows; r += rs) {
-        const int key = row0 + r;
-        __local ushort *d = dst + TILE_OFF(r, c, ch);
-        if (key >= nrows || bytes == 0) {
-            for (int e = 0; e < 8; e++) d[e] = 0;
-            continue;
+    const int tid = get_local_id(0), cw = min(ch, NT), rs = NT / cw;
+    for (int c = tid % cw; c < ch; c += cw) { /* once when NT >= ch */
+        const int u0 = c * 8, left = D * EW - u0;
+        const int bytes = left >= 8 ? 16 : left > 0 ? 2 * left : 0;
+        for (int r = tid / cw; r < rows; r += rs) {
+            const int key = row0 + r;
+            __local ushort *d = dst + TILE_OFF(r, c, ch);
+            if (key >= nrows || bytes == 0) {
+                for (int e = 0; e < 8; e++) d[e] = 0;
+                continue;
+            }
+            const long at = row_at(base, ss, key ROW_ARGS) * EW + u0;
+            if (vec)
+                mx_cp16(d, g + at, bytes);
+            else
+                for (int e = 0; e < 8; e++) d[e] = e < left ? g[at + e] : (ushort)0;
         }
-        const long at = row_at(base, ss, key ROW_ARGS) * EW + u0;
-        if (vec)
-            mx_cp16(d, g + at, bytes);
-        else
-            for (int e = 0; e < 8; e++) d[e] = e < left ? g[at + e] : (ushort)0;
     }
 }
 
@@ -168,7 +172,7 @@ inline int mma_key_limit(long i, int Sk, int causal, long coff) {
     return causal ? (int)clamp(i + coff + 1, 0L, (long)Sk) : Sk;
 }
 
-__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) MX_KERNEL_ATTR
 void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long q_ss,
                __global const ushort *k, long k_off, long k_sb, long k_sh, long k_ss,
                __global const ushort *v, long v_off, long v_sb, long v_sh, long v_ss,
@@ -494,22 +498,32 @@ MX_UNROLL
                     const int d = dt * MX_TD + mx_el_col(e);
                     if (mx_el_slot(e) == hh && d < dv) of[orow + d] = oacc[mt][dt][e] * inv;
                 }
-#else
-            /* The row's elements, two at a time: with MX_PAIRS, e and e + 1
-             * are adjacent dims and go out as one 32-bit store when aligned. */
+#elif MX_PAIRS
+            /* Elements e and e + 1 are adjacent dims of one row: one 32-bit
+             * store when aligned. */
 MX_UNROLL
             for (int dt = 0; dt < ND; ++dt)
 MX_UNROLL
                 for (int e = 0; e < MX_CE; e += 2) {
                     if (mx_el_slot(e) != hh) continue;
-                    const int d0 = dt * MX_TD + mx_el_col(e), d1 = dt * MX_TD + mx_el_col(e + 1);
+                    const int d0 = dt * MX_TD + mx_el_col(e);
                     const uint w = mx_pack2(oacc[mt][dt][e] * inv, oacc[mt][dt][e + 1] * inv);
-                    if (MX_PAIRS && d0 + 1 < dv && ((orow + d0) & 1) == 0) {
+                    if (d0 + 1 < dv && ((orow + d0) & 1) == 0) {
                         *(__global uint *)(o + orow + d0) = w;
                     } else {
                         if (d0 < dv) o[orow + d0] = (ushort)(w & 0xffffu);
-                        if (d1 < dv && mx_el_slot(e + 1) == hh) o[orow + d1] = (ushort)(w >> 16);
+                        if (d0 + 1 < dv) o[orow + d0 + 1] = (ushort)(w >> 16);
                     }
+                }
+#else
+            /* One element at a time (a lane's elements may be other rows). */
+MX_UNROLL
+            for (int dt = 0; dt < ND; ++dt)
+MX_UNROLL
+                for (int e = 0; e < MX_CE; ++e) {
+                    const int d = dt * MX_TD + mx_el_col(e);
+                    if (mx_el_slot(e) == hh && d < dv)
+                        o[orow + d] = (ushort)(mx_pack2(oacc[mt][dt][e] * inv, 0.0f) & 0xffffu);
                 }
 #endif
             if (has_lse && mx_row_owner()) lse[lb + (long)i * l_ss] = lse2 * M_LN2_F;

@@ -1,16 +1,18 @@
 /* The matrix kernel's shape and local-memory layout, shared by every vendor:
  * the host joins mma_common.cl, a vendor's instruction file (mma_nv.cl,
- * mma_rdna.cl, or their plain-OpenCL emulations), the vendor's tile file
- * (mma_nv_tile.cl, mma_rdna_tile.cl) and flash_mma.cl (or mma_probe.cl).
+ * mma_rdna.cl, mma_xe.cl, or their plain-OpenCL emulations), the vendor's
+ * tile file (mma_nv_tile.cl, mma_rdna_tile.cl, mma_xe_tile.cl) and
+ * flash_mma.cl (or mma_probe.cl).
  *
  * The instruction file says how wide a warp (sub-group, wave) is, MX_WARP
- * lanes; the tile file how its instructions lay tiles out across it: an S
- * tile is MX_TQ queries x MX_TK keys and an O tile MX_TQ queries x MX_TD
- * dims, MX_CE floats per lane, which cover MX_RS query rows of the lane
- * (mx_slot_row) and, in slot mx_el_slot(e), key mx_key_col(e) of an S tile
- * and dim mx_el_col(e) of an O tile. MX_VT: V is stored transposed (dims x
- * keys, CHVT chunks a row; flash_mma.cl's load_rows_t). The tile
- * file's functions (mx_load_q, mx_qk_step, mx_pv, mx_row_max/_sum) do the
+ * lanes, and what the kernels must declare for it (MX_KERNEL_ATTR, e.g.
+ * Intel's required sub-group size); the tile file how its instructions lay
+ * tiles out across it: an S tile is MX_TQ queries x MX_TK keys and an O
+ * tile MX_TQ queries x MX_TD dims, MX_CE floats per lane, which cover
+ * MX_RS query rows of the lane (mx_slot_row) and, in slot mx_el_slot(e),
+ * key mx_key_col(e) of an S tile and dim mx_el_col(e) of an O tile. MX_VT:
+ * V is stored transposed (dims x keys, CHVT chunks a row; flash_mma.cl's
+ * load_rows_t). The tile file's functions (mx_load_q, mx_qk_step, mx_pv, mx_row_max/_sum) do the
  * matrix work of one tile; flash_mma.cl does the rest. The derived counts
  * below are macros, so they may name constants defined later. */
 
@@ -72,3 +74,12 @@
 #define TILE_OFF(r, c, ch) ((r) * (ch) * 8 + (((c) ^ SWZ(r, ch)) << 3))
 /* Element offset of (row r, element x). */
 #define TILE_EL(r, x, ch) (TILE_OFF(r, (x) >> 3, ch) + ((x) & 7))
+
+/* 16 consecutive 16-bit values of row r (dims 16 kk ..) of a swizzled tile
+ * (the tile files whose operands are whole k16 rows of a lane). */
+inline void mx_row16(uint f[8], __local const ushort *t, int r, int kk, int ch) {
+    const uint4 lo = *(__local const uint4 *)(t + TILE_OFF(r, 2 * kk, ch));
+    const uint4 hi = *(__local const uint4 *)(t + TILE_OFF(r, 2 * kk + 1, ch));
+    f[0] = lo.x, f[1] = lo.y, f[2] = lo.z, f[3] = lo.w;
+    f[4] = hi.x, f[5] = hi.y, f[6] = hi.z, f[7] = hi.w;
+}

@@ -24,6 +24,7 @@
 
 #define MX_XS_WORDS 0
 #define MX_WARP 32 /* lanes per warp (wave) */
+#define MX_KERNEL_ATTR /* nothing the kernel must declare */
 
 /* The kernel's fragment loops: unrolled, so fragments stay in registers. */
 #define MX_UNROLL _Pragma("unroll")

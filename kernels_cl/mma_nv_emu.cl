@@ -22,6 +22,7 @@
  * [8 n][8 k-pairs]. */
 #define MX_XS_WORDS (32 + 128 + 64)
 #define MX_WARP 32 /* lanes per warp (wave) */
+#define MX_KERNEL_ATTR /* nothing the kernel must declare */
 
 /* The kernel's fragment loops stay loops here: unrolled, each primitive's
  * barriers would be copied hundreds of times, and PoCL's compile time

@@ -11,7 +11,7 @@
  * are zero-filled by 0-byte copies), each row's max and sum of S, then
  * exp2(-inf) + exp2(1). */
 
-__kernel __attribute__((reqd_work_group_size(MX_WARP, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(MX_WARP, 1, 1))) MX_KERNEL_ATTR
 void mma_probe(__global const ushort *in, __global float *out) {
     __local uint4 tiles[3 * 16 * 32 * EW / 8];
 #if MX_XS_WORDS
@@ -39,37 +39,45 @@ void mma_probe(__global const ushort *in, __global float *out) {
     mx_cp_wait(0);
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    float s[1][NS][MX_CE], o[1][ND][MX_CE];
-    for (int nt = 0; nt < NS; nt++)
-        for (int e = 0; e < MX_CE; e++) s[0][nt][e] = 0.0f;
-    for (int dt = 0; dt < ND; dt++)
-        for (int e = 0; e < MX_CE; e++) o[0][dt][e] = 0.0f;
+    /* The 16 rows are MT row tiles (BM = 16, NW = 1). */
+    float s[MT][NS][MX_CE], o[MT][ND][MX_CE];
+    for (int mt = 0; mt < MT; mt++) {
+        for (int nt = 0; nt < NS; nt++)
+            for (int e = 0; e < MX_CE; e++) s[mt][nt][e] = 0.0f;
+        for (int dt = 0; dt < ND; dt++)
+            for (int e = 0; e < MX_CE; e++) o[mt][dt][e] = 0.0f;
+    }
     for (int kk = 0; kk < KD; kk++) {
-        uint qa[1][MX_QW];
-        mx_load_q(qa[0], sq, 0, kk, xs);
+        uint qa[MT][MX_QW];
+        for (int mt = 0; mt < MT; mt++) mx_load_q(qa[mt], sq, mt * MX_TQ, kk, xs);
         mx_qk_step(s, qa, sk, kk, xs);
     }
-    for (int nt = 0; nt < NS; nt++)
-        for (int e = 0; e < MX_CE; e++)
-            out[mx_slot_row(mx_el_slot(e)) * 16 + nt * MX_TK + mx_key_col(e)] = s[0][nt][e];
-    for (int hh = 0; hh < MX_RS; hh++) {
-        float mx = -INFINITY, sum = 0.0f;
+    for (int mt = 0; mt < MT; mt++) {
         for (int nt = 0; nt < NS; nt++)
             for (int e = 0; e < MX_CE; e++)
-                if (mx_el_slot(e) == hh) {
-                    mx = fmax(mx, s[0][nt][e]);
-                    sum += s[0][nt][e];
-                }
-        mx = mx_row_max(mx, xs);
-        sum = mx_row_sum(sum, xs);
-        if (mx_row_owner()) {
-            out[768 + mx_slot_row(hh)] = mx;
-            out[784 + mx_slot_row(hh)] = sum;
+                out[(mt * MX_TQ + mx_slot_row(mx_el_slot(e))) * 16 + nt * MX_TK + mx_key_col(e)] =
+                    s[mt][nt][e];
+        for (int hh = 0; hh < MX_RS; hh++) {
+            float mx = -INFINITY, sum = 0.0f;
+            for (int nt = 0; nt < NS; nt++)
+                for (int e = 0; e < MX_CE; e++)
+                    if (mx_el_slot(e) == hh) {
+                        mx = fmax(mx, s[mt][nt][e]);
+                        sum += s[mt][nt][e];
+                    }
+            mx = mx_row_max(mx, xs);
+            sum = mx_row_sum(sum, xs);
+            if (mx_row_owner()) {
+                out[768 + mt * MX_TQ + mx_slot_row(hh)] = mx;
+                out[784 + mt * MX_TQ + mx_slot_row(hh)] = sum;
+            }
         }
     }
     mx_pv(o, s, sv, xs);
-    for (int dt = 0; dt < ND; dt++)
-        for (int e = 0; e < MX_CE; e++)
-            out[256 + mx_slot_row(mx_el_slot(e)) * 32 + dt * MX_TD + mx_el_col(e)] = o[0][dt][e];
+    for (int mt = 0; mt < MT; mt++)
+        for (int dt = 0; dt < ND; dt++)
+            for (int e = 0; e < MX_CE; e++)
+                out[256 + (mt * MX_TQ + mx_slot_row(mx_el_slot(e))) * 32 + dt * MX_TD + mx_el_col(e)] =
+                    o[mt][dt][e];
     if (lane == 0) out[800] = mx_exp2(-INFINITY) + mx_exp2(1.0f);
 }

@@ -10,6 +10,7 @@
 
 #define MX_XS_WORDS 0
 #define MX_WARP 32 /* lanes per warp (wave) */
+#define MX_KERNEL_ATTR /* nothing the kernel must declare */
 #define MX_UNROLL _Pragma("unroll")
 
 typedef float mx_f8 __attribute__((ext_vector_type(8)));

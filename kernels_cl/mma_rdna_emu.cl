@@ -10,6 +10,7 @@
  * as [16 columns][8 k pairs]. */
 #define MX_XS_WORDS (32 + 256)
 #define MX_WARP 32 /* lanes per warp (wave) */
+#define MX_KERNEL_ATTR /* nothing the kernel must declare */
 
 #define MX_UNROLL _Pragma("nounroll") /* see mma_nv_emu.cl */
 

@@ -38,14 +38,6 @@ inline float mx_row_sum(float x, __local uint *xs) {
     return x + as_float(mx_swap16(as_uint(x), xs));
 }
 
-/* 16 consecutive 16-bit values of row r (dims 16 kk ..) of a swizzled tile. */
-inline void mx_row16(uint f[8], __local const ushort *t, int r, int kk, int ch) {
-    const uint4 lo = *(__local const uint4 *)(t + TILE_OFF(r, 2 * kk, ch));
-    const uint4 hi = *(__local const uint4 *)(t + TILE_OFF(r, 2 * kk + 1, ch));
-    f[0] = lo.x, f[1] = lo.y, f[2] = lo.z, f[3] = lo.w;
-    f[4] = hi.x, f[5] = hi.y, f[6] = hi.z, f[7] = hi.w;
-}
-
 /* Q^T's B operand: query r0 + l % 16, dims 16 kk .. 16 kk + 15. */
 inline void mx_load_q(uint qf[MX_QW], __local const ushort *sq, int r0, int kk,
                       __local uint *xs) {

@@ -103,11 +103,17 @@ fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backe
              keep(out, fattn_env_opencl_matrix_tune(), &s->opencl_matrix_tune);
     s->cuda_small_tiles = fattn_env_cuda_small_tiles();
     const char *mx = s->opencl_matrix;
-    if (ok && mx && strcmp(mx, "auto") && strcmp(mx, "off") && strcmp(mx, "emulate") &&
-        strcmp(mx, "emulate-nv") && strcmp(mx, "emulate-rdna")) {
+    static const char *const matrix_modes[] = {"auto", "off", "emulate", "emulate-nv",
+                                               "emulate-rdna", "emulate-cdna", "emulate-xe",
+                                               "emulate-xe8"};
+    int known = !mx;
+    for (size_t i = 0; i < sizeof matrix_modes / sizeof matrix_modes[0] && !known; i++)
+        known = !strcmp(mx, matrix_modes[i]);
+    if (ok && !known) {
         const fattn_status st = fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
                                            "FATTN_OPENCL_MATRIX='%.64s' is not auto, off, "
-                                           "emulate (= emulate-nv) or emulate-rdna",
+                                           "emulate (= emulate-nv), emulate-rdna, "
+                                           "emulate-cdna, emulate-xe or emulate-xe8",
                                            mx);
         fattn_settings_free(out);
         return st;

@@ -216,6 +216,7 @@ static void test_switch(void **state) {
     test_use_backend(FATTN_BACKEND_OPENCL, &info);
     with_env("off", FATTN_OK, "tiled");
     with_env("tensor", FATTN_ERR_ENVIRONMENT, NULL);
+    with_env("emulate-xe9", FATTN_ERR_ENVIRONMENT, NULL); /* near a layout's name */
 }
 
 /* FATTN_OPENCL_MATRIX_TUNE: other tile shapes compute the same results
@@ -240,7 +241,7 @@ static void test_tune(void **state) {
             run_cases(FATTN_F32, HARNESS_TF32, tuned_cases,
                       sizeof tuned_cases / sizeof tuned_cases[0]);
     }
-    setenv("FATTN_OPENCL_MATRIX_TUNE", "bm=96,nw=4", 1);
+    setenv("FATTN_OPENCL_MATRIX_TUNE", "bm=100,nw=4", 1);
     fattn_context *ctx = matrix_context();
     fattn_attention_desc d = harness_desc(&fattn_cases[3], FATTN_F16);
     fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;

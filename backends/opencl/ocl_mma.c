@@ -4,9 +4,11 @@
  *
  * A primitive is a row of prims[]: the files joined before the kernel (see
  * kernels_cl/mma_common.cl). NVIDIA GPUs get "nv" (tensor cores through
- * inline PTX), AMD GPUs "rdna" (RDNA3's WMMA). FATTN_OPENCL_MATRIX=emulate
- * (or emulate-nv, emulate-rdna) gives any device a layout's plain-OpenCL
- * emulation (for tests), =off none. A primitive is used only where its
+ * inline PTX), AMD GPUs "rdna" (RDNA3's WMMA) or "cdna" (MFMA), Intel GPUs
+ * "xe" (XMX's DPAS, at the device's DPAS sub-group size).
+ * FATTN_OPENCL_MATRIX=emulate (or emulate-nv, -rdna, -cdna, -xe, -xe8)
+ * gives any device a layout's plain-OpenCL emulation (for tests), =off
+ * none. A primitive is used only where its
  * probe (kernels_cl/mma_probe.cl, the tile functions on known data) built
  * and computed the right numbers on the device, in each 16-bit dtype. The
  * probe runs in a cl_context of its own (a probe that faults must not take
@@ -63,8 +65,7 @@ static mma_shape shape_tf32(int w) {
  * None of the other shapes swept there (FATTN_OPENCL_MATRIX_TUNE: 128 or
  * 64 keys per tile with Q in local memory, 64-row groups, 8 warps) came
  * within 3% of these. */
-static mma_shape shape_for(int dpad, int dvpad, int ew) {
-    const int w = dpad > dvpad ? dpad : dvpad;
+static mma_shape shape_nv(int w, int ew) {
     if (ew == 2) return shape_tf32(w);
     if (w <= 32) return (mma_shape){128, 64, 8, 1, 2, 1};
     if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1};
@@ -72,9 +73,29 @@ static mma_shape shape_for(int dpad, int dvpad, int ew) {
     return (mma_shape){64, 32, 4, 1, 1, 1};
 }
 
+/* Intel XMX (8-row tiles, one column per lane): 8 sub-groups of one row
+ * tile each, 32-key tiles, Q in registers, K and V double-buffered below
+ * 256 (at most 32 KiB; Intel's GPUs have 64 KiB or more). Not measured: no
+ * Intel GPU has run it. O takes 8 (d / MX_WARP) floats per work-item, so
+ * at 256 it spills. */
+static mma_shape shape_xe(int w, int ew) {
+    if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0};
+    return (mma_shape){64, 32, 8, 1, w <= 128 ? 2 : 1, 1};
+}
+
+/* AMD CDNA (wave64): 4 waves (256 work-items, the usual limit), Q in
+ * registers, K and V double-buffered below 256 (64 KiB of local memory).
+ * Not measured: no AMD GPU has run it. */
+static mma_shape shape_cdna(int w, int ew) {
+    if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0};
+    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1};
+    if (w <= 128) return (mma_shape){128, 32, 4, 1, 2, 1};
+    return (mma_shape){64, 32, 4, 1, 1, 1};
+}
+
 /* FATTN_OPENCL_MATRIX_TUNE's overrides (for sweeps) over the table's shape;
  * 0 when the result is not a shape the kernel takes. */
-static int tuned_shape(const char *tune, mma_shape *sh) {
+static int tuned_shape(const char *tune, int tq, mma_shape *sh) {
     if (!tune || !*tune) return 1;
     sh->bm = (int)fattn_tune_value(tune, "bm", sh->bm);
     sh->bn = (int)fattn_tune_value(tune, "bn", sh->bn);
@@ -82,8 +103,8 @@ static int tuned_shape(const char *tune, mma_shape *sh) {
     sh->qreg = (int)fattn_tune_value(tune, "qreg", sh->qreg);
     sh->stages = (int)fattn_tune_value(tune, "stages", sh->stages);
     sh->fold = (int)fattn_tune_value(tune, "fold", sh->fold);
-    const int mt = sh->nw > 0 ? sh->bm / (16 * sh->nw) : 0;
-    return sh->nw >= 1 && sh->nw <= 8 && mt >= 1 && mt <= 4 && mt * 16 * sh->nw == sh->bm &&
+    const int mt = sh->nw > 0 ? sh->bm / (tq * sh->nw) : 0;
+    return sh->nw >= 1 && sh->nw <= 8 && mt >= 1 && mt <= 4 && mt * tq * sh->nw == sh->bm &&
            sh->bn >= 16 && sh->bn <= 128 && sh->bn % 16 == 0 && (sh->qreg & ~1) == 0 &&
            (sh->stages == 1 || sh->stages == 2) && (sh->fold & ~1) == 0;
 }
@@ -102,22 +123,41 @@ static size_t local_bytes(const mma_shape *sh, int dpad, int dvpad, int ew, int 
 /* ---- Probe ---------------------------------------------------------------------- */
 
 typedef struct mma_prim {
-    const char *key;   /* FATTN_OPENCL_MATRIX=emulate-<key>: the emulations (else NULL) */
-    const char *files; /* joined before flash_mma.cl or mma_probe.cl */
-    int warp;          /* MX_WARP: work-items per warp (sub-group, wave) */
-    int xs_words;      /* MX_XS_WORDS: local scratch per warp */
-    int tf32;          /* the tile file takes f32 as TF32 (DTYPE 0) */
-    const char *name;  /* for the device description */
+    const char *key;     /* FATTN_OPENCL_MATRIX=emulate-<key>: the emulations (else NULL) */
+    const char *files;   /* joined before flash_mma.cl or mma_probe.cl */
+    const char *options; /* build options the files need */
+    int warp;            /* MX_WARP: work-items per warp (sub-group, wave) */
+    int tq;              /* MX_TQ: query rows per row tile */
+    int xs_words;        /* MX_XS_WORDS: local scratch per warp */
+    int tf32;            /* the tile file takes f32 as TF32 (DTYPE 0) */
+    mma_shape (*shape)(int w, int ew); /* tiles by head-dim bucket and element width */
+    const char *name;    /* for the device description */
 } mma_prim;
 
-enum { PRIM_NV, PRIM_NV_EMU, PRIM_RDNA, PRIM_RDNA_EMU, PRIM_COUNT };
+#define NV_FILES(instr) "mma_common.cl+" instr "+mma_nv_tile.cl"
+#define RDNA_FILES(instr) "mma_common.cl+mma_plain.cl+" instr "+mma_rdna_tile.cl"
+#define XE_FILES(instr) "mma_common.cl+mma_plain.cl+" instr "+mma_xe_tile.cl"
+#define CDNA_FILES(instr) "mma_common.cl+mma_plain.cl+" instr "+mma_cdna_tile.cl"
+enum { PRIM_NV, PRIM_NV_EMU, PRIM_RDNA, PRIM_RDNA_EMU, PRIM_XE16, PRIM_XE8, PRIM_XE16_EMU,
+       PRIM_XE8_EMU, PRIM_CDNA, PRIM_CDNA_EMU, PRIM_COUNT };
 static const mma_prim prims[PRIM_COUNT] = {
-    {NULL, "mma_common.cl+mma_nv.cl+mma_nv_tile.cl", 32, 0, 1, "mma.sync through inline PTX"},
-    {"nv", "mma_common.cl+mma_plain.cl+mma_nv_emu.cl+mma_nv_tile.cl", 32, 32 + 128 + 64, 1,
+    {NULL, NV_FILES("mma_nv.cl"), "", 32, 16, 0, 1, shape_nv, "mma.sync through inline PTX"},
+    {"nv", NV_FILES("mma_plain.cl+mma_nv_emu.cl"), "", 32, 16, 32 + 128 + 64, 1, shape_nv,
      "emulated mma.sync layout (plain OpenCL C)"},
-    {NULL, "mma_common.cl+mma_plain.cl+mma_rdna.cl+mma_rdna_tile.cl", 32, 0, 0, "RDNA3 WMMA"},
-    {"rdna", "mma_common.cl+mma_plain.cl+mma_rdna_emu.cl+mma_rdna_tile.cl", 32, 32 + 256, 0,
+    {NULL, RDNA_FILES("mma_rdna.cl"), "", 32, 16, 0, 0, shape_nv, "RDNA3 WMMA"},
+    {"rdna", RDNA_FILES("mma_rdna_emu.cl"), "", 32, 16, 32 + 256, 0, shape_nv,
      "emulated RDNA3 WMMA layout (plain OpenCL C)"},
+    {NULL, XE_FILES("mma_xe.cl"), " -DXE_SG=16", 16, 8, 0, 0, shape_xe,
+     "Intel XMX (DPAS, 16-wide sub-groups)"},
+    {NULL, XE_FILES("mma_xe.cl"), " -DXE_SG=8", 8, 8, 0, 0, shape_xe,
+     "Intel XMX (DPAS, 8-wide sub-groups)"},
+    {"xe", XE_FILES("mma_xe_emu.cl"), " -DXE_SG=16", 16, 8, 16 * 17, 0, shape_xe,
+     "emulated Intel XMX layout, 16 lanes (plain OpenCL C)"},
+    {"xe8", XE_FILES("mma_xe_emu.cl"), " -DXE_SG=8", 8, 8, 8 * 17, 0, shape_xe,
+     "emulated Intel XMX layout, 8 lanes (plain OpenCL C)"},
+    {NULL, CDNA_FILES("mma_cdna.cl"), "", 64, 16, 0, 0, shape_cdna, "CDNA MFMA"},
+    {"cdna", CDNA_FILES("mma_cdna_emu.cl"), "", 64, 16, 64 + 256, 0, shape_cdna,
+     "emulated CDNA MFMA layout (plain OpenCL C)"},
 };
 
 /* Exact in f16, bf16 and TF32 (|S| <= 128), and every sum exact in float32. */
@@ -207,7 +247,8 @@ static int run_probe(cl_device_id dev, int prim, int dtype, const fattn_settings
     char file[160], options[128];
     snprintf(file, sizeof file, "%s+mma_probe.cl", prims[prim].files);
     snprintf(options, sizeof options,
-             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=32 -DBM=16 -DBN=16 -DNW=1 -DQREG=1", dtype);
+             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=32 -DBM=16 -DBN=16 -DNW=1 -DQREG=1%s", dtype,
+             prims[prim].options);
     fattn_msg msg = {0};
     if (err == CL_SUCCESS &&
         ocl_get_kernel(&cache, ctx, dev, file, "mma_probe", options, &k, &msg) != FATTN_OK) {
@@ -250,6 +291,29 @@ static struct probe_slot {
 static int probe_count;
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* AMD's OpenCL names a device by its ISA ("gfx90a:sramecc+:xnack-"): gfx9
+ * is CDNA (MFMA; gfx90a and later have the bf16 form the tiles use), gfx11
+ * RDNA3 (WMMA); others get the RDNA row, whose probe then fails. */
+static int amd_prim(cl_device_id dev) {
+    char name[256] = "";
+    if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name - 1, name, NULL) != CL_SUCCESS) return -1;
+    return !strncmp(name, "gfx9", 4) ? PRIM_CDNA : PRIM_RDNA;
+}
+
+/* DPAS takes the device's smallest sub-group size (8 on Xe-HPG, 16 on
+ * Xe-HPC and Xe2): the row for it, or -1 (no cl_intel_subgroups query, or
+ * another size). */
+static int xe_prim(cl_device_id dev) {
+    size_t sizes[8], bytes = 0;
+    if (clGetDeviceInfo(dev, 0x4108 /* CL_DEVICE_SUB_GROUP_SIZES_INTEL */, sizeof sizes, sizes,
+                        &bytes) != CL_SUCCESS || bytes < sizeof sizes[0])
+        return -1;
+    size_t least = sizes[0];
+    for (size_t i = 1; i < bytes / sizeof sizes[0] && i < 8; i++)
+        if (sizes[i] < least) least = sizes[i];
+    return least == 16 ? PRIM_XE16 : least == 8 ? PRIM_XE8 : -1;
+}
+
 void ocl_mma_setup(ocl_state *s) {
     const char *mode = s->settings.opencl_matrix ? s->settings.opencl_matrix : "auto";
     s->mma_prim = -1;
@@ -267,10 +331,12 @@ void ocl_mma_setup(ocl_state *s) {
     } else if (gpu && s->limits.vendor_class == OCL_CLASS_NVIDIA)
         prim = PRIM_NV;
     else if (gpu && s->limits.vendor_class == OCL_CLASS_AMD)
-        prim = PRIM_RDNA;
+        prim = amd_prim(s->dev.device);
+    else if (gpu && s->limits.vendor_class == OCL_CLASS_INTEL)
+        prim = xe_prim(s->dev.device);
     if (prim < 0) {
         snprintf(s->mma_why, sizeof s->mma_why,
-                 "no matrix-unit path for this device (NVIDIA and AMD GPUs have one; "
+                 "no matrix-unit path for this device (NVIDIA, AMD and Intel GPUs have one; "
                  "FATTN_OPENCL_MATRIX=emulate runs an emulation anywhere)");
         return;
     }
@@ -334,21 +400,21 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
                           "seq_kv and batch * heads_q must stay below 2^31");
     if (p->head_dim > 256 || p->head_dim_v > 256)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "the matrix path takes head dims up to 256");
+    const mma_prim *pr = &prims[s->mma_prim];
     const int dpad = bucket(p->head_dim), dvpad = bucket(p->head_dim_v);
-    mma_shape sh = shape_for(dpad, dvpad, ew);
+    mma_shape sh = pr->shape(dpad > dvpad ? dpad : dvpad, ew);
     if (!sh.bm)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the TF32 tiles take head dims up to 128 (local memory)");
     /* A tuning knob that cannot apply is an error, not a quiet fallback to
      * the scalar kernel (a sweep would time the wrong kernel). */
     const char *tune = s->settings.opencl_matrix_tune;
-    if (!tuned_shape(tune, &sh))
+    if (!tuned_shape(tune, pr->tq, &sh))
         return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
                           "FATTN_OPENCL_MATRIX_TUNE \"%s\" is not a shape the matrix kernel "
-                          "takes (bm = 16 nw m with m 1..4 and nw 1..8, bn 16..128 in steps of "
+                          "takes (bm = %d nw m with m 1..4 and nw 1..8, bn 16..128 in steps of "
                           "16, qreg and fold 0 or 1, stages 1 or 2)",
-                          tune);
-    const mma_prim *pr = &prims[s->mma_prim];
+                          tune, pr->tq);
     const size_t bytes = local_bytes(&sh, dpad, dvpad, ew, pr->xs_words);
     if (bytes > s->limits.local_mem)
         return fattn_fail(msg, tune && *tune ? FATTN_ERR_ENVIRONMENT : FATTN_ERR_UNSUPPORTED,
@@ -366,9 +432,9 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     snprintf(
         options, sizeof options,
         "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d -DSTAGES=%d "
-        "-DFOLD=%d%s%s%s",
+        "-DFOLD=%d%s%s%s%s",
         (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, sh.fold, dv,
-        ocl_ragged_option(p), var);
+        ocl_ragged_option(p), var, pr->options);
     snprintf(file, sizeof file, "%s+flash_mma.cl", pr->files);
     cl_kernel k;
     fattn_status st =
