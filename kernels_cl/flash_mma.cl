@@ -80,31 +80,52 @@ inline long row_at(long base, long ss, int key ROW_PARAMS) {
 
 /* Rows row0 .. row0 + rows - 1 of one operand (those below nrows; the rest
  * zero) into a tile of ch chunks per row; dims past D are zero. Work-item
- * tid owns chunk tid % ch of rows tid / ch, + NT / ch, ... (with fewer
- * work-items than chunks in a row, as 8-wide sub-groups can have, chunks
- * tid % NT, + NT, ... of every row). Chunks are of 8 16-bit units (EW per
- * element). vec: 16-byte copies are allowed (the operand's address and
- * strides are multiples of 16 bytes); a chunk past D is a zero fill, one
- * crossing it a partial copy. */
-inline void load_rows(__local ushort *dst, int ch, int rows, __global const ushort *g, long base,
-                      long ss, int row0, int nrows, int D, int vec ROW_PARAMS) {
-    const int tid = get_local_id(0), cw = min(ch, NT), rs = NT / cw;
-    for (int c = tid % cw; c < ch; c += cw) { /* once when NT >= ch */
-        const int u0 = c * 8, left = D * EW - u0;
-        const int bytes = left >= 8 ? 16 : left > 0 ? 2 * left : 0;
-        for (int r = tid / cw; r < rows; r += rs) {
-            const int key = row0 + r;
+ * tid owns chunk tid % ch of rows tid / ch, + NT / ch, ... Chunks are of 8
+ * 16-bit units (EW per element). vec: 16-byte copies are allowed (the
+ * operand's address and strides are multiples of 16 bytes); a chunk past
+ * D is a zero fill, one crossing it a partial copy. With fewer work-items
+ * than a row has chunks (8-wide sub-groups can), each takes chunks tid,
+ * tid + NT, ... of every row (load_rows_narrow); ch is a constant at every
+ * call, so only one of the two remains. */
+inline void load_rows_narrow(__local ushort *dst, int ch, int rows, __global const ushort *g,
+                             long base, long ss, int row0, int nrows, int D, int vec ROW_PARAMS) {
+    for (int r = 0; r < rows; r++)
+        for (int c = get_local_id(0); c < ch; c += NT) {
+            const int key = row0 + r, u0 = c * 8, left = D * EW - u0;
             __local ushort *d = dst + TILE_OFF(r, c, ch);
-            if (key >= nrows || bytes == 0) {
+            if (key >= nrows || left <= 0) {
                 for (int e = 0; e < 8; e++) d[e] = 0;
                 continue;
             }
             const long at = row_at(base, ss, key ROW_ARGS) * EW + u0;
             if (vec)
-                mx_cp16(d, g + at, bytes);
+                mx_cp16(d, g + at, left >= 8 ? 16 : 2 * left);
             else
                 for (int e = 0; e < 8; e++) d[e] = e < left ? g[at + e] : (ushort)0;
         }
+}
+
+inline void load_rows(__local ushort *dst, int ch, int rows, __global const ushort *g, long base,
+                      long ss, int row0, int nrows, int D, int vec ROW_PARAMS) {
+    if (NT < ch) {
+        load_rows_narrow(dst, ch, rows, g, base, ss, row0, nrows, D, vec ROW_ARGS);
+        return;
+    }
+    const int tid = get_local_id(0), c = tid % ch, rs = NT / ch;
+    const int u0 = c * 8, left = D * EW - u0;
+    const int bytes = left >= 8 ? 16 : left > 0 ? 2 * left : 0;
+    for (int r = tid / ch; r < rows; r += rs) {
+        const int key = row0 + r;
+        __local ushort *d = dst + TILE_OFF(r, c, ch);
+        if (key >= nrows || bytes == 0) {
+            for (int e = 0; e < 8; e++) d[e] = 0;
+            continue;
+        }
+        const long at = row_at(base, ss, key ROW_ARGS) * EW + u0;
+        if (vec)
+            mx_cp16(d, g + at, bytes);
+        else
+            for (int e = 0; e < 8; e++) d[e] = e < left ? g[at + e] : (ushort)0;
     }
 }
 
@@ -499,20 +520,20 @@ MX_UNROLL
                     if (mx_el_slot(e) == hh && d < dv) of[orow + d] = oacc[mt][dt][e] * inv;
                 }
 #elif MX_PAIRS
-            /* Elements e and e + 1 are adjacent dims of one row: one 32-bit
-             * store when aligned. */
+            /* The row's elements, two at a time: e and e + 1 are adjacent
+             * dims and go out as one 32-bit store when aligned. */
 MX_UNROLL
             for (int dt = 0; dt < ND; ++dt)
 MX_UNROLL
                 for (int e = 0; e < MX_CE; e += 2) {
                     if (mx_el_slot(e) != hh) continue;
-                    const int d0 = dt * MX_TD + mx_el_col(e);
+                    const int d0 = dt * MX_TD + mx_el_col(e), d1 = dt * MX_TD + mx_el_col(e + 1);
                     const uint w = mx_pack2(oacc[mt][dt][e] * inv, oacc[mt][dt][e + 1] * inv);
                     if (d0 + 1 < dv && ((orow + d0) & 1) == 0) {
                         *(__global uint *)(o + orow + d0) = w;
                     } else {
                         if (d0 < dv) o[orow + d0] = (ushort)(w & 0xffffu);
-                        if (d0 + 1 < dv) o[orow + d0 + 1] = (ushort)(w >> 16);
+                        if (d1 < dv && mx_el_slot(e + 1) == hh) o[orow + d1] = (ushort)(w >> 16);
                     }
                 }
 #else
