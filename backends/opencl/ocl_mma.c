@@ -292,8 +292,10 @@ static int probe_count;
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* AMD's OpenCL names a device by its ISA ("gfx90a:sramecc+:xnack-"): gfx9
- * is CDNA (MFMA; gfx90a and later have the bf16 form the tiles use), gfx11
- * RDNA3 (WMMA); others get the RDNA row, whose probe then fails. */
+ * gets the CDNA row (MFMA; gfx90a and later have the bf16 form the tiles
+ * use, so gfx908 passes the probe in f16 only, and Vega's gfx90x in
+ * neither), the rest the RDNA row (WMMA: gfx11), whose probe fails
+ * elsewhere. */
 static int amd_prim(cl_device_id dev) {
     char name[256] = "";
     if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name - 1, name, NULL) != CL_SUCCESS) return -1;
