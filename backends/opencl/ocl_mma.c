@@ -293,7 +293,7 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* AMD's OpenCL names a device by its ISA ("gfx90a:sramecc+:xnack-"): gfx9
  * gets the CDNA row (MFMA; gfx90a and later have the bf16 form the tiles
- * use, so gfx908 passes the probe in f16 only, and Vega's gfx90x in
+ * use, so gfx908 passes the probe in f16 only, and Vega's gfx900/906 in
  * neither), the rest the RDNA row (WMMA: gfx11), whose probe fails
  * elsewhere. */
 static int amd_prim(cl_device_id dev) {
