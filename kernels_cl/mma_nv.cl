@@ -19,6 +19,9 @@
  *   mx_exp2(x), mx_pack2(lo, hi): exp2 (-inf gives 0), two floats to the
  *     storage type packed in a uint, lo in the low half (rounded to nearest).
  *   MX_UNROLL: the pragma the kernel puts on its fragment loops.
+ *   mx_warp_sync(): the warp's lanes meet, their local-memory writes and
+ *     completed copies visible to each other (decode_mma.cl; files without
+ *     one get a group barrier there).
  * xs is the warp's scratch (MX_XS_WORDS words; none here: NULL). Every
  * primitive is called by all work-items of the group together. */
 
@@ -88,6 +91,9 @@ inline void mx_cp16(__local ushort *dst, __global const ushort *src, int bytes) 
 }
 
 inline void mx_cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+#define MX_WARP_SYNC 1
+inline void mx_warp_sync(void) { asm volatile("bar.warp.sync -1;" ::: "memory"); }
 
 #define mx_cp_wait(n) asm volatile("cp.async.wait_group " #n ";" ::: "memory")
 

@@ -134,4 +134,28 @@ inline void rag_tile_pages(__local int *pg, __local int *sl, int n, int j0, int 
     }
 }
 
+/* Whether the pages of keys k0 .. k1 - 1 of sequence b are all in the cache;
+ * records the fault when not (the matrix kernels vet a group's pages up
+ * front). Holds barriers: every work-item calls it;
+ * *flag is free again when it returns. */
+inline int pages_ok(int k0, int k1, long b, __local int *flag, RAGGED_PARAMS) {
+    const int tid = get_local_id(0);
+    if (tid == 0) *flag = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int bad = 0;
+    if ((rg_flags & RAG_PAGED) && k1 > k0) {
+        const int p1 = (k1 - 1) / rg_page_size;
+        for (int p = k0 / rg_page_size + tid; p <= p1; p += (int)get_local_size(0)) {
+            const long e = rg_table[rg_tab_off + b * rg_tab_sb + (long)p * rg_tab_ss];
+            bad |= e < 0 || e >= rg_num_pages;
+        }
+    }
+    if (bad) *flag = 1; /* benign race: every writer stores 1 */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int ok = !*flag;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!ok && tid == 0) rag_fault(rg_fault, RAG_FAULT_TABLE);
+    return ok;
+}
+
 #endif /* FATTN_RAGGED */

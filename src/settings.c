@@ -33,7 +33,9 @@ static const char *const decode_knobs[] = {
     /* CUDA */
     "min_seq_kv", "min_keys", "max_splits", "slack_pm", "blocks_per_sm", "pdl",
     /* OpenCL (min_keys, max_splits and min_seq_kv too) */
-    "waves", "nt", "tile", "bkv", "br", "vec", "vr"};
+    "waves", "nt", "tile", "bkv", "br", "vec", "vr",
+    /* OpenCL's matrix decode kernel (vec and waves too) */
+    "mma", "nw", "stages", "kw"};
 /* FATTN_OPENCL_MATRIX_TUNE's, read by backends/opencl/ocl_mma.c. */
 static const char *const matrix_knobs[] = {"bm", "bn", "nw", "qreg", "stages", "fold"};
 

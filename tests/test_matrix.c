@@ -50,6 +50,13 @@ static const char *const picked[] = {
     "custom scale",
 };
 
+/* The decoding cases the split-KV matrix kernel runs (test_decode): the
+ * head-dim buckets, GQA, MHA, 16 row tiles (GQA 32 x 8 rows), causal both
+ * ways, BHSD and strided K/V. */
+static const char *const decode_picked[] = {"causal decode 1/1000", "causal tl decode 1/77",
+                                            "decode 2/1000 gqa 8 br", "decode 8/777 gqa 32 tl",
+                                            "decode 1/7 mha d256"};
+
 /* The few cases each tuned shape runs (test_tune). */
 static const char *const tuned_cases[] = {"seq 65 dim 80", "causal seq 127 dim 256",
                                           "GQA 8/2 causal bhsd", "causal br sq>sk 101/37"};
@@ -99,16 +106,20 @@ static fattn_context *matrix_context(void) {
 }
 
 /* The kernel a case must run: the matrix kernel, but for TF32 past head
- * dim 128 (its tiles do not fit local memory: the scalar kernel). */
-static const char *want_kernel(const fattn_case *c, harness_path path) {
+ * dim 128 (its tiles do not fit local memory: the scalar kernel); with
+ * forced key splits, the split-KV matrix kernel. */
+static const char *want_kernel(const fattn_case *c, harness_path path, int splits) {
+    if (splits) return "decode-matrix";
     return path == HARNESS_TF32 && c->head_dim > 128 ? "tiled" : "matrix";
 }
 
 /* The picked cases, or with `only` those it lists; path HARNESS_TF32 runs
- * f32 with FATTN_FLAG_ALLOW_TF32. */
-static void run_cases(fattn_dtype dtype, harness_path path, const char *const *only,
-                      size_t nonly) {
+ * f32 with FATTN_FLAG_ALLOW_TF32; splits > 0 forces that many key splits
+ * (FATTN_PARAM_KV_SPLITS), for the decoding cases. */
+static void run_cases_split(fattn_dtype dtype, harness_path path, const char *const *only,
+                            size_t nonly, int splits) {
     fattn_context *ctx = matrix_context();
+    if (splits) assert_int_equal(fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, splits), FATTN_OK);
     int ran = 0, failures = 0;
     for (size_t i = 0; i < fattn_case_count; i++) {
         const fattn_case *c = &fattn_cases[i];
@@ -117,9 +128,9 @@ static void run_cases(fattn_dtype dtype, harness_path path, const char *const *o
         if (path == HARNESS_TF32) d.flags |= FATTN_FLAG_ALLOW_TF32;
         fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
         assert_int_equal(fattn_context_memory_report(ctx, &d, &rep), FATTN_OK);
-        if (strcmp(rep.kernel, want_kernel(c, path)) != 0) {
+        if (strcmp(rep.kernel, want_kernel(c, path, splits)) != 0) {
             print_error("case '%s': the kernel is '%s', not '%s': %s\n", c->name, rep.kernel,
-                        want_kernel(c, path), fattn_error_message(ctx));
+                        want_kernel(c, path, splits), fattn_error_message(ctx));
             failures++;
             continue;
         }
@@ -142,7 +153,12 @@ static void run_cases(fattn_dtype dtype, harness_path path, const char *const *o
         }
     }
     fattn_context_free(ctx);
-    test_finish_runs("opencl", "matrix", ran, 0, failures, "");
+    test_finish_runs("opencl", splits ? "decode-matrix" : "matrix", ran, 0, failures, "");
+}
+
+static void run_cases(fattn_dtype dtype, harness_path path, const char *const *only,
+                      size_t nonly) {
+    run_cases_split(dtype, path, only, nonly, 0);
 }
 
 static void test_f16(void **state) {
@@ -257,6 +273,56 @@ static void test_tune(void **state) {
     assert_non_null(strstr(msg, "FATTN_OPENCL_MATRIX_TUNE"));
 }
 
+/* With FATTN_DECODE_TUNE set to `tune` (NULL: unset) for one context. */
+static void decode_tune_env(const char *tune, char *saved, size_t len, int restore) {
+    if (!restore) {
+        const char *old = getenv("FATTN_DECODE_TUNE");
+        snprintf(saved, len, "%s", old ? old : "");
+        if (tune) setenv("FATTN_DECODE_TUNE", tune, 1);
+        else unsetenv("FATTN_DECODE_TUNE");
+    } else if (*saved) {
+        setenv("FATTN_DECODE_TUNE", saved, 1);
+    } else {
+        unsetenv("FATTN_DECODE_TUNE");
+    }
+}
+
+/* The split-KV decode kernel on matrix units (kernels_cl/decode_mma.cl):
+ * the picked decoding cases in f16 and bf16 at 3 and 7 forced splits, the
+ * ring shapes moved off the defaults (one warp of three stages; two warps
+ * of 32-key tiles), and the ways it gives way to the scalar decode kernel
+ * (f32; FATTN_DECODE_TUNE mma=0). */
+static void test_decode(void **state) {
+    (void)state;
+    const size_t n = sizeof decode_picked / sizeof decode_picked[0];
+    char saved[128];
+    decode_tune_env(NULL, saved, sizeof saved, 0);
+    run_cases_split(FATTN_F16, HARNESS_TILED, decode_picked, n, 3);
+    run_cases_split(FATTN_BF16, HARNESS_TILED, decode_picked, n, 7);
+    const char *const shapes[] = {"nw=1,stages=3", "nw=2,kw=32,stages=4"};
+    for (size_t i = 0; i < 2; i++) {
+        decode_tune_env(shapes[i], saved, sizeof saved, 0);
+        print_message("FATTN_DECODE_TUNE=%s\n", shapes[i]);
+        run_cases_split(i ? FATTN_BF16 : FATTN_F16, HARNESS_TILED, decode_picked, 3, 2);
+        decode_tune_env(NULL, saved, sizeof saved, 1);
+    }
+    const char *const scalar[] = {NULL, "mma=0"};
+    for (size_t i = 0; i < 2; i++) {
+        decode_tune_env(scalar[i], saved, sizeof saved, 0);
+        fattn_context *ctx = matrix_context();
+        decode_tune_env(NULL, saved, sizeof saved, 1);
+        assert_int_equal(fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, 3), FATTN_OK);
+        fattn_attention_desc d = harness_desc(&fattn_cases[0], i ? FATTN_F16 : FATTN_F32);
+        for (size_t c = 0; c < fattn_case_count; c++)
+            if (!strcmp(fattn_cases[c].name, decode_picked[0]))
+                d = harness_desc(&fattn_cases[c], i ? FATTN_F16 : FATTN_F32);
+        fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
+        assert_int_equal(fattn_context_memory_report(ctx, &d, &rep), FATTN_OK);
+        assert_string_equal(rep.kernel, "decode");
+        fattn_context_free(ctx);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f16),
@@ -265,6 +331,7 @@ int main(void) {
         cmocka_unit_test(test_tf32),
         cmocka_unit_test(test_switch),
         cmocka_unit_test(test_tune),
+        cmocka_unit_test(test_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

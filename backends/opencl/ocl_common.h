@@ -257,6 +257,11 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
                                fattn_msg *msg);
 fattn_status ocl_decode_run(void *state, const fattn_problem *p, const fattn_plan *plan,
                             fattn_msg *msg);
+/* The same on matrix units (kernels_cl/decode_mma.cl after the device's
+ * matrix files): f16 and bf16 where the matrix probe passed; tried before
+ * "decode", and run by ocl_decode_run. */
+fattn_status ocl_decode_mma_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                                   fattn_msg *msg);
 /* The matrix path (ocl_mma.c: kernels_cl/flash_mma.cl after a primitive
  * file); tried before the tiled row, f16 and bf16 only. ocl_mma_setup
  * probes the device at open (FATTN_OPENCL_MATRIX: auto, off, emulate);
@@ -267,6 +272,14 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
                             fattn_msg *msg);
 fattn_status ocl_mma_run(void *state, const fattn_problem *p, const fattn_plan *plan,
                          fattn_msg *msg);
+/* The matrix files another kernel builds on (decode_mma.cl): what the host
+ * joins before it, their build options, and the warp's width, rows per
+ * tile and scratch words; 0 with why where the probe did not pass in dtype. */
+typedef struct ocl_mma_files {
+    const char *files, *options;
+    int warp, tq, xs_words;
+} ocl_mma_files;
+int ocl_mma_files_for(const ocl_state *s, fattn_dtype dtype, ocl_mma_files *out, fattn_msg *msg);
 /* The arguments the tiled kernels share, from argument *a on: Q, K, V, O
  * and lse (buffer, offset, strides), then has_lse, Hq, the GQA group, Sq,
  * Sk, D, scale * log2(e), causal and the causal offset. */

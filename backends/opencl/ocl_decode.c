@@ -1,5 +1,12 @@
-/* The OpenCL "decode" variant (FATTN_OP_FORWARD, tried before "tiled"):
- * split-KV decoding with GQA packing. kernels_cl/decode.cl gives each
+/* The OpenCL "decode-matrix" and "decode" variants (FATTN_OP_FORWARD,
+ * tried in that order before "matrix" and "tiled"): split-KV decoding with
+ * GQA packing. "decode-matrix" (kernels_cl/decode_mma.cl, after the
+ * device's matrix files) takes f16 and bf16 where the matrix probe passed:
+ * a row tile is one matrix tile of rows (16 on NVIDIA), and its warps
+ * stream keys through rings of their own (mma_shape below); everything
+ * else here (splits, workspace, combine, launch) is shared. "decode" is
+ * the scalar kernel described next, for f32 and devices without a matrix
+ * path (FATTN_DECODE_TUNE mma=0 forces it). kernels_cl/decode.cl gives each
  * (batch, KV head, row tile, key split) one work-group, which streams its
  * keys once for every query row of the KV head's group in the tile and writes
  * a normalised partial O and its lse (float32) to the workspace; then
@@ -75,6 +82,10 @@
  *   vec         1: 16-byte K/V loads when rows are 16-byte aligned; 0: never
  *   vr          P V row lanes, at most (power of two; 0: as many as fit,
  *               or 1 from OCL_DEC_BATCHED_UNITS groups per split)
+ *   mma         0: the matrix build declines (the scalar kernel runs)
+ *   nw          matrix build: warps per group (power of two, 1..8)
+ *   stages      matrix build: ring stages per warp, 2..4
+ *   kw          matrix build: keys per warp tile, 16 or 32
  * e.g. FATTN_DECODE_TUNE="waves=8,nt=256,tile=8192". */
 #include <stdio.h>
 #include <string.h>
@@ -94,6 +105,10 @@
 #define OCL_DEC_MAX_LPT 32      /* chunks of K (and of V) one work-item holds in registers */
 #define OCL_DEC_PAGED_BKV 32    /* paged, unbatched: keys per tile, at most */
 #define OCL_DEC_PAGED_VR_BATCHED 2 /* paged, batched: P.V row lanes */
+#define OCL_DEC_MMA_KW 16       /* matrix build: keys per warp tile */
+#define OCL_DEC_MMA_STAGES 2    /* ... stages of each warp's ring */
+#define OCL_DEC_MMA_WARPS 4     /* ... warps per group, at most */
+#define OCL_DEC_MMA_RING 32768  /* ... bytes of the group's rings, at most */
 
 /* The plan (decode.cl's build options, plus the launch's counts). */
 typedef struct ocl_decode_plan {
@@ -104,6 +119,9 @@ typedef struct ocl_decode_plan {
     int sr, sk, vr, vc, vk; /* work-item maps: scores SR x SK, P V VK x VR x VC */
     int vec;                /* decode.cl's KV_VEC: K/V rows 16-byte aligned */
     int splits, row_tiles, tiles;
+    /* The matrix build (decode_mma.cl): warps per group, ring stages, and
+     * the matrix files' scratch words per warp; mma 0 for decode.cl. */
+    int mma, nw, stages, xs_words;
     cl_kernel k; /* built by accept; the context's program cache owns it */
 } ocl_decode_plan;
 FATTN_PLAN_FITS(ocl_decode_plan);
@@ -123,6 +141,21 @@ static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int p
            + (rows ? br * (4 + 4 + 4 + 8) : 0) /* VAR_ROWS: rowlo, rowi, rowsl, rowbb */
            + (paged ? 2 * bkv * 16 : 0)        /* kps */
            + (rows ? 80 : 64);                 /* alignment between the arrays */
+}
+
+/* Mirrors decode_mma.cl's local arrays: the warps' rings (K and V rows of
+ * bkv / nw keys per stage), the warps' and the group's row statistics, the
+ * pages flag, the paged row offsets, the matrix files' scratch. */
+static size_t mma_local_bytes(const ocl_decode_plan *d, int paged) {
+    const size_t kw = (size_t)(d->bkv / d->nw), nw = (size_t)d->nw, tq = (size_t)d->br;
+    return nw * (size_t)d->stages * kw * (size_t)(d->dpad + d->dvpad) * 2 /* rings */
+           + (2 * nw * tq + 2 * tq + 1) * 4                               /* wm, wl, rowM, rowL, flag */
+           + (paged ? nw * kw * 16 : 0)                                  /* wofs */
+           + nw * (size_t)d->xs_words * 4 + 64;
+}
+
+static size_t plan_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int paged) {
+    return d->mma ? mma_local_bytes(d, paged) : decode_local_bytes(d, dt, paged);
 }
 
 /* The work-item maps for NT work-items (all powers of two; decode.cl checks
@@ -196,9 +229,9 @@ static long decode_waves(int batched, int64_t resident) {
     return (long)resident * (rounds > 0 ? rounds : 1);
 }
 
-fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
-                               fattn_msg *msg) {
-    ocl_state *s = state;
+/* What both rows check first: the tuning string's ranges, forced splits,
+ * tile overrides, the shape, 32-bit indices. */
+static fattn_status decode_checks(const ocl_state *s, const fattn_problem *p, fattn_msg *msg) {
     const int forced = p->tune.kv_splits;
     const char *tune = s->settings.decode_tune;
     const long waves_set = fattn_tune_value(tune, "waves", 0);
@@ -209,12 +242,15 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     const long tile_bytes = fattn_tune_value(tune, "tile", OCL_DEC_KV_TILE);
     const long bkv_set = fattn_tune_value(tune, "bkv", 0);
     const long br_set = fattn_tune_value(tune, "br", 0);
-    const long vec = fattn_tune_value(tune, "vec", 1);
     const long vr_set = fattn_tune_value(tune, "vr", 0);
+    const long mma = fattn_tune_value(tune, "mma", 1), nw = fattn_tune_value(tune, "nw", 0);
+    const long stages = fattn_tune_value(tune, "stages", 0), kw = fattn_tune_value(tune, "kw", 0);
     if (waves_set < 0 || waves_set > 1024 || min_keys < 1 || max_splits < 1 || min_seq_kv < 1 ||
         !is_pow2(nt) || nt < 32 || nt > 1024 || tile_bytes < 256 ||
         (bkv_set && (!is_pow2(bkv_set) || bkv_set < 16 || bkv_set > 256)) ||
-        (br_set && (!is_pow2(br_set) || br_set > 64)) || (vr_set && !is_pow2(vr_set)))
+        (br_set && (!is_pow2(br_set) || br_set > 64)) || (vr_set && !is_pow2(vr_set)) ||
+        (mma & ~1L) || (nw && (!is_pow2(nw) || nw > 8)) || (stages && (stages < 2 || stages > 4)) ||
+        (kw && kw != 16 && kw != 32))
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "FATTN_DECODE_TUNE \"%s\" has a value out of range", tune);
     if (forced == 1)
@@ -235,27 +271,39 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     if (p->seq_kv > int_max - 4096 || R > int_max || p->batch * p->heads_q > int_max)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel indexes keys and rows with 32-bit integers");
+    return FATTN_OK;
+}
 
-    ocl_decode_plan d;
-    memset(&d, 0, sizeof d);
-    d.dpad = 32;
-    while (d.dpad < p->head_dim) d.dpad *= 2;
-    d.dvpad = 32;
-    while (d.dvpad < p->head_dim_v) d.dvpad *= 2;
-    d.var = fattn_variants_used(p) & ~FATTN_VAR_SINKS; /* the combine adds the sinks */
-    const int dpad_max = d.dpad > d.dvpad ? d.dpad : d.dvpad;
+static int bucket32(int64_t d) {
+    int b = 32;
+    while (b < d) b *= 2;
+    return b;
+}
+
+/* decode.cl's shape: rows, tile, work-item maps (see the top). */
+static fattn_status scalar_shape(const ocl_state *s, const fattn_problem *p, ocl_decode_plan *d,
+                                 fattn_msg *msg) {
+    const char *tune = s->settings.decode_tune;
+    const long nt = fattn_tune_value(tune, "nt", OCL_DEC_NT);
+    const long tile_bytes = fattn_tune_value(tune, "tile", OCL_DEC_KV_TILE);
+    const long bkv_set = fattn_tune_value(tune, "bkv", 0);
+    const long br_set = fattn_tune_value(tune, "br", 0);
+    const long vec = fattn_tune_value(tune, "vec", 1);
+    const long vr_set = fattn_tune_value(tune, "vr", 0);
+    const int64_t R = p->heads_q / p->heads_kv * p->seq_q;
+    const int dpad_max = d->dpad > d->dvpad ? d->dpad : d->dvpad;
     const int max_br = br_set ? (int)br_set : dpad_max <= 128 ? 32 : 16;
-    d.br = 1;
-    while (d.br < R && d.br < max_br) d.br *= 2;
-    d.ce = p->dtype == FATTN_F32 ? 4 : 8;
-    const int dc = d.dpad / d.ce, dvc = d.dvpad / d.ce; /* 16-byte chunks per row */
+    d->br = 1;
+    while (d->br < R && d->br < max_br) d->br *= 2;
+    d->ce = p->dtype == FATTN_F32 ? 4 : 8;
+    const int dc = d->dpad / d->ce, dvc = d->dvpad / d->ce; /* 16-byte chunks per row */
     const int dcx = dc > dvc ? dc : dvc;
-    d.nt = s->limits.softmax_wg < nt ? (int)s->limits.softmax_wg : (int)nt;
-    if (d.nt < d.br || d.nt < dcx) /* a work-item per row (softmax), per chunk (loads) */
+    d->nt = s->limits.softmax_wg < nt ? (int)s->limits.softmax_wg : (int)nt;
+    if (d->nt < d->br || d->nt < dcx) /* a work-item per row (softmax), per chunk (loads) */
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel needs %d work-items per group; the device takes %d",
-                          d.br > dcx ? d.br : dcx, s->limits.softmax_wg);
-    d.vec = vec && decode_vec_ok(p, d.ce);
+                          d->br > dcx ? d->br : dcx, s->limits.softmax_wg);
+    d->vec = vec && decode_vec_ok(p, d->ce);
     /* Keys per tile: a K tile of `tile` bytes (or bkv keys), halved until the
      * group's local memory fits, at least 16 and at least one key per
      * work-item's load stride; each work-item holds at most OCL_DEC_MAX_LPT
@@ -267,36 +315,128 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     /* With head_dim_v: a tile holds whole load strides of the narrower of
      * K's and V's rows (kstep), and the wider one's chunks per work-item
      * (over kstep_w) stay within OCL_DEC_MAX_LPT. */
-    const int kstep = d.nt / (dc < dvc ? dc : dvc), kstep_w = d.nt / dcx;
+    const int kstep = d->nt / (dc < dvc ? dc : dvc), kstep_w = d->nt / dcx;
     const int min_bkv = kstep > 16 ? kstep : 16;
-    d.row_tiles = (int)ceil_div(R, d.br);
-    const int64_t base = p->batch * p->heads_kv * d.row_tiles; /* work-groups per split */
+    d->row_tiles = (int)ceil_div(R, d->br);
+    const int64_t base = p->batch * p->heads_kv * d->row_tiles; /* work-groups per split */
     const int batched = base >= OCL_DEC_BATCHED_UNITS;
-    d.bkv = bkv_set ? (int)bkv_set : paged && !batched ? OCL_DEC_PAGED_BKV : 256;
-    while (!bkv_set && d.bkv > min_bkv &&
-           ((size_t)d.bkv * (size_t)dpad_max * esize > (size_t)tile_bytes ||
-            d.bkv / kstep_w > OCL_DEC_MAX_LPT))
-        d.bkv /= 2;
-    decode_maps(&d, (int)vr_set);
-    while (d.bkv > min_bkv && decode_local_bytes(&d, p->dtype, paged) > cap) {
-        d.bkv /= 2;
-        decode_maps(&d, (int)vr_set);
+    d->bkv = bkv_set ? (int)bkv_set : paged && !batched ? OCL_DEC_PAGED_BKV : 256;
+    while (!bkv_set && d->bkv > min_bkv &&
+           ((size_t)d->bkv * (size_t)dpad_max * esize > (size_t)tile_bytes ||
+            d->bkv / kstep_w > OCL_DEC_MAX_LPT))
+        d->bkv /= 2;
+    decode_maps(d, (int)vr_set);
+    while (d->bkv > min_bkv && decode_local_bytes(d, p->dtype, paged) > cap) {
+        d->bkv /= 2;
+        decode_maps(d, (int)vr_set);
     }
-    if (decode_local_bytes(&d, p->dtype, paged) > s->limits.local_mem || d.vk > d.bkv ||
-        d.bkv < kstep || d.bkv / kstep_w > OCL_DEC_MAX_LPT)
+    if (decode_local_bytes(d, p->dtype, paged) > s->limits.local_mem || d->vk > d->bkv ||
+        d->bkv < kstep || d->bkv / kstep_w > OCL_DEC_MAX_LPT)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel's tiles (%d keys, %d work-items) need %zu bytes of "
                           "local memory; the device has %zu",
-                          d.bkv, d.nt, decode_local_bytes(&d, p->dtype, paged),
+                          d->bkv, d->nt, decode_local_bytes(d, p->dtype, paged),
                           s->limits.local_mem);
-    d.tiles = (int)ceil_div(p->seq_kv, d.bkv);
 
     /* Many row tiles (batched decoding): fewer P.V row lanes per work-item
      * (one; two for a paged cache) and more groups per compute unit ran
      * faster on the H200, at batch 1 the defaults did (see the measurements
      * above). */
-    if (batched && !vr_set && d.nt / d.vc <= d.bkv)
-        decode_maps(&d, paged ? OCL_DEC_PAGED_VR_BATCHED : 1);
+    if (batched && !vr_set && d->nt / d->vc <= d->bkv)
+        decode_maps(d, paged ? OCL_DEC_PAGED_VR_BATCHED : 1);
+    return FATTN_OK;
+}
+
+/* decode_mma.cl's shape: a row tile is one matrix tile of rows (mf->tq);
+ * warps of OCL_DEC_MMA_KW keys per tile, OCL_DEC_MMA_STAGES deep, as many
+ * warps (up to OCL_DEC_MMA_WARPS) as keep the rings within
+ * OCL_DEC_MMA_RING bytes; the tuning string's nw, stages and kw override. */
+static fattn_status mma_shape(const ocl_state *s, const fattn_problem *p, ocl_decode_plan *d,
+                              const ocl_mma_files *mf, fattn_msg *msg) {
+    const char *tune = s->settings.decode_tune;
+    const int paged = p->rag.on && p->rag.page_size > 0;
+    const int kw = (int)fattn_tune_value(tune, "kw", OCL_DEC_MMA_KW);
+    d->mma = 1;
+    d->xs_words = mf->xs_words;
+    d->br = mf->tq;
+    d->ce = 8;
+    d->stages = (int)fattn_tune_value(tune, "stages", OCL_DEC_MMA_STAGES);
+    const size_t stage = (size_t)kw * (size_t)(d->dpad + d->dvpad) * 2; /* one warp's */
+    int nw = OCL_DEC_MMA_WARPS;
+    while (nw > 1 && (size_t)nw * (size_t)d->stages * stage > OCL_DEC_MMA_RING) nw /= 2;
+    d->nw = (int)fattn_tune_value(tune, "nw", nw);
+    d->nt = d->nw * mf->warp;
+    d->bkv = d->nw * kw;
+    d->vec = decode_vec_ok(p, 8) && fattn_tune_value(tune, "vec", 1);
+    d->row_tiles = (int)ceil_div(p->heads_q / p->heads_kv * p->seq_q, d->br);
+    /* The ring also stages Q and then holds the warps' rows for the merge
+     * (decode_mma.cl checks the same). */
+    const size_t ring = (size_t)d->nw * (size_t)d->stages * stage;
+    if (ring < (size_t)d->br * (size_t)d->dpad * 2 ||
+        ring < (size_t)d->nw * (size_t)d->br * (size_t)d->dvpad * 4)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the matrix decode kernel's rings (%zu bytes) cannot hold Q and the merge",
+                          ring);
+    if (mma_local_bytes(d, paged) > s->limits.local_mem || (size_t)d->nt > s->limits.max_wg)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the matrix decode kernel (%d warps of %d, %d stages of %d keys) needs "
+                          "%zu bytes of local memory and %d work-items; the device has %zu and %zu",
+                          d->nw, mf->warp, d->stages, kw, mma_local_bytes(d, paged), d->nt,
+                          s->limits.local_mem, s->limits.max_wg);
+    return FATTN_OK;
+}
+
+static fattn_status build_kernel(ocl_state *s, const fattn_problem *p, const ocl_decode_plan *d,
+                                 const ocl_mma_files *mf, cl_kernel *k, fattn_msg *msg) {
+    if (!d->mma) return decode_kernel(s, p, d, k, msg);
+    char options[320], var[80], dv[32] = "", file[200];
+    ocl_variant_options(p, d->var, d->dvpad, var, sizeof var);
+    if (d->dvpad != d->dpad && !(d->var & FATTN_VAR_HEAD_DIM_V))
+        snprintf(dv, sizeof dv, " -DDVPAD=%d", d->dvpad);
+    snprintf(options, sizeof options,
+             "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DDSTAGES=%d "
+             "-DKV_VEC=%d%s%s%s%s",
+             (int)p->dtype, d->dpad, d->br * d->nw, d->bkv / d->nw, d->nw, d->stages, d->vec, dv,
+             ocl_ragged_option(p), var, mf->options);
+    snprintf(file, sizeof file, "%s+decode_mma.cl", mf->files);
+    return ocl_get_kernel(&s->cache, s->context, s->dev.device, file, "decode_mma", options, k,
+                          msg);
+}
+
+/* Either row's accept: the shape (matrix or scalar), the build and its
+ * work-group limit, the split count, the plan. */
+static fattn_status decode_accept(ocl_state *s, const fattn_problem *p, fattn_plan *plan,
+                                  int mma, fattn_msg *msg) {
+    fattn_status st = decode_checks(s, p, msg);
+    if (st != FATTN_OK) return st;
+    const int forced = p->tune.kv_splits;
+    const char *tune = s->settings.decode_tune;
+    const long waves_set = fattn_tune_value(tune, "waves", 0);
+    const long min_keys = fattn_tune_value(tune, "min_keys", OCL_DEC_MIN_KEYS);
+    const long max_splits = fattn_tune_value(tune, "max_splits", OCL_DEC_MAX_SPLITS);
+    const int64_t int_max = FATTN_INT32_MAX;
+
+    ocl_decode_plan d;
+    memset(&d, 0, sizeof d);
+    d.dpad = bucket32(p->head_dim);
+    d.dvpad = bucket32(p->head_dim_v);
+    d.var = fattn_variants_used(p) & ~FATTN_VAR_SINKS; /* the combine adds the sinks */
+    ocl_mma_files mf;
+    memset(&mf, 0, sizeof mf);
+    if (mma) {
+        if (!fattn_tune_value(tune, "mma", 1))
+            return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                              "FATTN_DECODE_TUNE mma=0: the scalar decode kernel runs");
+        if (!ocl_mma_files_for(s, p->dtype, &mf, msg)) return FATTN_ERR_UNSUPPORTED;
+        st = mma_shape(s, p, &d, &mf, msg);
+    } else {
+        st = scalar_shape(s, p, &d, msg);
+    }
+    if (st != FATTN_OK) return st;
+    const int paged = p->rag.on && p->rag.page_size > 0;
+    d.tiles = (int)ceil_div(p->seq_kv, d.bkv);
+    const int64_t base = p->batch * p->heads_kv * d.row_tiles; /* work-groups per split */
+    const int batched = base >= OCL_DEC_BATCHED_UNITS;
     const int64_t rows = p->batch * p->heads_q * p->seq_q; /* validated: no overflow */
     const uint64_t per_split = (uint64_t)rows * (uint64_t)(p->head_dim_v + 1) * sizeof(float);
     if (per_split > s->limits.max_alloc || base > int_max / d.nt)
@@ -306,10 +446,10 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     /* The build (its options do not depend on the split count), and its own
      * work-group limit: registers can lower it. */
     cl_kernel k;
-    fattn_status st = decode_kernel(s, p, &d, &k, msg);
-    /* Chosen by itself, the path gives way to the tiled kernel when a driver
-     * cannot build it (the tiled one is the proven path); forced splits
-     * (tests, tuning) report the build failure with its log. */
+    st = build_kernel(s, p, &d, &mf, &k, msg);
+    /* Chosen by itself, the path gives way to the next row when a driver
+     * cannot build it (the scalar decode kernel, then the tiled one);
+     * forced splits (tests, tuning) report the build failure with its log. */
     if (st == FATTN_ERR_BUILD && p->tune.kv_splits == 0) return FATTN_ERR_UNSUPPORTED;
     if (st != FATTN_OK) return st;
     size_t kernel_wg = 0;
@@ -348,11 +488,21 @@ fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *
     *FATTN_PLAN_AREA(plan, ocl_decode_plan) = d;
     plan->tiling.tile_q = d.br;
     plan->tiling.tile_kv = d.bkv;
-    const size_t per_cu = s->limits.local_mem / decode_local_bytes(&d, p->dtype, paged);
+    const size_t per_cu = s->limits.local_mem / plan_local_bytes(&d, p->dtype, paged);
     plan->tiling.concurrent_groups =
         (int64_t)s->limits.compute_units * (int64_t)(per_cu ? per_cu : 1);
     plan->tiling.workspace_bytes = (uint64_t)splits * per_split;
     return FATTN_OK;
+}
+
+fattn_status ocl_decode_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                               fattn_msg *msg) {
+    return decode_accept(state, p, plan, 0, msg);
+}
+
+fattn_status ocl_decode_mma_accept(void *state, const fattn_problem *p, fattn_plan *plan,
+                                   fattn_msg *msg) {
+    return decode_accept(state, p, plan, 1, msg);
 }
 
 fattn_status ocl_decode_run(void *state, const fattn_problem *p, const fattn_plan *plan,

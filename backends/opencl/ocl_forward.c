@@ -117,6 +117,7 @@ fattn_status ocl_tiled_run(void *state, const fattn_problem *p, const fattn_plan
 
 /* The variants, most capable first within an op (fattn_plan_from_table). */
 static const fattn_variant variants[] = {
+    {"decode-matrix", FATTN_OP_FORWARD, ocl_decode_mma_accept, ocl_decode_run}, /* decode_mma.cl + combine.cl */
     {"decode", FATTN_OP_FORWARD, ocl_decode_accept, ocl_decode_run},    /* decode.cl + combine.cl */
     {"matrix", FATTN_OP_FORWARD, ocl_mma_accept, ocl_mma_run},          /* mma_*.cl + flash_mma.cl */
     {"tiled", FATTN_OP_FORWARD, ocl_tiled_accept, ocl_tiled_run},       /* flash_fwd.cl */

@@ -371,6 +371,17 @@ const char *ocl_mma_path(const ocl_state *s) {
     return prims[s->mma_prim].name;
 }
 
+int ocl_mma_files_for(const ocl_state *s, fattn_dtype dtype, ocl_mma_files *out, fattn_msg *msg) {
+    if (s->mma_prim < 0 || dtype == FATTN_F32 || !s->mma_ok[dtype]) {
+        fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "%s",
+                   dtype == FATTN_F32 ? "the matrix decode kernel takes f16 and bf16" : s->mma_why);
+        return 0;
+    }
+    const mma_prim *pr = &prims[s->mma_prim];
+    *out = (ocl_mma_files){pr->files, pr->options, pr->warp, pr->tq, pr->xs_words};
+    return 1;
+}
+
 /* ---- The variant table's row ---------------------------------------------------- */
 
 typedef struct ocl_mma_plan {

@@ -1,0 +1,409 @@
+/* Split-KV decoding with GQA packing on matrix units (f16 / bf16 storage,
+ * float32 accumulation and softmax), OpenCL C 1.2: decode.cl's problem,
+ * work division and outputs (its header says them: rows packed g * Sq + i
+ * per KV head, row tiles, key splits, the float32 workspace and its lse,
+ * combine.cl afterwards) with kernels_cu/decode.cu's tensor-core design,
+ * written against the matrix path's vendor files (mma_common.cl says which
+ * the host joins before this one), so every layout the probe passes runs it.
+ *
+ * Why: decode.cl widens each K/V element and multiplies it on the CUDA
+ * cores once per row of its tile; on the H200 that made it bound by
+ * instructions, not memory (80% of its time with no K/V load at all). Here
+ * a row tile is the MX_TQ rows of one matrix tile (rows past the group's
+ * are zeros: free in a memory-bound kernel), so K and V cost one fragment
+ * load per 8x8 block and a few matrix instructions per 16 keys.
+ *
+ * - A work-group is NW warps; each is an independent stream: warp w takes
+ *   keys w KW .. w KW + KW - 1 of every group tile of BKV = NW KW keys
+ *   through its own ring of DSTAGES stages (K rows, then V rows, swizzled
+ *   as mma_common.cl's TILE_OFF), filled with mx_cp16 DSTAGES - 1 tiles
+ *   ahead; the loop has no group barrier, only mx_warp_sync.
+ * - Q: the tile's rows, unscaled in the storage type, as fragments in
+ *   registers for the whole loop (staged once through the ring). Scores are
+ *   scaled in float32, masked (causal, window, the split's end) and
+ *   rescored (FATTN_VAR: softcap, ALiBi, bias) per element, then the online
+ *   softmax in base 2 per warp, and P goes from S's accumulators into
+ *   O += P V (mx_pv), rounded to the storage type as in flash_mma.cl.
+ * - End: the warps' rows are merged by the log-sum-exp rule through local
+ *   memory (over the rings) and the split's normalised partial O and lse go
+ *   to the workspace as decode.cl writes them.
+ * - FATTN_RAGGED: the group resolves its sequence (ragged.cl); a paged
+ *   cache's pages for the split's keys are vetted first (pages_ok: a bad
+ *   one records its fault and leaves the group no keys), and lanes below KW
+ *   look up the row offsets of the keys each warp tile copies
+ *   (FATTN_PAGED), one division per key. The sinks join in the combine.
+ *
+ * Build options: DTYPE (1 f16, 2 bf16), DPAD, DVPAD, NW, BM = MX_TQ NW
+ * (one row tile per warp: MT 1), BN = KW (keys per warp tile, a multiple
+ * of 16), DSTAGES (2..4), KV_VEC (16-byte copies: K/V rows 16-byte aligned
+ * and D % 8 == 0, as decode.cl's), FATTN_RAGGED / FATTN_PAGED, FATTN_VAR. */
+
+#ifndef DSTAGES
+#define DSTAGES 2
+#endif
+#ifndef KV_VEC
+#define KV_VEC 0
+#endif
+#ifndef FATTN_PAGED
+#define FATTN_PAGED 0
+#endif
+#define KW BN                                  /* keys per warp tile */
+#define BKV (NW * KW)                          /* keys per group tile */
+#define WSTAGE (KW * (CHQ + CHV) * 8)          /* 16-bit units of one warp stage: K, then V */
+#define RING_UNITS (NW * DSTAGES * WSTAGE)
+#define QT_UNITS (MX_TQ * CHQ * 8)             /* Q's staging tile */
+#define OW_FLOATS (NW * MX_TQ * DVPAD)         /* the merge: each warp's rows */
+
+#if MT != 1 || KW % 16 != 0 || DSTAGES < 2 || DSTAGES > 4 || DTYPE == 0 || \
+    RING_UNITS < QT_UNITS || 2 * RING_UNITS < 4 * OW_FLOATS
+#error "decode_mma.cl: need BM = MX_TQ NW, BN % 16 == 0, 2..4 stages, f16 or bf16, a ring that holds Q and the merge"
+#endif
+
+#ifndef MX_WARP_SYNC
+/* No warp-level barrier in this vendor's files: the group's (every call
+ * below is in control flow the whole group takes). */
+inline void mx_warp_sync(void) { barrier(CLK_LOCAL_MEM_FENCE); }
+#endif
+
+#if FATTN_RAGGED
+#define DEC_RAGGED_PARAMS , RAGGED_PARAMS
+#else
+#define DEC_RAGGED_PARAMS
+#endif
+
+/* Keys j < dec_key_limit(i) are visible to query row i (decode.cl's rule). */
+inline int dec_key_limit(int i, int Sk, int causal, long coff) {
+    if (!causal) return Sk;
+    return (int)clamp((long)i + coff + 1, 0L, (long)Sk);
+}
+
+/* KW rows of one operand (keys key0 ..; zeros from kend and past D) into a
+ * warp stage of ch chunks per row, by the warp's lanes. The row of tile
+ * position r starts at element ROW_AT(r) (a macro of the caller: dense
+ * rows or the warp's page offsets). */
+#define WARP_ROWS(dst, ch, g, key0, kend, D, ROW_AT)                                               \
+    do {                                                                                           \
+        for (int idx = MX_LANE; idx < KW * (ch); idx += MX_WARP) {                                 \
+            const int r_ = idx / (ch), c_ = idx % (ch), left_ = (D) - c_ * 8;                      \
+            __local ushort *d_ = (dst) + TILE_OFF(r_, c_, ch);                                     \
+            if ((key0) + r_ >= (kend) || left_ <= 0) {                                             \
+                *(__local uint4 *)d_ = (uint4)(0u);                                                \
+                continue;                                                                          \
+            }                                                                                      \
+            __global const ushort *s_ = (g) + ROW_AT(r_) + c_ * 8;                                 \
+            if (KV_VEC)                                                                            \
+                mx_cp16(d_, s_, left_ >= 8 ? 16 : 2 * left_);                                      \
+            else                                                                                   \
+                for (int e_ = 0; e_ < 8; e_++) d_[e_] = e_ < left_ ? s_[e_] : (ushort)0;           \
+        }                                                                                          \
+    } while (0)
+
+/* global: (groups * NT), groups = B * Hkv * row_tiles * splits; local: (NT).
+ * The arguments are decode.cl's. */
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) MX_KERNEL_ATTR
+void decode_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long q_ss,
+                __global const ushort *k, long k_off, long k_sb, long k_sh, long k_ss,
+                __global const ushort *v, long v_off, long v_sb, long v_sh, long v_ss,
+                __global float *ws, long wl_off, int Hq, int Hkv, int group, int Sq, int Sk,
+                int D, float scale_log2e, int causal, long coff, int splits, int row_tiles,
+                int tiles VAR_PARAMS DEC_RAGGED_PARAMS) {
+    __local uint4 ring4[RING_UNITS / 8];
+    __local float wm[NW][MX_TQ], wl[NW][MX_TQ]; /* each warp's row max and sum */
+    __local float rowM[MX_TQ], rowL[MX_TQ];     /* the group's */
+#if FATTN_RAGGED
+    __local int flag;
+#endif
+#if MX_XS_WORDS
+    __local uint xs_all[NW * MX_XS_WORDS];
+#endif
+#if FATTN_PAGED
+    __local long2 wofs[NW][KW]; /* a warp tile's K and V row offsets from the head bases */
+#endif
+    __local ushort *ring = (__local ushort *)ring4;
+
+    const int tid = get_local_id(0), warp = tid / MX_WARP;
+#if MX_XS_WORDS
+    __local uint *xs = xs_all + warp * MX_XS_WORDS;
+#else
+    __local uint *xs = 0;
+#endif
+    const long gid = get_group_id(0);
+    const int s = (int)(gid % splits);
+    const long rest = gid / splits;
+    const int rt = (int)(rest % row_tiles);
+    const long bh = rest / row_tiles;
+    const int hk = (int)(bh % Hkv);
+    const long b = bh / Hkv;
+    const int R = group * Sq, r0 = rt * MX_TQ;
+    const int rows = min(MX_TQ, R - r0);
+    const int first = r0, last = r0 + rows - 1;
+    const int dv = DV_OF(D);
+#if FATTN_RAGGED
+    const rag_seq sq = rag_resolve(b, Sq, Sk, tid == 0 && hk == 0 && rt == 0 && s == 0, RAGGED_ARGS);
+    const int Lq = sq.len_q, cross = first / Sq != last / Sq;
+    const int live = cross ? Lq > 0 : first % Sq < Lq;
+    Sk = live ? sq.len_kv : 0;
+    if (causal) coff = sq.coff;
+    const long khb = k_off + hk * k_sh, vhb = v_off + hk * v_sh;
+    const long kb = khb + sq.kv_batch * k_sb + sq.kv_row0 * k_ss;
+    const long vb = vhb + sq.kv_batch * v_sb + sq.kv_row0 * v_ss;
+#define ROW_OK(r) (live && (r) < rows && (r0 + (r)) % Sq < Lq)
+#define Q_AT(g, i)                                                                                 \
+    (q_off + sq.q_batch * q_sb + (long)(hk * group + (g)) * q_sh + (sq.q_row0 + (i)) * q_ss)
+    const int imax = cross ? Lq - 1 : min(last % Sq, Lq - 1);
+    const long woff = (long)Sk - Lq;
+#else
+    const long kb = k_off + b * k_sb + hk * k_sh;
+    const long vb = v_off + b * v_sb + hk * v_sh;
+#define ROW_OK(r) ((r) < rows)
+#define Q_AT(g, i) (q_off + b * q_sb + (long)(hk * group + (g)) * q_sh + (long)(i) * q_ss)
+    const int imax = first / Sq != last / Sq ? Sq - 1 : last % Sq;
+    const long woff = (long)Sk - Sq;
+#endif
+    /* This split's group tiles [t0, t1) and its keys' end, as decode.cl. */
+#if FATTN_VAR
+    const int imin = first / Sq != last / Sq ? 0 : first % Sq;
+    int vlo, vlo_max;
+    const int vhi = var_keys(imax, woff, dec_key_limit(imax, Sk, causal, coff), win_left,
+                             win_right, &vlo_max);
+    (void)var_keys(imin, woff, dec_key_limit(imin, Sk, causal, coff), win_left, win_right, &vlo);
+    const int tb = vlo / BKV, vt = max((vhi + BKV - 1) / BKV - tb, 0);
+    const int t0 = tb + (int)((long)s * vt / splits), t1 = tb + (int)((long)(s + 1) * vt / splits);
+    const int j_hi = min(t1 * BKV, vhi);
+#else
+    tiles = (Sk + BKV - 1) / BKV;
+    const int t0 = (int)((long)s * tiles / splits), t1 = (int)((long)(s + 1) * tiles / splits);
+    const int j_hi = min(t1 * BKV, dec_key_limit(imax, Sk, causal, coff));
+#endif
+    int nt = j_hi > t0 * BKV ? t1 - t0 : 0;
+#if FATTN_RAGGED
+    if (!pages_ok(t0 * BKV, j_hi, b, &flag, RAGGED_ARGS)) nt = 0;
+#endif
+
+    /* Q: the tile's rows into the ring, zeros past D and on rows that are
+     * not the group's, then into fragments. */
+    for (int idx = tid; idx < MX_TQ * CHQ; idx += NT) {
+        const int r = idx / CHQ, c = idx % CHQ, rr = r0 + r;
+        __local ushort *d = ring + TILE_OFF(r, c, CHQ);
+        const int g = rr / Sq, i = rr - g * Sq;
+        const long at = ROW_OK(r) ? Q_AT(g, i) + c * 8 : 0;
+        for (int e = 0; e < 8; e++) d[e] = ROW_OK(r) && c * 8 + e < D ? q[at + e] : (ushort)0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint qf[KD][1][MX_QW];
+MX_UNROLL
+    for (int kk = 0; kk < KD; ++kk) mx_load_q(qf[kk][0], ring, 0, kk, xs);
+    barrier(CLK_LOCAL_MEM_FENCE); /* the ring becomes K and V */
+
+    /* The lane's rows (slot hh): visible keys [klo, lim), the split's end
+     * included; 0 for rows that are not the group's. */
+    int klo[MX_RS], lim[MX_RS];
+#if FATTN_VAR
+    int ri[MX_RS];
+    float sl2[MX_RS];
+    long brow[MX_RS];
+#endif
+MX_UNROLL
+    for (int hh = 0; hh < MX_RS; ++hh) {
+        const int r = mx_slot_row(hh), rr = r0 + r, g = rr / Sq, i = rr - g * Sq;
+        const int ok = ROW_OK(r);
+        int hi = ok ? dec_key_limit(i, Sk, causal, coff) : 0, lo = 0;
+#if FATTN_VAR
+        const long hq = hk * group + g;
+        if (ok) hi = var_keys(i, woff, hi, win_left, win_right, &lo);
+        ri[hh] = i;
+        sl2[hh] = ok ? var_slope(al, al_off, al_sb, al_sh, b, hq) : 0.0f;
+        brow[hh] = bs_off + b * bs_sb + hq * bs_sh + (long)i * bs_ss;
+#endif
+        klo[hh] = lo;
+        lim[hh] = min(hi, j_hi);
+    }
+
+    __local ushort *wring = ring + warp * DSTAGES * WSTAGE;
+#if FATTN_PAGED
+#define K_ROW(r) (khb + wofs[warp][r].x)
+#define V_ROW(r) (vhb + wofs[warp][r].y)
+#else
+#define K_ROW(r) (kb + (long)(key0 + (r)) * k_ss)
+#define V_ROW(r) (vb + (long)(key0 + (r)) * v_ss)
+#endif
+    /* Paged: the lanes below KW find the warp tile's row offsets (the
+     * pages were vetted), which the copies then read; PAGE_DONE keeps the
+     * next tile's lookups from overwriting them under a slower lane. */
+#if FATTN_PAGED
+#define PAGE_ROWS(key0)                                                                            \
+    do {                                                                                           \
+        if (MX_LANE < KW) {                                                                        \
+            const int key_ = (key0) + MX_LANE;                                                     \
+            long2 e_ = (long2)(0);                                                                 \
+            if (key_ < j_hi) {                                                                     \
+                const int lp_ = key_ / rg_page_size;                                               \
+                const long pg_ = rg_table[rg_tab_off + b * rg_tab_sb + (long)lp_ * rg_tab_ss];     \
+                const long sl_ = key_ - (long)lp_ * rg_page_size;                                  \
+                e_ = (long2)(pg_ * k_sb + sl_ * k_ss, pg_ * v_sb + sl_ * v_ss);                    \
+            }                                                                                      \
+            wofs[warp][MX_LANE] = e_;                                                              \
+        }                                                                                          \
+        mx_warp_sync();                                                                            \
+    } while (0)
+#define PAGE_DONE() mx_warp_sync()
+#else
+#define PAGE_ROWS(key0) ((void)0)
+#define PAGE_DONE() ((void)0)
+#endif
+    /* Issues warp tile t (keys key0 ..) into stage t % DSTAGES, or nothing
+     * past the split; a copy group either way, so the waits count alike. */
+#define ISSUE(t)                                                                                   \
+    do {                                                                                           \
+        const int key0 = (t0 + (t)) * BKV + warp * KW;                                             \
+        if ((t) < nt) {                                                                            \
+            PAGE_ROWS(key0);                                                                       \
+            __local ushort *st_ = wring + ((t) % DSTAGES) * WSTAGE;                                \
+            WARP_ROWS(st_, CHQ, k, key0, j_hi, D, K_ROW);                                          \
+            WARP_ROWS(st_ + KW * CHQ * 8, CHV, v, key0, j_hi, dv, V_ROW);                          \
+            PAGE_DONE();                                                                           \
+        }                                                                                          \
+        mx_cp_commit();                                                                            \
+    } while (0)
+
+    float oacc[1][ND][MX_CE];
+    float mrow[MX_RS], lrow[MX_RS];
+MX_UNROLL
+    for (int dt = 0; dt < ND; ++dt)
+MX_UNROLL
+        for (int e = 0; e < MX_CE; ++e) oacc[0][dt][e] = 0.0f;
+MX_UNROLL
+    for (int hh = 0; hh < MX_RS; ++hh) mrow[hh] = -INFINITY, lrow[hh] = 0.0f;
+
+    for (int t = 0; t < DSTAGES - 1; t++) ISSUE(t);
+    for (int t = 0; t < nt; t++) {
+        ISSUE(t + DSTAGES - 1);
+#if DSTAGES == 2
+        mx_cp_wait(1);
+#elif DSTAGES == 3
+        mx_cp_wait(2);
+#else
+        mx_cp_wait(3);
+#endif
+        mx_warp_sync(); /* tile t's copies (every lane's) have landed */
+        __local const ushort *kt = wring + (t % DSTAGES) * WSTAGE, *vt = kt + KW * CHQ * 8;
+        const int kw0 = (t0 + t) * BKV + warp * KW;
+
+        float sc[1][NS][MX_CE];
+MX_UNROLL
+        for (int n = 0; n < NS; ++n)
+MX_UNROLL
+            for (int e = 0; e < MX_CE; ++e) sc[0][n][e] = 0.0f;
+MX_UNROLL
+        for (int kk = 0; kk < KD; ++kk) mx_qk_step(sc, qf[kk], kt, kk, xs);
+
+        /* Scale, mask, rescore; then the online softmax per row (a row with
+         * nothing visible yet keeps m = -inf and subtracts 0; a NaN score
+         * makes l, O and lse NaN, as in flash_mma.cl). */
+MX_UNROLL
+        for (int n = 0; n < NS; ++n)
+MX_UNROLL
+            for (int e = 0; e < MX_CE; ++e) {
+                const int hh = mx_el_slot(e), key = kw0 + n * MX_TK + mx_key_col(e);
+                float x = sc[0][n][e] * scale_log2e;
+#if FATTN_VAR
+                x = key < klo[hh] || key >= lim[hh]
+                        ? -INFINITY
+                        : var_score(x, ri[hh], key, woff, cap2, sl2[hh], bs, brow[hh], bs_sd);
+#else
+                if (key < klo[hh] || key >= lim[hh]) x = -INFINITY;
+#endif
+                sc[0][n][e] = x;
+            }
+MX_UNROLL
+        for (int hh = 0; hh < MX_RS; ++hh) {
+            float mx = -INFINITY;
+MX_UNROLL
+            for (int n = 0; n < NS; ++n)
+MX_UNROLL
+                for (int e = 0; e < MX_CE; ++e)
+                    if (mx_el_slot(e) == hh) mx = fmax(mx, sc[0][n][e]);
+            mx = mx_row_max(mx, xs);
+            const float mnew = fmax(mrow[hh], mx);
+            const float mu = mnew == -INFINITY ? 0.0f : mnew;
+            const float alpha = mx_exp2(mrow[hh] - mu);
+            mrow[hh] = mnew;
+            float sum = 0.0f;
+MX_UNROLL
+            for (int n = 0; n < NS; ++n)
+MX_UNROLL
+                for (int e = 0; e < MX_CE; ++e)
+                    if (mx_el_slot(e) == hh) {
+                        const float p = mx_exp2(sc[0][n][e] - mu);
+                        sc[0][n][e] = p;
+                        sum += p;
+                    }
+            lrow[hh] = lrow[hh] * alpha + sum;
+MX_UNROLL
+            for (int dt = 0; dt < ND; ++dt)
+MX_UNROLL
+                for (int e = 0; e < MX_CE; ++e)
+                    if (mx_el_slot(e) == hh) oacc[0][dt][e] *= alpha;
+        }
+        mx_pv(oacc, sc, vt, xs);
+        mx_warp_sync(); /* the stage is read before ISSUE writes it again */
+    }
+
+    /* Merge the warps: each row's max and sum per warp, the group's max M
+     * and sum L, each warp's accumulators scaled by exp2(m_w - M) over the
+     * rings, then summed and divided by L on the way out. */
+    mx_cp_wait(0);
+    barrier(CLK_LOCAL_MEM_FENCE); /* every warp is done with the rings */
+MX_UNROLL
+    for (int hh = 0; hh < MX_RS; ++hh) {
+        const float l = mx_row_sum(lrow[hh], xs);
+        if (mx_row_owner()) {
+            wm[warp][mx_slot_row(hh)] = mrow[hh];
+            wl[warp][mx_slot_row(hh)] = l;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid < MX_TQ) {
+        float M = -INFINITY, L = 0.0f;
+        for (int w = 0; w < NW; w++) M = fmax(M, wm[w][tid]);
+        /* A warp that saw no key has l 0 (NaN stays NaN: times 0). */
+        for (int w = 0; w < NW; w++)
+            L += wm[w][tid] == -INFINITY ? wl[w][tid] * 0.0f : wl[w][tid] * exp2(wm[w][tid] - M);
+        rowM[tid] = M;
+        rowL[tid] = L;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __local float *Ow = (__local float *)ring4; /* [NW][MX_TQ][DVPAD] */
+MX_UNROLL
+    for (int hh = 0; hh < MX_RS; ++hh) {
+        const int r = mx_slot_row(hh);
+        const float mw = wm[warp][r];
+        const float f = mw == -INFINITY ? 0.0f : exp2(mw - rowM[r]);
+MX_UNROLL
+        for (int dt = 0; dt < ND; ++dt)
+MX_UNROLL
+            for (int e = 0; e < MX_CE; ++e)
+                if (mx_el_slot(e) == hh)
+                    Ow[(warp * MX_TQ + r) * DVPAD + dt * MX_TD + mx_el_col(e)] = oacc[0][dt][e] * f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    /* L == 0: no visible key in this split, O_s = 0 and lse_s = -inf; a NaN
+     * stays NaN in both (a warp's NaN sum went into L). */
+    for (int idx = tid; idx < MX_TQ * DVPAD; idx += NT) {
+        const int r = idx / DVPAD, d = idx % DVPAD, rr = r0 + r;
+        if (!ROW_OK(r) || d >= dv) continue;
+        const int g = rr / Sq, i = rr - g * Sq;
+        const long row = (b * Hq + hk * group + g) * Sq + i;
+        float x = 0.0f;
+        for (int w = 0; w < NW; w++) x += Ow[(w * MX_TQ + r) * DVPAD + d];
+        const float L = rowL[r];
+        ws[(row * splits + s) * dv + d] = L == 0.0f ? 0.0f : x / L;
+    }
+    if (tid < MX_TQ && ROW_OK(tid)) {
+        const int rr = r0 + tid, g = rr / Sq, i = rr - g * Sq;
+        const long row = (b * Hq + hk * group + g) * Sq + i;
+        const float L = rowL[tid];
+        ws[wl_off + row * splits + s] = L == 0.0f ? -INFINITY : (rowM[tid] + log2(L)) * M_LN2_F;
+    }
+}
