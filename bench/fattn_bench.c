@@ -563,6 +563,7 @@ static void progress(int k, int total, const bench_result *r, double t0) {
             fprintf(stderr, " (%.0f%% of %s)", 100.0 * r->gbps / r->bw_ref_gbps,
                     !strcmp(r->bw_ref, "stream") ? "STREAM" : "HBM");
         if (r->max_err >= 0) fprintf(stderr, "  err %.1e", r->max_err);
+        if (r->kernel[0]) fprintf(stderr, "  [%s]", r->kernel);
         if (r->naive_ok)
             fprintf(stderr, "  naive %7.2f TFLOP/s", r->naive_tflops);
         else if (strncmp(r->naive_note, "impossible", 10) == 0)

@@ -750,6 +750,7 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
     if (fattn_context_memory_report(ctx, &dense, &mem) == FATTN_OK) {
         r->flash_bytes = mem.flash_bytes;
         r->naive_bytes = mem.naive_bytes;
+        snprintf(r->kernel, sizeof r->kernel, "%s", mem.kernel);
     }
     if (!inputs_fit(ctx, o, cell_bytes(&c), r->note, sizeof r->note)) {
         snprintf(r->status, sizeof r->status, "skipped");

@@ -128,6 +128,7 @@ typedef struct bench_result {
     double bw_ref_gbps, stream_gbps;
     uint64_t workspace_bytes;          /* fattn_workspace_size: allocated by the bench and passed */
     uint64_t flash_bytes, naive_bytes; /* the accounting module's */
+    char kernel[32];                   /* the plan's kernel (the memory report's), "" unknown */
     int64_t flash_measured;            /* device memory the call held, measured; -1 unknown */
     double max_err; /* max |O - reference| over the sampled rows; -1 not checked */
     int err_rows;

@@ -122,6 +122,7 @@ void report_json(FILE *f, const bench_result *r) {
             (unsigned long long)r->flash_bytes, (unsigned long long)r->naive_bytes);
     fprintf(f, ", \"kv_layout\": \"%s\", \"page_size\": %lld, \"workspace_bytes\": %llu",
             bench_kv_layout(s), (long long)s.page, (unsigned long long)r->workspace_bytes);
+    if (r->kernel[0]) fprintf(f, ", \"kernel\": \"%s\"", r->kernel);
     if (s.lens) {
         fprintf(f, ", \"kv_lens\": [");
         for (int64_t i = 0; i < s.b; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)s.lens[i]);
