@@ -29,7 +29,7 @@ FATTN_DECODE_TUNE=mma=0 fb bars_ocl_scalar bf16,f16 --backend opencl "${shapes[@
 sw=(--shape b=1,$g,skv=32768 --shape b=1,$g,skv=131072 --shape b=8,$g,skv=32768 --shape b=64,$g,skv=32768
     --shape b=1,$g,skv=32768,page=16)
 i=0
-for t in nw=1 nw=4,stages=2,kw=16 nw=2,stages=3 nw=1,stages=4 waves=8 waves=2 nw=2,kw=32 nw=1,kw=32,stages=3; do
+for t in nw=1 waves=6 nw=2,stages=3 nw=1,stages=4 waves=8 waves=2 nw=2,kw=32 nw=1,kw=32,stages=3; do
   i=$((i+1)); echo "sweep$i $t" >> $O/summary.txt
   FATTN_DECODE_TUNE=$t fb sweep$i bf16 --backend opencl "${sw[@]}"
 done
