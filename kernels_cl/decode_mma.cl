@@ -53,9 +53,10 @@
 #define RING_UNITS (NW * DSTAGES * WSTAGE)
 #define QT_UNITS (MX_TQ * CHQ * 8)             /* Q's staging tile */
 #define OW_FLOATS (NW * MX_TQ * DVPAD)         /* the merge: each warp's rows */
+#define MERGE_FLOATS (OW_FLOATS + 2 * NW * MX_TQ + 2 * MX_TQ) /* ... and the rows' statistics */
 
 #if MT != 1 || KW % 16 != 0 || DSTAGES < 2 || DSTAGES > 4 || DTYPE == 0 || \
-    RING_UNITS < QT_UNITS || 2 * RING_UNITS < 4 * OW_FLOATS
+    RING_UNITS < QT_UNITS || 2 * RING_UNITS < 4 * MERGE_FLOATS
 #error "decode_mma.cl: need BM = MX_TQ NW, BN % 16 == 0, 2..4 stages, f16 or bf16, a ring that holds Q and the merge"
 #endif
 
@@ -107,12 +108,11 @@ void decode_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long
                 __global float *ws, long wl_off, int Hq, int Hkv, int group, int Sq, int Sk,
                 int D, float scale_log2e, int causal, long coff, int splits, int row_tiles,
                 int tiles VAR_PARAMS DEC_RAGGED_PARAMS) {
+    /* The rings are all the local memory but the paged offsets and the
+     * scratch: the pages' flag, Q's staging tile and, at the end, the merge
+     * (the warps' rows, their maxima and sums, the group's) take turns in
+     * them. So two warps of three 8 KiB stages fit NVIDIA's 48 KiB at d128. */
     __local uint4 ring4[RING_UNITS / 8];
-    __local float wm[NW][MX_TQ], wl[NW][MX_TQ]; /* each warp's row max and sum */
-    __local float rowM[MX_TQ], rowL[MX_TQ];     /* the group's */
-#if FATTN_RAGGED
-    __local int flag;
-#endif
 #if MX_XS_WORDS
     __local uint xs_all[NW * MX_XS_WORDS];
 #endif
@@ -177,7 +177,7 @@ void decode_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long
 #endif
     int nt = j_hi > t0 * BKV ? t1 - t0 : 0;
 #if FATTN_RAGGED
-    if (!pages_ok(t0 * BKV, j_hi, b, &flag, RAGGED_ARGS)) nt = 0;
+    if (!pages_ok(t0 * BKV, j_hi, b, (__local int *)ring4, RAGGED_ARGS)) nt = 0;
 #endif
 
     /* Q: the tile's rows into the ring, zeros past D and on rows that are
@@ -354,6 +354,10 @@ MX_UNROLL
      * rings, then summed and divided by L on the way out. */
     mx_cp_wait(0);
     barrier(CLK_LOCAL_MEM_FENCE); /* every warp is done with the rings */
+    __local float *Ow = (__local float *)ring4;          /* [NW][MX_TQ][DVPAD] */
+    __local float(*wm)[MX_TQ] = (__local float(*)[MX_TQ])(Ow + OW_FLOATS); /* [NW][MX_TQ] */
+    __local float(*wl)[MX_TQ] = wm + NW;
+    __local float *rowM = (__local float *)(wl + NW), *rowL = rowM + MX_TQ;
 MX_UNROLL
     for (int hh = 0; hh < MX_RS; ++hh) {
         const float l = mx_row_sum(lrow[hh], xs);
@@ -373,7 +377,6 @@ MX_UNROLL
         rowL[tid] = L;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    __local float *Ow = (__local float *)ring4; /* [NW][MX_TQ][DVPAD] */
 MX_UNROLL
     for (int hh = 0; hh < MX_RS; ++hh) {
         const int r = mx_slot_row(hh);

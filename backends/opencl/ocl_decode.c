@@ -106,9 +106,8 @@
 #define OCL_DEC_PAGED_BKV 32    /* paged, unbatched: keys per tile, at most */
 #define OCL_DEC_PAGED_VR_BATCHED 2 /* paged, batched: P.V row lanes */
 #define OCL_DEC_MMA_KW 16       /* matrix build: keys per warp tile */
-#define OCL_DEC_MMA_STAGES 2    /* ... stages of each warp's ring */
 #define OCL_DEC_MMA_WARPS 4     /* ... warps per group, at most */
-#define OCL_DEC_MMA_RING 32768  /* ... bytes of the group's rings, at most */
+#define OCL_DEC_MMA_RING 49152  /* ... bytes of the group's rings, at most */
 
 /* The plan (decode.cl's build options, plus the launch's counts). */
 typedef struct ocl_decode_plan {
@@ -144,14 +143,13 @@ static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int p
 }
 
 /* Mirrors decode_mma.cl's local arrays: the warps' rings (K and V rows of
- * bkv / nw keys per stage), the warps' and the group's row statistics, the
- * pages flag, the paged row offsets, the matrix files' scratch. */
+ * bkv / nw keys per stage; Q's staging and the merge take turns in them),
+ * the paged row offsets, the matrix files' scratch. */
 static size_t mma_local_bytes(const ocl_decode_plan *d, int paged) {
-    const size_t kw = (size_t)(d->bkv / d->nw), nw = (size_t)d->nw, tq = (size_t)d->br;
+    const size_t kw = (size_t)(d->bkv / d->nw), nw = (size_t)d->nw;
     return nw * (size_t)d->stages * kw * (size_t)(d->dpad + d->dvpad) * 2 /* rings */
-           + (2 * nw * tq + 2 * tq + 1) * 4                               /* wm, wl, rowM, rowL, flag */
            + (paged ? nw * kw * 16 : 0)                                  /* wofs */
-           + nw * (size_t)d->xs_words * 4 + 64;
+           + nw * (size_t)d->xs_words * 4;
 }
 
 static size_t plan_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int paged) {
@@ -348,9 +346,11 @@ static fattn_status scalar_shape(const ocl_state *s, const fattn_problem *p, ocl
 }
 
 /* decode_mma.cl's shape: a row tile is one matrix tile of rows (mf->tq);
- * warps of OCL_DEC_MMA_KW keys per tile, OCL_DEC_MMA_STAGES deep, as many
- * warps (up to OCL_DEC_MMA_WARPS) as keep the rings within
- * OCL_DEC_MMA_RING bytes; the tuning string's nw, stages and kw override. */
+ * warps of OCL_DEC_MMA_KW keys per tile. The rings take OCL_DEC_MMA_RING
+ * bytes at most: 3 stages deep where that leaves a warp (or where local
+ * memory holds the rest: the paged offsets), else 2, with as many warps
+ * (up to OCL_DEC_MMA_WARPS) as fit; the tuning string's nw, stages and kw
+ * override. */
 static fattn_status mma_shape(const ocl_state *s, const fattn_problem *p, ocl_decode_plan *d,
                               const ocl_mma_files *mf, fattn_msg *msg) {
     const char *tune = s->settings.decode_tune;
@@ -360,20 +360,23 @@ static fattn_status mma_shape(const ocl_state *s, const fattn_problem *p, ocl_de
     d->xs_words = mf->xs_words;
     d->br = mf->tq;
     d->ce = 8;
-    d->stages = (int)fattn_tune_value(tune, "stages", OCL_DEC_MMA_STAGES);
     const size_t stage = (size_t)kw * (size_t)(d->dpad + d->dvpad) * 2; /* one warp's */
-    int nw = OCL_DEC_MMA_WARPS;
-    while (nw > 1 && (size_t)nw * (size_t)d->stages * stage > OCL_DEC_MMA_RING) nw /= 2;
-    d->nw = (int)fattn_tune_value(tune, "nw", nw);
+    for (int stages = 3; stages >= 2; stages--) {
+        int nw = OCL_DEC_MMA_WARPS;
+        while (nw > 1 && (size_t)nw * (size_t)stages * stage > OCL_DEC_MMA_RING) nw /= 2;
+        d->stages = (int)fattn_tune_value(tune, "stages", stages);
+        d->nw = (int)fattn_tune_value(tune, "nw", nw);
+        d->bkv = d->nw * kw;
+        if (mma_local_bytes(d, paged) <= s->limits.local_mem) break;
+    }
     d->nt = d->nw * mf->warp;
-    d->bkv = d->nw * kw;
     d->vec = decode_vec_ok(p, 8) && fattn_tune_value(tune, "vec", 1);
     d->row_tiles = (int)ceil_div(p->heads_q / p->heads_kv * p->seq_q, d->br);
-    /* The ring also stages Q and then holds the warps' rows for the merge
-     * (decode_mma.cl checks the same). */
+    /* The ring also stages Q and then holds the merge (decode_mma.cl checks
+     * the same). */
     const size_t ring = (size_t)d->nw * (size_t)d->stages * stage;
-    if (ring < (size_t)d->br * (size_t)d->dpad * 2 ||
-        ring < (size_t)d->nw * (size_t)d->br * (size_t)d->dvpad * 4)
+    const size_t merge = ((size_t)d->nw * (size_t)d->dvpad + 2 * (size_t)d->nw + 2) * (size_t)d->br * 4;
+    if (ring < (size_t)d->br * (size_t)d->dpad * 2 || ring < merge)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the matrix decode kernel's rings (%zu bytes) cannot hold Q and the merge",
                           ring);
