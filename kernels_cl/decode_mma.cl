@@ -19,7 +19,8 @@
  *   as mma_common.cl's TILE_OFF), filled with mx_cp16 DSTAGES - 1 tiles
  *   ahead; the loop has no group barrier, only mx_warp_sync.
  * - Q: the tile's rows, unscaled in the storage type, as fragments in
- *   registers for the whole loop (staged once through the ring). Scores are
+ *   registers for the whole loop (staged once through a stage of the ring
+ *   while the first tiles load). Scores are
  *   scaled in float32, masked (causal, window, the split's end) and
  *   rescored (FATTN_VAR: softcap, ALiBi, bias) per element, then the online
  *   softmax in base 2 per warp, and P goes from S's accumulators into
@@ -29,9 +30,9 @@
  *   to the workspace as decode.cl writes them.
  * - FATTN_RAGGED: the group resolves its sequence (ragged.cl); a paged
  *   cache's pages for the split's keys are vetted first (pages_ok: a bad
- *   one records its fault and leaves the group no keys), and lanes below KW
- *   look up the row offsets of the keys each warp tile copies
- *   (FATTN_PAGED), one division per key. The sinks join in the combine.
+ *   one records its fault and leaves the group no keys), and each lane
+ *   looks up the pages of the rows it copies (FATTN_PAGED). The sinks join
+ *   in the combine.
  *
  * Build options: DTYPE (1 f16, 2 bf16), DPAD, DVPAD, NW, BM = MX_TQ NW
  * (one row tile per warp: MT 1), BN = KW (keys per warp tile, a multiple
@@ -56,7 +57,7 @@
 #define MERGE_FLOATS (OW_FLOATS + 2 * NW * MX_TQ + 2 * MX_TQ) /* ... and the rows' statistics */
 
 #if MT != 1 || KW % 16 != 0 || DSTAGES < 2 || DSTAGES > 4 || DTYPE == 0 || \
-    RING_UNITS < QT_UNITS || 2 * RING_UNITS < 4 * MERGE_FLOATS
+    WSTAGE < QT_UNITS || 2 * RING_UNITS < 4 * MERGE_FLOATS
 #error "decode_mma.cl: need BM = MX_TQ NW, BN % 16 == 0, 2..4 stages, f16 or bf16, a ring that holds Q and the merge"
 #endif
 
@@ -78,26 +79,34 @@ inline int dec_key_limit(int i, int Sk, int causal, long coff) {
     return (int)clamp((long)i + coff + 1, 0L, (long)Sk);
 }
 
-/* KW rows of one operand (keys key0 ..; zeros from kend and past D) into a
- * warp stage of ch chunks per row, by the warp's lanes. The row of tile
- * position r starts at element ROW_AT(r) (a macro of the caller: dense
- * rows or the warp's page offsets). */
-#define WARP_ROWS(dst, ch, g, key0, kend, D, ROW_AT)                                               \
-    do {                                                                                           \
-        for (int idx = MX_LANE; idx < KW * (ch); idx += MX_WARP) {                                 \
-            const int r_ = idx / (ch), c_ = idx % (ch), left_ = (D) - c_ * 8;                      \
-            __local ushort *d_ = (dst) + TILE_OFF(r_, c_, ch);                                     \
-            if ((key0) + r_ >= (kend) || left_ <= 0) {                                             \
-                *(__local uint4 *)d_ = (uint4)(0u);                                                \
-                continue;                                                                          \
-            }                                                                                      \
-            __global const ushort *s_ = (g) + ROW_AT(r_) + c_ * 8;                                 \
-            if (KV_VEC)                                                                            \
-                mx_cp16(d_, s_, left_ >= 8 ? 16 : 2 * left_);                                      \
-            else                                                                                   \
-                for (int e_ = 0; e_ < 8; e_++) d_[e_] = e_ < left_ ? s_[e_] : (ushort)0;           \
-        }                                                                                          \
-    } while (0)
+/* Chunk c of a K or V row at element `row` into dst: 16 bytes (zeros past
+ * D, and all zeros for a key past the split's, in == 0). */
+inline void copy_chunk(__local ushort *dst, __global const ushort *g, long row, int c, int D,
+                       int in) {
+    const int left = D - c * 8;
+    if (!in || left <= 0) {
+        *(__local uint4 *)dst = (uint4)(0u);
+        return;
+    }
+    __global const ushort *src = g + row + c * 8;
+    if (KV_VEC)
+        mx_cp16(dst, src, left >= 8 ? 16 : 2 * left);
+    else
+        for (int e = 0; e < 8; e++) dst[e] = e < left ? src[e] : (ushort)0;
+}
+
+#define CHX (CHQ > CHV ? CHQ : CHV)
+
+#if FATTN_PAGED
+/* Key `key`'s K and V rows (elements) in a paged cache: page key / ps of
+ * the sequence's table row (a shift when ps is a power of two, shift >= 0). */
+inline long2 paged_rows(int key, int shift, int ps, __global const int *row, long ss, long khb,
+                        long k_sb, long k_ss, long vhb, long v_sb, long v_ss) {
+    const int lp = shift >= 0 ? key >> shift : key / ps;
+    const long pg = row[(long)lp * ss], sl = key - (long)lp * ps;
+    return (long2)(khb + pg * k_sb + sl * k_ss, vhb + pg * v_sb + sl * v_ss);
+}
+#endif
 
 /* global: (groups * NT), groups = B * Hkv * row_tiles * splits; local: (NT).
  * The arguments are decode.cl's. */
@@ -108,16 +117,12 @@ void decode_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long
                 __global float *ws, long wl_off, int Hq, int Hkv, int group, int Sq, int Sk,
                 int D, float scale_log2e, int causal, long coff, int splits, int row_tiles,
                 int tiles VAR_PARAMS DEC_RAGGED_PARAMS) {
-    /* The rings are all the local memory but the paged offsets and the
-     * scratch: the pages' flag, Q's staging tile and, at the end, the merge
-     * (the warps' rows, their maxima and sums, the group's) take turns in
-     * them. So two warps of three 8 KiB stages fit NVIDIA's 48 KiB at d128. */
+    /* The rings are all the local memory but the scratch: the pages'
+     * flag, Q's staging tile (in a stage) and, at the end, the merge (the
+     * warps' rows, their maxima and sums, the group's) take turns in them. So two warps of three 8 KiB stages fit NVIDIA's 48 KiB at d128. */
     __local uint4 ring4[RING_UNITS / 8];
 #if MX_XS_WORDS
     __local uint xs_all[NW * MX_XS_WORDS];
-#endif
-#if FATTN_PAGED
-    __local long2 wofs[NW][KW]; /* a warp tile's K and V row offsets from the head bases */
 #endif
     __local ushort *ring = (__local ushort *)ring4;
 
@@ -180,21 +185,6 @@ void decode_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long
     if (!pages_ok(t0 * BKV, j_hi, b, (__local int *)ring4, RAGGED_ARGS)) nt = 0;
 #endif
 
-    /* Q: the tile's rows into the ring, zeros past D and on rows that are
-     * not the group's, then into fragments. */
-    for (int idx = tid; idx < MX_TQ * CHQ; idx += NT) {
-        const int r = idx / CHQ, c = idx % CHQ, rr = r0 + r;
-        __local ushort *d = ring + TILE_OFF(r, c, CHQ);
-        const int g = rr / Sq, i = rr - g * Sq;
-        const long at = ROW_OK(r) ? Q_AT(g, i) + c * 8 : 0;
-        for (int e = 0; e < 8; e++) d[e] = ROW_OK(r) && c * 8 + e < D ? q[at + e] : (ushort)0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    uint qf[KD][1][MX_QW];
-MX_UNROLL
-    for (int kk = 0; kk < KD; ++kk) mx_load_q(qf[kk][0], ring, 0, kk, xs);
-    barrier(CLK_LOCAL_MEM_FENCE); /* the ring becomes K and V */
-
     /* The lane's rows (slot hh): visible keys [klo, lim), the split's end
      * included; 0 for rows that are not the group's. */
     int klo[MX_RS], lim[MX_RS];
@@ -220,52 +210,39 @@ MX_UNROLL
     }
 
     __local ushort *wring = ring + warp * DSTAGES * WSTAGE;
+    /* Key `key`'s K and V rows (elements): dense, or through the page
+     * table (the split's pages were vetted), a shift for a power-of-two
+     * page size. Each lane finds the rows it copies itself: no local memory
+     * and no warp barrier for them. */
 #if FATTN_PAGED
-#define K_ROW(r) (khb + wofs[warp][r].x)
-#define V_ROW(r) (vhb + wofs[warp][r].y)
+    const int pg_shift = (rg_page_size & (rg_page_size - 1)) == 0 ? 31 - clz(rg_page_size) : -1;
+    const long tab = rg_tab_off + b * rg_tab_sb;
+#define KV_ROWS(key)                                                                               \
+    paged_rows(key, pg_shift, rg_page_size, rg_table + tab, rg_tab_ss, khb, k_sb, k_ss, vhb, v_sb, \
+               v_ss)
 #else
-#define K_ROW(r) (kb + (long)(key0 + (r)) * k_ss)
-#define V_ROW(r) (vb + (long)(key0 + (r)) * v_ss)
-#endif
-    /* Paged: the lanes below KW find the warp tile's row offsets (the
-     * pages were vetted), which the copies then read; PAGE_DONE keeps the
-     * next tile's lookups from overwriting them under a slower lane. */
-#if FATTN_PAGED
-#define PAGE_ROWS(key0)                                                                            \
-    do {                                                                                           \
-        if (MX_LANE < KW) {                                                                        \
-            const int key_ = (key0) + MX_LANE;                                                     \
-            long2 e_ = (long2)(0);                                                                 \
-            if (key_ < j_hi) {                                                                     \
-                const int lp_ = key_ / rg_page_size;                                               \
-                const long pg_ = rg_table[rg_tab_off + b * rg_tab_sb + (long)lp_ * rg_tab_ss];     \
-                const long sl_ = key_ - (long)lp_ * rg_page_size;                                  \
-                e_ = (long2)(pg_ * k_sb + sl_ * k_ss, pg_ * v_sb + sl_ * v_ss);                    \
-            }                                                                                      \
-            wofs[warp][MX_LANE] = e_;                                                              \
-        }                                                                                          \
-        mx_warp_sync();                                                                            \
-    } while (0)
-#define PAGE_DONE() mx_warp_sync()
-#else
-#define PAGE_ROWS(key0) ((void)0)
-#define PAGE_DONE() ((void)0)
+#define KV_ROWS(key) ((long2)(kb + (long)(key) * k_ss, vb + (long)(key) * v_ss))
 #endif
     /* Issues warp tile t (keys key0 ..) into stage t % DSTAGES, or nothing
-     * past the split; a copy group either way, so the waits count alike. */
+     * past the split; a copy group either way, so the waits count alike.
+     * Lanes take consecutive chunks of a row, K's and V's together. */
 #define ISSUE(t)                                                                                   \
     do {                                                                                           \
         const int key0 = (t0 + (t)) * BKV + warp * KW;                                             \
         if ((t) < nt) {                                                                            \
-            PAGE_ROWS(key0);                                                                       \
             __local ushort *st_ = wring + ((t) % DSTAGES) * WSTAGE;                                \
-            WARP_ROWS(st_, CHQ, k, key0, j_hi, D, K_ROW);                                          \
-            WARP_ROWS(st_ + KW * CHQ * 8, CHV, v, key0, j_hi, dv, V_ROW);                          \
-            PAGE_DONE();                                                                           \
+            for (int idx = MX_LANE; idx < KW * CHX; idx += MX_WARP) {                              \
+                const int r_ = idx / CHX, c_ = idx % CHX, key_ = key0 + r_, in_ = key_ < j_hi;     \
+                const long2 ro_ = in_ ? KV_ROWS(key_) : (long2)(0);                                \
+                if (c_ < CHQ) copy_chunk(st_ + TILE_OFF(r_, c_, CHQ), k, ro_.x, c_, D, in_);       \
+                if (c_ < CHV)                                                                      \
+                    copy_chunk(st_ + KW * CHQ * 8 + TILE_OFF(r_, c_, CHV), v, ro_.y, c_, dv, in_); \
+            }                                                                                      \
         }                                                                                          \
         mx_cp_commit();                                                                            \
     } while (0)
 
+    uint qf[KD][1][MX_QW];
     float oacc[1][ND][MX_CE];
     float mrow[MX_RS], lrow[MX_RS];
 MX_UNROLL
@@ -276,6 +253,23 @@ MX_UNROLL
     for (int hh = 0; hh < MX_RS; ++hh) mrow[hh] = -INFINITY, lrow[hh] = 0.0f;
 
     for (int t = 0; t < DSTAGES - 1; t++) ISSUE(t);
+    /* Q, while the first tiles fly: the tile's rows into warp 0's last
+     * stage (free until the loop's first ISSUE), zeros past D and on rows
+     * that are not the group's, then into fragments. */
+    {
+        __local ushort *qs = ring + (DSTAGES - 1) * WSTAGE;
+        for (int idx = tid; idx < MX_TQ * CHQ; idx += NT) {
+            const int r = idx / CHQ, c = idx % CHQ, rr = r0 + r;
+            __local ushort *d = qs + TILE_OFF(r, c, CHQ);
+            const int g = rr / Sq, i = rr - g * Sq;
+            const long at = ROW_OK(r) ? Q_AT(g, i) + c * 8 : 0;
+            for (int e = 0; e < 8; e++) d[e] = ROW_OK(r) && c * 8 + e < D ? q[at + e] : (ushort)0;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+MX_UNROLL
+        for (int kk = 0; kk < KD; ++kk) mx_load_q(qf[kk][0], qs, 0, kk, xs);
+        barrier(CLK_LOCAL_MEM_FENCE); /* the stage is warp 0's again */
+    }
     for (int t = 0; t < nt; t++) {
         ISSUE(t + DSTAGES - 1);
 #if DSTAGES == 2

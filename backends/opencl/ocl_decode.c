@@ -143,17 +143,16 @@ static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int p
 }
 
 /* Mirrors decode_mma.cl's local arrays: the warps' rings (K and V rows of
- * bkv / nw keys per stage; Q's staging and the merge take turns in them),
- * the paged row offsets, the matrix files' scratch. */
-static size_t mma_local_bytes(const ocl_decode_plan *d, int paged) {
+ * bkv / nw keys per stage; Q's staging and the merge take turns in them)
+ * and the matrix files' scratch. */
+static size_t mma_local_bytes(const ocl_decode_plan *d) {
     const size_t kw = (size_t)(d->bkv / d->nw), nw = (size_t)d->nw;
     return nw * (size_t)d->stages * kw * (size_t)(d->dpad + d->dvpad) * 2 /* rings */
-           + (paged ? nw * kw * 16 : 0)                                  /* wofs */
            + nw * (size_t)d->xs_words * 4;
 }
 
 static size_t plan_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int paged) {
-    return d->mma ? mma_local_bytes(d, paged) : decode_local_bytes(d, dt, paged);
+    return d->mma ? mma_local_bytes(d) : decode_local_bytes(d, dt, paged);
 }
 
 /* The work-item maps for NT work-items (all powers of two; decode.cl checks
@@ -347,14 +346,12 @@ static fattn_status scalar_shape(const ocl_state *s, const fattn_problem *p, ocl
 
 /* decode_mma.cl's shape: a row tile is one matrix tile of rows (mf->tq);
  * warps of OCL_DEC_MMA_KW keys per tile. The rings take OCL_DEC_MMA_RING
- * bytes at most: 3 stages deep where that leaves a warp (or where local
- * memory holds the rest: the paged offsets), else 2, with as many warps
- * (up to OCL_DEC_MMA_WARPS) as fit; the tuning string's nw, stages and kw
- * override. */
+ * bytes at most: 3 stages deep where local memory holds them with a warp
+ * or more, else 2, with as many warps (up to OCL_DEC_MMA_WARPS) as fit;
+ * the tuning string's nw, stages and kw override. */
 static fattn_status mma_shape(const ocl_state *s, const fattn_problem *p, ocl_decode_plan *d,
                               const ocl_mma_files *mf, fattn_msg *msg) {
     const char *tune = s->settings.decode_tune;
-    const int paged = p->rag.on && p->rag.page_size > 0;
     const int kw = (int)fattn_tune_value(tune, "kw", OCL_DEC_MMA_KW);
     d->mma = 1;
     d->xs_words = mf->xs_words;
@@ -367,24 +364,24 @@ static fattn_status mma_shape(const ocl_state *s, const fattn_problem *p, ocl_de
         d->stages = (int)fattn_tune_value(tune, "stages", stages);
         d->nw = (int)fattn_tune_value(tune, "nw", nw);
         d->bkv = d->nw * kw;
-        if (mma_local_bytes(d, paged) <= s->limits.local_mem) break;
+        if (mma_local_bytes(d) <= s->limits.local_mem) break;
     }
     d->nt = d->nw * mf->warp;
     d->vec = decode_vec_ok(p, 8) && fattn_tune_value(tune, "vec", 1);
     d->row_tiles = (int)ceil_div(p->heads_q / p->heads_kv * p->seq_q, d->br);
-    /* The ring also stages Q and then holds the merge (decode_mma.cl checks
+    /* A stage also holds Q, and the rings the merge (decode_mma.cl checks
      * the same). */
     const size_t ring = (size_t)d->nw * (size_t)d->stages * stage;
     const size_t merge = ((size_t)d->nw * (size_t)d->dvpad + 2 * (size_t)d->nw + 2) * (size_t)d->br * 4;
-    if (ring < (size_t)d->br * (size_t)d->dpad * 2 || ring < merge)
+    if (stage < (size_t)d->br * (size_t)d->dpad * 2 || ring < merge)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the matrix decode kernel's rings (%zu bytes) cannot hold Q and the merge",
                           ring);
-    if (mma_local_bytes(d, paged) > s->limits.local_mem || (size_t)d->nt > s->limits.max_wg)
+    if (mma_local_bytes(d) > s->limits.local_mem || (size_t)d->nt > s->limits.max_wg)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the matrix decode kernel (%d warps of %d, %d stages of %d keys) needs "
                           "%zu bytes of local memory and %d work-items; the device has %zu and %zu",
-                          d->nw, mf->warp, d->stages, kw, mma_local_bytes(d, paged), d->nt,
+                          d->nw, mf->warp, d->stages, kw, mma_local_bytes(d), d->nt,
                           s->limits.local_mem, s->limits.max_wg);
     return FATTN_OK;
 }
