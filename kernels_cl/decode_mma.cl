@@ -30,9 +30,10 @@
  *   to the workspace as decode.cl writes them.
  * - FATTN_RAGGED: the group resolves its sequence (ragged.cl); a paged
  *   cache's pages for the split's keys are vetted first (pages_ok: a bad
- *   one records its fault and leaves the group no keys), and each lane
- *   looks up the pages of the rows it copies (FATTN_PAGED). The sinks join
- *   in the combine.
+ *   one records its fault and leaves the group no keys), and a warp tile
+ *   finds its page once where it lies in one (page sizes that are
+ *   multiples of KW), else each lane the pages of the rows it copies
+ *   (FATTN_PAGED). The sinks join in the combine.
  *
  * Build options: DTYPE (1 f16, 2 bf16), DPAD, DVPAD, NW, BM = MX_TQ NW
  * (one row tile per warp: MT 1), BN = KW (keys per warp tile, a multiple
@@ -210,18 +211,27 @@ MX_UNROLL
     }
 
     __local ushort *wring = ring + warp * DSTAGES * WSTAGE;
-    /* Key `key`'s K and V rows (elements): dense, or through the page
-     * table (the split's pages were vetted), a shift for a power-of-two
-     * page size. Each lane finds the rows it copies itself: no local memory
-     * and no warp barrier for them. */
+    /* Key `key`'s K and V rows (elements) are tb + key * stride, tb the
+     * warp tile's base (TILE_BASE): dense, the operand's; paged with a page
+     * size that is a multiple of KW (16 and 256 are), the tile lies in one
+     * page (tiles start at multiples of KW), so one table entry, read by the
+     * whole warp, gives the base. Other page sizes: each lane finds the
+     * pages of the rows it copies (a shift for a power of two). The split's
+     * pages were vetted (pages_ok). */
 #if FATTN_PAGED
     const int pg_shift = (rg_page_size & (rg_page_size - 1)) == 0 ? 31 - clz(rg_page_size) : -1;
+    const int pg_whole = rg_page_size % KW == 0;
     const long tab = rg_tab_off + b * rg_tab_sb;
-#define KV_ROWS(key)                                                                               \
+#define PAGE_ROWS(key)                                                                             \
     paged_rows(key, pg_shift, rg_page_size, rg_table + tab, rg_tab_ss, khb, k_sb, k_ss, vhb, v_sb, \
                v_ss)
+#define TILE_BASE(key0)                                                                            \
+    (pg_whole ? PAGE_ROWS(key0) - (long2)((long)(key0) * k_ss, (long)(key0) * v_ss) : (long2)(0))
+#define KV_ROWS(key)                                                                               \
+    (pg_whole ? tb_ + (long2)((long)(key) * k_ss, (long)(key) * v_ss) : PAGE_ROWS(key))
 #else
-#define KV_ROWS(key) ((long2)(kb + (long)(key) * k_ss, vb + (long)(key) * v_ss))
+#define TILE_BASE(key0) ((long2)(kb, vb))
+#define KV_ROWS(key) (tb_ + (long2)((long)(key) * k_ss, (long)(key) * v_ss))
 #endif
     /* Issues warp tile t (keys key0 ..) into stage t % DSTAGES, or nothing
      * past the split; a copy group either way, so the waits count alike.
@@ -231,6 +241,7 @@ MX_UNROLL
         const int key0 = (t0 + (t)) * BKV + warp * KW;                                             \
         if ((t) < nt) {                                                                            \
             __local ushort *st_ = wring + ((t) % DSTAGES) * WSTAGE;                                \
+            const long2 tb_ = key0 < j_hi ? TILE_BASE(key0) : (long2)(0);                          \
             for (int idx = MX_LANE; idx < KW * CHX; idx += MX_WARP) {                              \
                 const int r_ = idx / CHX, c_ = idx % CHX, key_ = key0 + r_, in_ = key_ < j_hi;     \
                 const long2 ro_ = in_ ? KV_ROWS(key_) : (long2)(0);                                \
