@@ -99,6 +99,13 @@ inline void copy_chunk(__local ushort *dst, __global const ushort *g, long row, 
 #define CHX (CHQ > CHV ? CHQ : CHV)
 
 #if FATTN_PAGED
+/* The base of a warp tile that lies in one page (pg, the key0's slot sl):
+ * key j of the tile is at base + j * stride. */
+inline long2 tile_base(int key0, long pg, long sl, long khb, long k_sb, long k_ss, long vhb,
+                       long v_sb, long v_ss) {
+    return (long2)(khb + pg * k_sb + (sl - key0) * k_ss, vhb + pg * v_sb + (sl - key0) * v_ss);
+}
+
 /* Key `key`'s K and V rows (elements) in a paged cache: page key / ps of
  * the sequence's table row (a shift when ps is a power of two, shift >= 0). */
 inline long2 paged_rows(int key, int shift, int ps, __global const int *row, long ss, long khb,
@@ -215,21 +222,32 @@ MX_UNROLL
      * warp tile's base (TILE_BASE): dense, the operand's; paged with a page
      * size that is a multiple of KW (16 and 256 are), the tile lies in one
      * page (tiles start at multiples of KW), so one table entry, read by the
-     * whole warp, gives the base. Other page sizes: each lane finds the
+     * whole warp one tile ahead, gives the base. Other page sizes: each lane finds the
      * pages of the rows it copies (a shift for a power of two). The split's
      * pages were vetted (pages_ok). */
 #if FATTN_PAGED
     const int pg_shift = (rg_page_size & (rg_page_size - 1)) == 0 ? 31 - clz(rg_page_size) : -1;
     const int pg_whole = rg_page_size % KW == 0;
     const long tab = rg_tab_off + b * rg_tab_sb;
+#define PAGE_OF(key) (pg_shift >= 0 ? (key) >> pg_shift : (key) / rg_page_size)
+    /* pg_whole: the table entry of the warp tile ISSUE takes next, loaded
+     * one ISSUE ahead so that no copy waits on it. */
+#define PAGE_FETCH(key)                                                                            \
+    (pg_whole && (key) < j_hi ? (long)rg_table[tab + (long)PAGE_OF(key) * rg_tab_ss] : 0L)
+    long pg_next = PAGE_FETCH(t0 * BKV + warp * KW);
 #define PAGE_ROWS(key)                                                                             \
     paged_rows(key, pg_shift, rg_page_size, rg_table + tab, rg_tab_ss, khb, k_sb, k_ss, vhb, v_sb, \
                v_ss)
 #define TILE_BASE(key0)                                                                            \
-    (pg_whole ? PAGE_ROWS(key0) - (long2)((long)(key0) * k_ss, (long)(key0) * v_ss) : (long2)(0))
+    tile_base(key0, pg_cur, (long)(key0) - (long)PAGE_OF(key0) * rg_page_size, khb, k_sb, k_ss,    \
+              vhb, v_sb, v_ss)
+#define PAGE_STEP(key0)                                                                            \
+    const long pg_cur = pg_next;                                                                   \
+    pg_next = PAGE_FETCH((key0) + BKV)
 #define KV_ROWS(key)                                                                               \
     (pg_whole ? tb_ + (long2)((long)(key) * k_ss, (long)(key) * v_ss) : PAGE_ROWS(key))
 #else
+#define PAGE_STEP(key0) ((void)0)
 #define TILE_BASE(key0) ((long2)(kb, vb))
 #define KV_ROWS(key) (tb_ + (long2)((long)(key) * k_ss, (long)(key) * v_ss))
 #endif
@@ -241,6 +259,7 @@ MX_UNROLL
         const int key0 = (t0 + (t)) * BKV + warp * KW;                                             \
         if ((t) < nt) {                                                                            \
             __local ushort *st_ = wring + ((t) % DSTAGES) * WSTAGE;                                \
+            PAGE_STEP(key0);                                                                       \
             const long2 tb_ = key0 < j_hi ? TILE_BASE(key0) : (long2)(0);                          \
             for (int idx = MX_LANE; idx < KW * CHX; idx += MX_WARP) {                              \
                 const int r_ = idx / CHX, c_ = idx % CHX, key_ = key0 + r_, in_ = key_ < j_hi;     \
