@@ -75,6 +75,10 @@ typedef struct ocl_limits {
     int vendor_class;          /* OCL_CLASS_* */
     int compute_units;
     int softmax_wg; /* the naive softmax's work-group: a power of two <= 256 */
+    /* Local memory a compute unit holds for all its groups, for residency
+     * estimates: NVIDIA's per-SM shared memory by compute capability
+     * (OpenCL reports only the 48 KiB one group may take), else local_mem. */
+    size_t cu_local_mem;
 } ocl_limits;
 
 enum { OCL_CLASS_OTHER, OCL_CLASS_NVIDIA, OCL_CLASS_AMD, OCL_CLASS_INTEL, OCL_CLASS_CPU };

@@ -108,6 +108,7 @@
 #define OCL_DEC_MMA_KW 16       /* matrix build: keys per warp tile */
 #define OCL_DEC_MMA_WARPS 4     /* ... warps per group, at most */
 #define OCL_DEC_MMA_RING 49152  /* ... bytes of the group's rings, at most */
+#define OCL_DEC_MMA_ROUNDS 1    /* ... kv_splits = 0: rounds of resident groups aimed at */
 
 /* The plan (decode.cl's build options, plus the launch's counts). */
 typedef struct ocl_decode_plan {
@@ -459,14 +460,26 @@ static fattn_status decode_accept(ocl_state *s, const fattn_problem *p, fattn_pl
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the decode kernel needs %d work-items per group; this build allows %zu",
                           d.nt, kernel_wg);
-    const int64_t resident = (int64_t)(kernel_wg / (size_t)d.nt);
+    int64_t resident = (int64_t)(kernel_wg / (size_t)d.nt);
     const long waves = waves_set ? waves_set : decode_waves(batched, resident);
+    /* The matrix build: groups its local memory lets a compute unit hold. */
+    if (mma) {
+        const int64_t by_local = (int64_t)(s->limits.cu_local_mem / mma_local_bytes(&d));
+        if (by_local < resident) resident = by_local > 0 ? by_local : 1;
+    }
 
     int64_t splits;
     if (forced) {
         splits = forced;
     } else {
-        const int64_t want = ceil_div((int64_t)s->limits.compute_units * waves, base);
+        /* The matrix build fills the device's resident groups once
+         * (OCL_DEC_MMA_ROUNDS), rounded down: a second, partial round left
+         * most compute units idle (H200, call65: batch 8 at 7 splits, one
+         * round, ran 0.333 ms; at 9, 0.344; at 17, 0.344). The scalar
+         * build aims at `waves` groups per compute unit. */
+        const int64_t cus = s->limits.compute_units;
+        const int64_t fill = cus * resident * OCL_DEC_MMA_ROUNDS / base;
+        const int64_t want = mma && !waves_set ? (fill > 0 ? fill : 1) : ceil_div(cus * waves, base);
         const int64_t by_keys = decode_visible_keys(p) / min_keys;
         splits = want < by_keys ? want : by_keys;
         if (splits > max_splits) splits = max_splits;

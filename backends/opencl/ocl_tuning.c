@@ -77,6 +77,19 @@ fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *
         out->vendor_class = OCL_CLASS_INTEL;
     else
         out->vendor_class = OCL_CLASS_OTHER;
+    out->cu_local_mem = out->local_mem;
+    /* cl_nv_device_attribute_query's compute capability (0x4000, 0x4001):
+     * shared memory per SM for groups (the CUDA guide's table: 9.0 228 KiB,
+     * 8.0 and 8.7 164, 8.6, 8.9 and 12.x 100, 7.0 96, 7.5 64). */
+    cl_uint cc[2] = {0, 0};
+    if (out->vendor_class == OCL_CLASS_NVIDIA &&
+        clGetDeviceInfo(dev, 0x4000, sizeof cc[0], &cc[0], NULL) == CL_SUCCESS &&
+        clGetDeviceInfo(dev, 0x4001, sizeof cc[1], &cc[1], NULL) == CL_SUCCESS) {
+        const unsigned v = cc[0] * 10 + cc[1];
+        const size_t kib = v == 90 || v == 100 ? 228 : v == 80 || v == 87 ? 164
+                           : v == 70 ? 96 : v == 75 ? 64 : v >= 86 ? 100 : 0;
+        if (kib * 1024 > out->cu_local_mem) out->cu_local_mem = kib * 1024;
+    }
     return FATTN_OK;
 }
 
