@@ -6,7 +6,8 @@
 # dg2-g10 (8-wide). It joins the files as backends/opencl/ocl_mma.c does
 # (the "rdna", "cdna" and "xe" rows of prims[]), builds the probe and the
 # kernel at every head-dim bucket's table shape in f16 and bf16, plain,
-# ragged (varlen/paged) and with every variant, and checks that the
+# ragged (varlen/paged) and with every variant, and the split-KV decode
+# kernel (decode_mma.cl) at its d64 and d128 shapes, and checks that the
 # binaries hold the matrix instructions (and, for Intel, no calls: ocloc
 # builds a misspelt builtin into a call). What runs is checked elsewhere:
 # the same tile files with the emulated instructions (test_matrix_rdna,
@@ -47,12 +48,19 @@ build() { # label, kernel file, options (cpu, files and the instruction to find:
   fi
   n=$((n + 1))
 }
+# The split-KV decode kernel (decode_mma.cl) at ocl_decode.c's mma_shape for d64 and d128
+# (16-row tiles: MX_TQ 16; Intel's 8 below), dense, paged and with the variants.
+dshapes=("-DDPAD=64 -DBM=64 -DBN=16 -DNW=4 -DDSTAGES=3" "-DDPAD=128 -DBM=32 -DBN=16 -DNW=2 -DDSTAGES=3 -DKV_VEC=1")
+dbuilds=("" "-DFATTN_RAGGED=1 -DFATTN_PAGED=1" "-DFATTN_VAR=55 -DBIAS_DTYPE=2 -DDVPAD=64 -DFATTN_RAGGED=1")
 amd() { # the shapes (ocl_mma.c's table for the layout) in f16 and bf16, every build
   n=0
   for dt in 1 2; do
     build "$cpu probe" mma_probe.cl "-DDTYPE=$dt -DDPAD=32 -DBM=16 -DBN=16 -DNW=1 -DQREG=1"
     for s in "${shapes[@]}"; do
       for b in "${builds[@]}"; do build "$cpu flash_mma" flash_mma.cl "-DDTYPE=$dt $s $b"; done
+    done
+    for s in "${dshapes[@]}"; do
+      for b in "${dbuilds[@]}"; do build "$cpu decode_mma" decode_mma.cl "-DDTYPE=$dt $s $b"; done
     done
   done
   echo "vendor-compile: $n builds for $cpu ($insn) passed"
@@ -109,5 +117,9 @@ for target in "pvc -DXE_SG=16" "dg2-g10 -DXE_SG=8"; do
   for s in "${shapes[1]}" "${shapes[3]}"; do
     for b in "${builds[@]:1}"; do xbuild "xe flash_mma" flash_mma.cl "$dev" "$sg -DDTYPE=1 $s $b"; done
   done
+  # decode_mma.cl at d128 (8-row tiles: BM = 8 NW), dense in bf16, paged in f16.
+  xbuild "xe decode_mma" decode_mma.cl "$dev" "$sg -DDTYPE=2 -DDPAD=128 -DBM=16 -DBN=16 -DNW=2 -DDSTAGES=3"
+  xbuild "xe decode_mma" decode_mma.cl "$dev" \
+    "$sg -DDTYPE=1 -DDPAD=128 -DBM=16 -DBN=16 -DNW=2 -DDSTAGES=3 -DFATTN_RAGGED=1 -DFATTN_PAGED=1"
 done
 echo "vendor-compile: $n builds for pvc and dg2-g10 (Intel XMX DPAS) passed"
