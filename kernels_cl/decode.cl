@@ -43,8 +43,8 @@
  *   P V:    VK x VR x VC (VC fastest): rows vy + ii * VR, chunks of dims
  *           vc + cc * VC, keys vk + kk * VK; the VK key lanes' partial sums
  *           (same running max) are added once at the end.
- * The host builds it after storage.cl (elem_t, LOAD, LOAD4) and ragged.cl,
- * and its decode_local_bytes mirrors the local arrays below, pads included.
+ * The host builds it after storage.cl (elem_t, LOAD, LOAD4), ragged.cl and
+ * decode_split.cl (the group's place and its split), and its decode_local_bytes mirrors the local arrays below, pads included.
  *
  * Built with FATTN_RAGGED=1 it takes variable-length sequences and paged
  * caches (ragged.cl). The rows stay packed by the longest sequence (row
@@ -195,18 +195,6 @@ inline kvf_t load_q(__global const elem_t *q, long base, int c, int D) {
 #endif
 }
 
-/* Keys j < key_limit(i) are visible to query row i (flash_fwd.cl's rule):
- * with causal, j <= i + coff; coff is clamped to [-Sq, Sk] by the host. */
-inline int key_limit(int i, int Sk, int causal, long coff) {
-    if (!causal) return Sk;
-    return (int)clamp((long)i + coff + 1, 0L, (long)Sk);
-}
-
-#if FATTN_RAGGED
-#define DEC_RAGGED_PARAMS , RAGGED_PARAMS
-#else
-#define DEC_RAGGED_PARAMS
-#endif
 /* Key `key` (tile position j) is hidden from a row that sees keys < lim;
  * paged, also when it lies on a bad page (its K/V were not loaded). */
 #if FATTN_PAGED
@@ -246,71 +234,7 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
 #endif
 
     const int tid = get_local_id(0);
-    const long gid = get_group_id(0);
-    const int s = (int)(gid % splits);
-    const long rest = gid / splits;
-    const int rt = (int)(rest % row_tiles);
-    const long bh = rest / row_tiles;
-    const int hk = (int)(bh % Hkv);
-    const long b = bh / Hkv;
-    const int R = group * Sq, r0 = rt * BR;
-    const int rows = min(BR, R - r0);
-#if FATTN_RAGGED
-    /* Sequence b's rows rr are those with rr % Sq < Lq; the rest are skipped. */
-    const int first = r0, last = r0 + rows - 1;
-    const rag_seq sq = rag_resolve(b, Sq, Sk, tid == 0 && hk == 0 && rt == 0 && s == 0, RAGGED_ARGS);
-    const int Lq = sq.len_q, cross = first / Sq != last / Sq;
-    /* A group with none of them has no row (ROW_OK) and, with Sk 0, no key
-     * tile: it writes nothing. Not an early return ahead of the barriers:
-     * with one, PoCL 3.1 corrupted host memory when a split had no key tile. */
-    const int live = cross ? Lq > 0 : first % Sq < Lq;
-    Sk = live ? sq.len_kv : 0;
-    if (causal) coff = sq.coff;
-    tiles = (Sk + BKV - 1) / BKV; /* the sequence's own, divided among the splits */
-    /* Paged or not is a build option (FATTN_PAGED, the host builds the two
-     * apart): with the page code in the same program as a run-time branch,
-     * even an unpaged ragged decode ran 1.3x slower than the dense one on
-     * NVIDIA's OpenCL. rg_flags says the same. */
-    const long khb = k_off + hk * k_sh, vhb = v_off + hk * v_sh;
-    const long kb = khb + sq.kv_batch * k_sb + sq.kv_row0 * k_ss;
-    const long vb = vhb + sq.kv_batch * v_sb + sq.kv_row0 * v_ss;
-    const long tab = rg_tab_off + b * rg_tab_sb;
-#define ROW_OK(r) (live && (r) < rows && (r0 + (r)) % Sq < Lq)
-#define Q_AT(g, i)                                                                                 \
-    (q_off + sq.q_batch * q_sb + (long)(hk * group + (g)) * q_sh + (sq.q_row0 + (i)) * q_ss)
-    /* The largest query index among the tile's rows that are the sequence's. */
-    const int imax = cross ? Lq - 1 : min(last % Sq, Lq - 1);
-    const long woff = (long)Sk - Lq; /* the window's offset (bottom-right) */
-#else
-    const long kb = k_off + b * k_sb + hk * k_sh;
-    const long vb = v_off + b * v_sb + hk * v_sh;
-#define ROW_OK(r) ((r) < rows)
-#define Q_AT(g, i) (q_off + b * q_sb + (long)(hk * group + (g)) * q_sh + (long)(i) * q_ss)
-
-    /* This split's keys: whole tiles, ending where the tile's last-seeing row
-     * stops (the largest query index among its rows: Sq - 1 when the rows
-     * cross a head boundary). */
-    const int first = r0, last = r0 + rows - 1;
-    const int imax = first / Sq != last / Sq ? Sq - 1 : last % Sq;
-    const long woff = (long)Sk - Sq; /* the window's offset (bottom-right) */
-#endif
-#if FATTN_VAR
-    /* The keys the tile's rows see, [vlo, vhi): from the smallest query
-     * index's first (the window) to the largest's limit; the split divides
-     * those tiles. Keys in [vlo_max, vhi_min) every row sees. */
-    const int imin = first / Sq != last / Sq ? 0 : first % Sq;
-    int vlo, vlo_max;
-    const int vhi = var_keys(imax, woff, key_limit(imax, Sk, causal, coff), win_left, win_right,
-                             &vlo_max);
-    const int vhi_min = var_keys(imin, woff, key_limit(imin, Sk, causal, coff), win_left,
-                                 win_right, &vlo);
-    const int tb = vlo / BKV, vt = max((vhi + BKV - 1) / BKV - tb, 0);
-    const int t0 = tb + (int)((long)s * vt / splits), t1 = tb + (int)((long)(s + 1) * vt / splits);
-    const int j_hi = min(t1 * BKV, vhi);
-#else
-    const int t0 = (int)((long)s * tiles / splits), t1 = (int)((long)(s + 1) * tiles / splits);
-    const int j_hi = min(t1 * BKV, key_limit(imax, Sk, causal, coff));
-#endif
+    DECODE_SPLIT(BR, BKV);
 #define PS(r, j) (((__local float *)Ps4[r])[j])
 
     for (int idx = tid; idx < BR * DC; idx += NT) {

@@ -4,7 +4,8 @@
  * per KV head, row tiles, key splits, the float32 workspace and its lse,
  * combine.cl afterwards) with kernels_cu/decode.cu's tensor-core design,
  * written against the matrix path's vendor files (mma_common.cl says which
- * the host joins before this one), so every layout the probe passes runs it.
+ * the host joins before this one, then decode_split.cl: the group's place
+ * and its split, as decode.cl's), so every layout the probe passes runs it.
  *
  * Why: decode.cl widens each K/V element and multiplies it on the CUDA
  * cores once per row of its tile; on the H200 that made it bound by
@@ -68,18 +69,6 @@
 inline void mx_warp_sync(void) { barrier(CLK_LOCAL_MEM_FENCE); }
 #endif
 
-#if FATTN_RAGGED
-#define DEC_RAGGED_PARAMS , RAGGED_PARAMS
-#else
-#define DEC_RAGGED_PARAMS
-#endif
-
-/* Keys j < dec_key_limit(i) are visible to query row i (decode.cl's rule). */
-inline int dec_key_limit(int i, int Sk, int causal, long coff) {
-    if (!causal) return Sk;
-    return (int)clamp((long)i + coff + 1, 0L, (long)Sk);
-}
-
 /* Chunk c of a K or V row at element `row` into dst: 16 bytes (zeros past
  * D, and all zeros for a key past the split's, in == 0). */
 inline void copy_chunk(__local ushort *dst, __global const ushort *g, long row, int c, int D,
@@ -140,54 +129,8 @@ void decode_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long
 #else
     __local uint *xs = 0;
 #endif
-    const long gid = get_group_id(0);
-    const int s = (int)(gid % splits);
-    const long rest = gid / splits;
-    const int rt = (int)(rest % row_tiles);
-    const long bh = rest / row_tiles;
-    const int hk = (int)(bh % Hkv);
-    const long b = bh / Hkv;
-    const int R = group * Sq, r0 = rt * MX_TQ;
-    const int rows = min(MX_TQ, R - r0);
-    const int first = r0, last = r0 + rows - 1;
+    DECODE_SPLIT(MX_TQ, BKV);
     const int dv = DV_OF(D);
-#if FATTN_RAGGED
-    const rag_seq sq = rag_resolve(b, Sq, Sk, tid == 0 && hk == 0 && rt == 0 && s == 0, RAGGED_ARGS);
-    const int Lq = sq.len_q, cross = first / Sq != last / Sq;
-    const int live = cross ? Lq > 0 : first % Sq < Lq;
-    Sk = live ? sq.len_kv : 0;
-    if (causal) coff = sq.coff;
-    const long khb = k_off + hk * k_sh, vhb = v_off + hk * v_sh;
-    const long kb = khb + sq.kv_batch * k_sb + sq.kv_row0 * k_ss;
-    const long vb = vhb + sq.kv_batch * v_sb + sq.kv_row0 * v_ss;
-#define ROW_OK(r) (live && (r) < rows && (r0 + (r)) % Sq < Lq)
-#define Q_AT(g, i)                                                                                 \
-    (q_off + sq.q_batch * q_sb + (long)(hk * group + (g)) * q_sh + (sq.q_row0 + (i)) * q_ss)
-    const int imax = cross ? Lq - 1 : min(last % Sq, Lq - 1);
-    const long woff = (long)Sk - Lq;
-#else
-    const long kb = k_off + b * k_sb + hk * k_sh;
-    const long vb = v_off + b * v_sb + hk * v_sh;
-#define ROW_OK(r) ((r) < rows)
-#define Q_AT(g, i) (q_off + b * q_sb + (long)(hk * group + (g)) * q_sh + (long)(i) * q_ss)
-    const int imax = first / Sq != last / Sq ? Sq - 1 : last % Sq;
-    const long woff = (long)Sk - Sq;
-#endif
-    /* This split's group tiles [t0, t1) and its keys' end, as decode.cl. */
-#if FATTN_VAR
-    const int imin = first / Sq != last / Sq ? 0 : first % Sq;
-    int vlo, vlo_max;
-    const int vhi = var_keys(imax, woff, dec_key_limit(imax, Sk, causal, coff), win_left,
-                             win_right, &vlo_max);
-    (void)var_keys(imin, woff, dec_key_limit(imin, Sk, causal, coff), win_left, win_right, &vlo);
-    const int tb = vlo / BKV, vt = max((vhi + BKV - 1) / BKV - tb, 0);
-    const int t0 = tb + (int)((long)s * vt / splits), t1 = tb + (int)((long)(s + 1) * vt / splits);
-    const int j_hi = min(t1 * BKV, vhi);
-#else
-    tiles = (Sk + BKV - 1) / BKV;
-    const int t0 = (int)((long)s * tiles / splits), t1 = (int)((long)(s + 1) * tiles / splits);
-    const int j_hi = min(t1 * BKV, dec_key_limit(imax, Sk, causal, coff));
-#endif
     int nt = j_hi > t0 * BKV ? t1 - t0 : 0;
 #if FATTN_RAGGED
     if (!pages_ok(t0 * BKV, j_hi, b, (__local int *)ring4, RAGGED_ARGS)) nt = 0;
@@ -205,7 +148,7 @@ MX_UNROLL
     for (int hh = 0; hh < MX_RS; ++hh) {
         const int r = mx_slot_row(hh), rr = r0 + r, g = rr / Sq, i = rr - g * Sq;
         const int ok = ROW_OK(r);
-        int hi = ok ? dec_key_limit(i, Sk, causal, coff) : 0, lo = 0;
+        int hi = ok ? key_limit(i, Sk, causal, coff) : 0, lo = 0;
 #if FATTN_VAR
         const long hq = hk * group + g;
         if (ok) hi = var_keys(i, woff, hi, win_left, win_right, &lo);
@@ -228,7 +171,6 @@ MX_UNROLL
 #if FATTN_PAGED
     const int pg_shift = (rg_page_size & (rg_page_size - 1)) == 0 ? 31 - clz(rg_page_size) : -1;
     const int pg_whole = rg_page_size % KW == 0;
-    const long tab = rg_tab_off + b * rg_tab_sb;
 #define PAGE_OF(key) (pg_shift >= 0 ? (key) >> pg_shift : (key) / rg_page_size)
     /* pg_whole: the table entry of the warp tile ISSUE takes next, loaded
      * one ISSUE ahead so that no copy waits on it. */

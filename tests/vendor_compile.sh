@@ -37,7 +37,7 @@ trap 'rm -rf "$work"' EXIT
 builds=("" "-DFATTN_RAGGED=1" "-DFATTN_VAR=63 -DBIAS_DTYPE=2 -DDVPAD=64 -DFATTN_RAGGED=1")
 build() { # label, kernel file, options (cpu, files and the instruction to find: the caller's)
   local src="$work/src.cl" obj="$work/k.o"
-  (cd "$dir" && cat $files "$2") > "$src"
+  (cd "$dir" && cat $files ${pre:-} "$2") > "$src"
   if ! "$clang" -x cl -cl-std=CL1.2 -target amdgcn-amd-amdhsa -mcpu=$cpu -nogpulib \
       -Xclang -finclude-default-header -O2 -c $3 "$src" -o "$obj" 2> "$work/log"; then
     echo "vendor-compile: $1 did not build for $cpu ($3):"; cat "$work/log"; exit 1
@@ -60,7 +60,7 @@ amd() { # the shapes (ocl_mma.c's table for the layout) in f16 and bf16, every b
       for b in "${builds[@]}"; do build "$cpu flash_mma" flash_mma.cl "-DDTYPE=$dt $s $b"; done
     done
     for s in "${dshapes[@]}"; do
-      for b in "${dbuilds[@]}"; do build "$cpu decode_mma" decode_mma.cl "-DDTYPE=$dt $s $b"; done
+      for b in "${dbuilds[@]}"; do pre=decode_split.cl build "$cpu decode_mma" decode_mma.cl "-DDTYPE=$dt $s $b"; done
     done
   done
   echo "vendor-compile: $n builds for $cpu ($insn) passed"
@@ -89,7 +89,7 @@ shapes=("-DDPAD=32 -DBM=64 -DBN=32 -DNW=8 -DQREG=1 -DSTAGES=2 -DFOLD=1"
 n=0
 xbuild() { # label, kernel file, device, options
   local src="$work/src.cl" bin="$work/x"
-  (cd "$dir" && cat $files "$2") > "$src"
+  (cd "$dir" && cat $files ${pre:-} "$2") > "$src"
   rm -rf "$work/dis" "$bin"*
   if ! LD_LIBRARY_PATH="$olib:$olib/intel-opencl" "$oroot/usr/bin/ocloc" compile -q -file "$src" \
       -device "$3" -options "-cl-std=CL1.2 $4" -output_no_suffix -output "$bin" > "$work/log" 2>&1; then
@@ -118,8 +118,8 @@ for target in "pvc -DXE_SG=16" "dg2-g10 -DXE_SG=8"; do
     for b in "${builds[@]:1}"; do xbuild "xe flash_mma" flash_mma.cl "$dev" "$sg -DDTYPE=1 $s $b"; done
   done
   # decode_mma.cl at d128 (8-row tiles: BM = 8 NW), dense in bf16, paged in f16.
-  xbuild "xe decode_mma" decode_mma.cl "$dev" "$sg -DDTYPE=2 -DDPAD=128 -DBM=16 -DBN=16 -DNW=2 -DDSTAGES=3"
-  xbuild "xe decode_mma" decode_mma.cl "$dev" \
+  pre=decode_split.cl xbuild "xe decode_mma" decode_mma.cl "$dev" "$sg -DDTYPE=2 -DDPAD=128 -DBM=16 -DBN=16 -DNW=2 -DDSTAGES=3"
+  pre=decode_split.cl xbuild "xe decode_mma" decode_mma.cl "$dev" \
     "$sg -DDTYPE=1 -DDPAD=128 -DBM=16 -DBN=16 -DNW=2 -DDSTAGES=3 -DFATTN_RAGGED=1 -DFATTN_PAGED=1"
 done
 echo "vendor-compile: $n builds for pvc and dg2-g10 (Intel XMX DPAS) passed"

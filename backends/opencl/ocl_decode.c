@@ -181,8 +181,8 @@ static fattn_status decode_kernel(ocl_state *s, const fattn_problem *p, const oc
              "-DVC=%d -DVK=%d -DKV_VEC=%d%s%s",
              (int)p->dtype, d->dpad, d->br, d->bkv, d->nt, d->sr, d->sk, d->vr, d->vc, d->vk,
              d->vec, ocl_ragged_option(p), var);
-    return ocl_get_kernel(&s->cache, s->context, s->dev.device, "decode.cl", "decode", options, k,
-                          msg);
+    return ocl_get_kernel(&s->cache, s->context, s->dev.device, "decode_split.cl+decode.cl",
+                          "decode", options, k, msg);
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -399,7 +399,7 @@ static fattn_status build_kernel(ocl_state *s, const fattn_problem *p, const ocl
              "-DKV_VEC=%d%s%s%s%s",
              (int)p->dtype, d->dpad, d->br * d->nw, d->bkv / d->nw, d->nw, d->stages, d->vec, dv,
              ocl_ragged_option(p), var, mf->options);
-    snprintf(file, sizeof file, "%s+decode_mma.cl", mf->files);
+    snprintf(file, sizeof file, "%s+decode_split.cl+decode_mma.cl", mf->files);
     return ocl_get_kernel(&s->cache, s->context, s->dev.device, file, "decode_mma", options, k,
                           msg);
 }
