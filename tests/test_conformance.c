@@ -14,24 +14,13 @@
 
 #include "harness.h"
 #include "test_backend.h"
+#include "test_env.h"
 
 typedef struct conf_state {
     fattn_backend_kind kind;
     fattn_dtype dtype;
     harness_path path;
 } conf_state;
-
-/* FATTN_TEST_CASES=a,b,...: only cases whose name contains one of these
- * (to run a few shapes under compute-sanitizer); unset: every case. */
-static int case_selected(const char *name) {
-    const char *list = getenv("FATTN_TEST_CASES");
-    if (!list || !*list) return 1;
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (strstr(name, tok)) return 1;
-    return 0;
-}
 
 static void run_table(void **state) {
     const conf_state *cs = *state;
@@ -53,7 +42,7 @@ static void run_table(void **state) {
                       harness_dtype_name(cs->dtype), cs->path == HARNESS_NAIVE ? ", naive" : "");
         for (size_t i = 0; i < fattn_case_count; i++) {
             const fattn_case *c = &fattn_cases[i];
-            if (!case_selected(c->name)) continue;
+            if (!test_case_selected(c->name)) continue;
             const uint64_t seed = 0x5eed0000u + 131u * i + 7u * (unsigned)cs->dtype + (unsigned)dev;
             case_result r;
             st = harness_run(ctx, c, cs->dtype, seed, cs->path, &r);

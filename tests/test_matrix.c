@@ -23,6 +23,7 @@
 
 #include "harness.h"
 #include "test_backend.h"
+#include "test_env.h"
 
 /* The prefill cases of the shared table this test runs (the decoding ones
  * go to the split-KV kernel); FATTN_TEST_CASES narrows them further. */
@@ -68,14 +69,7 @@ static int listed(const char *const *list, size_t n, const char *name) {
 }
 
 static int picked_case(const char *name) {
-    const int in = listed(picked, sizeof picked / sizeof picked[0], name);
-    const char *list = getenv("FATTN_TEST_CASES");
-    if (!in || !list || !*list) return in;
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (strstr(name, tok)) return 1;
-    return 0;
+    return listed(picked, sizeof picked / sizeof picked[0], name) && test_case_selected(name);
 }
 
 /* FATTN_OPENCL_MATRIX names an emulation (of `layout`, "" for any): it

@@ -25,6 +25,7 @@
 #include "half.h"
 #include "harness.h"
 #include "test_backend.h"
+#include "test_env.h"
 #include "test_util.h"
 
 #define N(a) (int64_t)(sizeof(a) / sizeof((a)[0]))
@@ -583,13 +584,24 @@ typedef struct tally {
     char reason[512];
 } tally;
 
-/* want_decode: the case must plan the split-KV decode kernel (vcase.decode). */
+/* want_decode: the case must plan the split-KV decode kernel (vcase.decode);
+ * want_kernel (or NULL): the kernel the memory report must name. */
 static void run_one(fattn_context *ctx, const char *backend, vprob *p, int naive, int64_t splits,
-                    int want_decode, tally *t) {
+                    int want_decode, const char *want_kernel, tally *t) {
     char what[256];
     snprintf(what, sizeof what, "%s %s%s, kv_splits %lld", p->c->name, fattn_dtype_name(p->dt),
              naive ? " (naive)" : "", (long long)splits);
     assert_int_equal(fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, splits), FATTN_OK);
+    if (want_kernel) {
+        fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
+        const fattn_status rs = fattn_context_memory_report(ctx, &p->desc, &rep);
+        if (rs != FATTN_OK || strcmp(rep.kernel, want_kernel) != 0) {
+            print_error("'%s': the kernel is '%s', not '%s': %s\n", what, rep.kernel, want_kernel,
+                        fattn_error_message(ctx));
+            t->failures++;
+            return;
+        }
+    }
     if (want_decode) {
         uint64_t ws = 0;
         const fattn_status ws_st = fattn_workspace_size(ctx, &p->desc, &ws);
@@ -637,10 +649,16 @@ static void run_cases(void **state, int naive) {
         if (fattn_context_create(kind, dev, &ctx) != FATTN_OK)
             fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
         print_message("%s device %d (%s)\n", info.name, dev, fattn_context_device_name(ctx));
+        /* An OpenCL device with a matrix path (or its emulation) runs the
+         * 16-bit decoding cases under forced splits on the matrix decode. */
+        const char *dn = fattn_context_device_name(ctx);
+        const int matrix = kind == FATTN_BACKEND_OPENCL && strstr(dn, "matrix units: ") &&
+                           !strstr(dn, "matrix units: scalar");
         for (int64_t i = 0; i < N(cases); i++)
             for (int64_t k = 0; k < N(dtypes); k++) {
                 const vcase *c = &cases[i];
                 if (c->dtypes && !(c->dtypes & (1u << dtypes[k]))) continue;
+                if (!test_case_selected(c->name)) continue;
                 vprob p;
                 const uint64_t seed = 0x7a7a0000u + 97u * (unsigned)i + 7u * (unsigned)k + dev;
                 fattn_status st = vprob_build(ctx, c, dtypes[k], seed, &p);
@@ -649,11 +667,15 @@ static void run_cases(void **state, int naive) {
                                 fattn_error_message(ctx));
                     t.failures++;
                 } else {
-                    for (int64_t s = 0; !naive && s < (c->splits ? N(kv_splits) : 1); s++)
+                    for (int64_t s = 0; !naive && s < (c->splits ? N(kv_splits) : 1); s++) {
+                        const int dec = c->decode && kv_splits[s] >= 2;
                         run_one(ctx, info.name, &p, 0, kv_splits[s],
-                                c->decode && kind == FATTN_BACKEND_CUDA && kv_splits[s] >= 2, &t);
+                                dec && kind == FATTN_BACKEND_CUDA,
+                                dec && matrix && dtypes[k] != FATTN_F32 ? "decode-matrix" : NULL,
+                                &t);
+                    }
                     if (naive && !c->len_q && c->kv == KV_DENSE)
-                        run_one(ctx, info.name, &p, 1, 0, 0, &t);
+                        run_one(ctx, info.name, &p, 1, 0, 0, NULL, &t);
                 }
                 vprob_free(&p);
             }
