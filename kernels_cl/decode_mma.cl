@@ -116,7 +116,8 @@ void decode_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long
                 int tiles VAR_PARAMS DEC_RAGGED_PARAMS) {
     /* The rings are all the local memory but the scratch: the pages'
      * flag, Q's staging tile (in a stage) and, at the end, the merge (the
-     * warps' rows, their maxima and sums, the group's) take turns in them. So two warps of three 8 KiB stages fit NVIDIA's 48 KiB at d128. */
+     * warps' rows, their maxima and sums, the group's) take turns in them.
+     * So two warps of three 8 KiB stages fit NVIDIA's 48 KiB at d128. */
     __local uint4 ring4[RING_UNITS / 8];
 #if MX_XS_WORDS
     __local uint xs_all[NW * MX_XS_WORDS];
@@ -165,9 +166,9 @@ MX_UNROLL
      * warp tile's base (TILE_BASE): dense, the operand's; paged with a page
      * size that is a multiple of KW (16 and 256 are), the tile lies in one
      * page (tiles start at multiples of KW), so one table entry, read by the
-     * whole warp one tile ahead, gives the base. Other page sizes: each lane finds the
-     * pages of the rows it copies (a shift for a power of two). The split's
-     * pages were vetted (pages_ok). */
+     * whole warp one tile ahead, gives the base. Other page sizes: each lane
+     * finds the pages of the rows it copies (a shift for a power of two).
+     * The split's pages were vetted (pages_ok). */
 #if FATTN_PAGED
     const int pg_shift = (rg_page_size & (rg_page_size - 1)) == 0 ? 31 - clz(rg_page_size) : -1;
     const int pg_whole = rg_page_size % KW == 0;

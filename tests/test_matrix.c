@@ -93,7 +93,8 @@ static fattn_context *matrix_context(void) {
         char why[700];
         snprintf(why, sizeof why, "no matrix path on %s", name);
         fattn_context_free(ctx);
-        if (emulating("")) fail_msg("FATTN_OPENCL_MATRIX=%s: %s", getenv("FATTN_OPENCL_MATRIX"), why);
+        if (emulating(""))
+            fail_msg("FATTN_OPENCL_MATRIX=%s: %s", getenv("FATTN_OPENCL_MATRIX"), why);
         test_skip_unless_required("opencl-matrix", why);
     }
     return ctx;
@@ -113,7 +114,8 @@ static const char *want_kernel(const fattn_case *c, harness_path path, int split
 static void run_cases_split(fattn_dtype dtype, harness_path path, const char *const *only,
                             size_t nonly, int splits) {
     fattn_context *ctx = matrix_context();
-    if (splits) assert_int_equal(fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, splits), FATTN_OK);
+    if (splits)
+        assert_int_equal(fattn_context_set_param(ctx, FATTN_PARAM_KV_SPLITS, splits), FATTN_OK);
     int ran = 0, failures = 0;
     for (size_t i = 0; i < fattn_case_count; i++) {
         const fattn_case *c = &fattn_cases[i];
@@ -150,8 +152,7 @@ static void run_cases_split(fattn_dtype dtype, harness_path path, const char *co
     test_finish_runs("opencl", splits ? "decode-matrix" : "matrix", ran, 0, failures, "");
 }
 
-static void run_cases(fattn_dtype dtype, harness_path path, const char *const *only,
-                      size_t nonly) {
+static void run_cases(fattn_dtype dtype, harness_path path, const char *const *only, size_t nonly) {
     run_cases_split(dtype, path, only, nonly, 0);
 }
 
@@ -187,7 +188,8 @@ static void test_tf32(void **state) {
     char why[400];
     snprintf(why, sizeof why, "no TF32 on %s", fattn_context_device_name(ctx));
     fattn_context_free(ctx);
-    if (!has && emulating("-nv")) fail_msg("FATTN_OPENCL_MATRIX=%s: %s", getenv("FATTN_OPENCL_MATRIX"), why);
+    if (!has && emulating("-nv"))
+        fail_msg("FATTN_OPENCL_MATRIX=%s: %s", getenv("FATTN_OPENCL_MATRIX"), why);
     if (!has) test_skip_unless_required("opencl-tf32", why);
     run_cases(FATTN_F32, HARNESS_TF32, NULL, 0);
 }
@@ -272,8 +274,10 @@ static void decode_tune_env(const char *tune, char *saved, size_t len, int resto
     if (!restore) {
         const char *old = getenv("FATTN_DECODE_TUNE");
         snprintf(saved, len, "%s", old ? old : "");
-        if (tune) setenv("FATTN_DECODE_TUNE", tune, 1);
-        else unsetenv("FATTN_DECODE_TUNE");
+        if (tune)
+            setenv("FATTN_DECODE_TUNE", tune, 1);
+        else
+            unsetenv("FATTN_DECODE_TUNE");
     } else if (*saved) {
         setenv("FATTN_DECODE_TUNE", saved, 1);
     } else {
@@ -320,12 +324,9 @@ static void test_decode(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_f16),
-        cmocka_unit_test(test_bf16),
-        cmocka_unit_test(test_f32_scalar),
-        cmocka_unit_test(test_tf32),
-        cmocka_unit_test(test_switch),
-        cmocka_unit_test(test_tune),
+        cmocka_unit_test(test_f16),        cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_f32_scalar), cmocka_unit_test(test_tf32),
+        cmocka_unit_test(test_switch),     cmocka_unit_test(test_tune),
         cmocka_unit_test(test_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -669,10 +669,9 @@ static void run_cases(void **state, int naive) {
                 } else {
                     for (int64_t s = 0; !naive && s < (c->splits ? N(kv_splits) : 1); s++) {
                         const int dec = c->decode && kv_splits[s] >= 2;
-                        run_one(ctx, info.name, &p, 0, kv_splits[s],
-                                dec && kind == FATTN_BACKEND_CUDA,
-                                dec && matrix && dtypes[k] != FATTN_F32 ? "decode-matrix" : NULL,
-                                &t);
+                        run_one(
+                            ctx, info.name, &p, 0, kv_splits[s], dec && kind == FATTN_BACKEND_CUDA,
+                            dec && matrix && dtypes[k] != FATTN_F32 ? "decode-matrix" : NULL, &t);
                     }
                     if (naive && !c->len_q && c->kv == KV_DENSE)
                         run_one(ctx, info.name, &p, 1, 0, 0, NULL, &t);

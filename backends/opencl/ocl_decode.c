@@ -97,18 +97,18 @@
 #define OCL_DEC_WAVES 4         /* kv_splits = 0: work-groups per compute unit aimed at */
 #define OCL_DEC_WAVES_BATCHED 8 /* ... when a split has OCL_DEC_BATCHED_UNITS groups or more */
 #define OCL_DEC_BATCHED_UNITS 32
-#define OCL_DEC_MIN_KEYS 256    /* kv_splits = 0: keys per split, at least */
-#define OCL_DEC_MAX_SPLITS 128  /* kv_splits = 0: splits, at most */
-#define OCL_DEC_NT 128          /* work-items per group, at most */
-#define OCL_DEC_LOCAL_CAP 49152 /* local bytes per group, at most (NVIDIA's limit) */
-#define OCL_DEC_KV_TILE 16384   /* bytes of one K (or V) tile in local memory, aimed at */
-#define OCL_DEC_MAX_LPT 32      /* chunks of K (and of V) one work-item holds in registers */
-#define OCL_DEC_PAGED_BKV 32    /* paged, unbatched: keys per tile, at most */
+#define OCL_DEC_MIN_KEYS 256       /* kv_splits = 0: keys per split, at least */
+#define OCL_DEC_MAX_SPLITS 128     /* kv_splits = 0: splits, at most */
+#define OCL_DEC_NT 128             /* work-items per group, at most */
+#define OCL_DEC_LOCAL_CAP 49152    /* local bytes per group, at most (NVIDIA's limit) */
+#define OCL_DEC_KV_TILE 16384      /* bytes of one K (or V) tile in local memory, aimed at */
+#define OCL_DEC_MAX_LPT 32         /* chunks of K (and of V) one work-item holds in registers */
+#define OCL_DEC_PAGED_BKV 32       /* paged, unbatched: keys per tile, at most */
 #define OCL_DEC_PAGED_VR_BATCHED 2 /* paged, batched: P.V row lanes */
-#define OCL_DEC_MMA_KW 16       /* matrix build: keys per warp tile */
-#define OCL_DEC_MMA_WARPS 4     /* ... warps per group, at most */
-#define OCL_DEC_MMA_RING 49152  /* ... bytes of the group's rings, at most */
-#define OCL_DEC_MMA_ROUNDS 1    /* ... kv_splits = 0: rounds of resident groups aimed at */
+#define OCL_DEC_MMA_KW 16          /* matrix build: keys per warp tile */
+#define OCL_DEC_MMA_WARPS 4        /* ... warps per group, at most */
+#define OCL_DEC_MMA_RING 49152     /* ... bytes of the group's rings, at most */
+#define OCL_DEC_MMA_ROUNDS 1       /* ... kv_splits = 0: rounds of resident groups aimed at */
 
 /* The plan (decode.cl's build options, plus the launch's counts). */
 typedef struct ocl_decode_plan {
@@ -373,11 +373,12 @@ static fattn_status mma_shape(const ocl_state *s, const fattn_problem *p, ocl_de
     /* A stage also holds Q, and the rings the merge (decode_mma.cl checks
      * the same). */
     const size_t ring = (size_t)d->nw * (size_t)d->stages * stage;
-    const size_t merge = ((size_t)d->nw * (size_t)d->dvpad + 2 * (size_t)d->nw + 2) * (size_t)d->br * 4;
+    const size_t merge =
+        ((size_t)d->nw * (size_t)d->dvpad + 2 * (size_t)d->nw + 2) * (size_t)d->br * 4;
     if (stage < (size_t)d->br * (size_t)d->dpad * 2 || ring < merge)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the matrix decode kernel's rings (%zu bytes) cannot hold Q and the merge",
-                          ring);
+        return fattn_fail(
+            msg, FATTN_ERR_UNSUPPORTED,
+            "the matrix decode kernel's rings (%zu bytes) cannot hold Q and the merge", ring);
     if (mma_local_bytes(d) > s->limits.local_mem || (size_t)d->nt > s->limits.max_wg)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the matrix decode kernel (%d warps of %d, %d stages of %d keys) needs "
@@ -406,8 +407,8 @@ static fattn_status build_kernel(ocl_state *s, const fattn_problem *p, const ocl
 
 /* Either row's accept: the shape (matrix or scalar), the build and its
  * work-group limit, the split count, the plan. */
-static fattn_status decode_accept(ocl_state *s, const fattn_problem *p, fattn_plan *plan,
-                                  int mma, fattn_msg *msg) {
+static fattn_status decode_accept(ocl_state *s, const fattn_problem *p, fattn_plan *plan, int mma,
+                                  fattn_msg *msg) {
     fattn_status st = decode_checks(s, p, msg);
     if (st != FATTN_OK) return st;
     const int forced = p->tune.kv_splits;
@@ -479,7 +480,8 @@ static fattn_status decode_accept(ocl_state *s, const fattn_problem *p, fattn_pl
          * build aims at `waves` groups per compute unit. */
         const int64_t cus = s->limits.compute_units;
         const int64_t fill = cus * resident * OCL_DEC_MMA_ROUNDS / base;
-        const int64_t want = mma && !waves_set ? (fill > 0 ? fill : 1) : ceil_div(cus * waves, base);
+        const int64_t want =
+            mma && !waves_set ? (fill > 0 ? fill : 1) : ceil_div(cus * waves, base);
         const int64_t by_keys = decode_visible_keys(p) / min_keys;
         splits = want < by_keys ? want : by_keys;
         if (splits > max_splits) splits = max_splits;
