@@ -36,14 +36,7 @@
  *   multiples of KW), else each lane the pages of the rows it copies
  *   (FATTN_PAGED). The sinks join in the combine.
  *
- * f32 (DTYPE 0) runs where the tile file takes it as TF32 (MX_TF32): tiles
- * hold 16-bit units, EW = 2 per element (mma_common.cl), V stays in key
- * rows (mx_pv_rows), and with TF32X3 (the host's default; one TF32
- * product only under FATTN_FLAG_ALLOW_TF32) every product is three TF32
- * ones, hi and lo parts, so scores and O keep float32's precision: the
- * kernel is bound by memory, and the matrix units have time to spare.
- *
- * Build options: DTYPE (0 f32, 1 f16, 2 bf16), DPAD, DVPAD, NW, BM = MX_TQ NW
+ * Build options: DTYPE (1 f16, 2 bf16), DPAD, DVPAD, NW, BM = MX_TQ NW
  * (one row tile per warp: MT 1), BN = KW (keys per warp tile, a multiple
  * of 16), DSTAGES (2..4), KV_VEC (16-byte copies: K/V rows 16-byte aligned
  * and D % 8 == 0, as decode.cl's), FATTN_RAGGED / FATTN_PAGED, FATTN_VAR. */
@@ -65,13 +58,9 @@
 #define OW_FLOATS (NW * MX_TQ * DVPAD)         /* the merge: each warp's rows */
 #define MERGE_FLOATS (OW_FLOATS + 2 * NW * MX_TQ + 2 * MX_TQ) /* ... and the rows' statistics */
 
-#ifndef TF32X3
-#define TF32X3 0 /* f32: each product as three TF32 ones (float32's precision), else one */
-#endif
-
-#if MT != 1 || KW % 16 != 0 || DSTAGES < 2 || DSTAGES > 4 || (DTYPE == 0 && !MX_TF32) || \
+#if MT != 1 || KW % 16 != 0 || DSTAGES < 2 || DSTAGES > 4 || DTYPE == 0 || \
     WSTAGE < QT_UNITS || 2 * RING_UNITS < 4 * MERGE_FLOATS
-#error "decode_mma.cl: need BM = MX_TQ NW, BN % 16 == 0, 2..4 stages, f16 or bf16 (f32: TF32 tiles), a ring that holds Q and the merge"
+#error "decode_mma.cl: need BM = MX_TQ NW, BN % 16 == 0, 2..4 stages, f16 or bf16, a ring that holds Q and the merge"
 #endif
 
 #ifndef MX_WARP_SYNC
@@ -80,17 +69,16 @@
 inline void mx_warp_sync(void) { barrier(CLK_LOCAL_MEM_FENCE); }
 #endif
 
-/* Chunk c of a K or V row into dst: 16 bytes (zeros past the row's D
- * elements, and all zeros for a key past the split's, in == 0); row is the
- * row's first element, both in 16-bit units (EW per element). */
+/* Chunk c of a K or V row at element `row` into dst: 16 bytes (zeros past
+ * D, and all zeros for a key past the split's, in == 0). */
 inline void copy_chunk(__local ushort *dst, __global const ushort *g, long row, int c, int D,
                        int in) {
-    const int left = D * EW - c * 8;
+    const int left = D - c * 8;
     if (!in || left <= 0) {
         *(__local uint4 *)dst = (uint4)(0u);
         return;
     }
-    __global const ushort *src = g + row * EW + c * 8;
+    __global const ushort *src = g + row + c * 8;
     if (KV_VEC)
         mx_cp16(dst, src, left >= 8 ? 16 : 2 * left);
     else
@@ -247,9 +235,8 @@ MX_UNROLL
             const int r = idx / CHQ, c = idx % CHQ, rr = r0 + r;
             __local ushort *d = qs + TILE_OFF(r, c, CHQ);
             const int g = rr / Sq, i = rr - g * Sq;
-            const long at = ROW_OK(r) ? Q_AT(g, i) : 0;
-            for (int e = 0; e < 8; e++)
-                d[e] = ROW_OK(r) && c * 8 + e < D * EW ? q[at * EW + c * 8 + e] : (ushort)0;
+            const long at = ROW_OK(r) ? Q_AT(g, i) + c * 8 : 0;
+            for (int e = 0; e < 8; e++) d[e] = ROW_OK(r) && c * 8 + e < D ? q[at + e] : (ushort)0;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 MX_UNROLL
@@ -274,22 +261,8 @@ MX_UNROLL
         for (int n = 0; n < NS; ++n)
 MX_UNROLL
             for (int e = 0; e < MX_CE; ++e) sc[0][n][e] = 0.0f;
-#if TF32X3
-        float sc_lo[1][NS][MX_CE];
-MX_UNROLL
-        for (int n = 0; n < NS; ++n)
-MX_UNROLL
-            for (int e = 0; e < MX_CE; ++e) sc_lo[0][n][e] = 0.0f;
-MX_UNROLL
-        for (int kk = 0; kk < KD; ++kk) mx_qk_step_x3(sc, sc_lo, qf[kk], kt, kk, xs);
-MX_UNROLL
-        for (int n = 0; n < NS; ++n)
-MX_UNROLL
-            for (int e = 0; e < MX_CE; ++e) sc[0][n][e] += sc_lo[0][n][e];
-#else
 MX_UNROLL
         for (int kk = 0; kk < KD; ++kk) mx_qk_step(sc, qf[kk], kt, kk, xs);
-#endif
 
         /* Scale, mask, rescore; then the online softmax per row (a row with
          * nothing visible yet keeps m = -inf and subtracts 0; a NaN score
@@ -339,11 +312,7 @@ MX_UNROLL
                 for (int e = 0; e < MX_CE; ++e)
                     if (mx_el_slot(e) == hh) oacc[0][dt][e] *= alpha;
         }
-#if MX_VT
-        mx_pv_rows(oacc, sc, vt, xs); /* V streams as key rows; the tile file reads them so */
-#else
         mx_pv(oacc, sc, vt, xs);
-#endif
         mx_warp_sync(); /* the stage is read before ISSUE writes it again */
     }
 

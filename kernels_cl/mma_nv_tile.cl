@@ -68,12 +68,6 @@ MX_UNROLL
 }
 
 #if MX_TF32
-/* P's A fragment in TF32: S tile kk's accumulators (c0, c2, c1, c3: rows g,
- * g + 8 x keys t, t + 4). */
-inline void mx_p_frag(uint pa[4], const float s[MX_CE]) {
-    pa[0] = as_uint(s[0]), pa[1] = as_uint(s[2]), pa[2] = as_uint(s[1]), pa[3] = as_uint(s[3]);
-}
-
 /* O[mt][*] += P V in TF32, k8 step kk being S tile kk (keys permuted, see
  * above): P's A fragment is the tile's accumulators (c0, c2, c1, c3: rows
  * g, g + 8 x keys t, t + 4); V^T's matrices (dims 0-7 / 8-15 x the tile's
@@ -86,7 +80,12 @@ MX_UNROLL
     for (int kk = 0; kk < NS; ++kk) {
         uint pa[MT][4];
 MX_UNROLL
-        for (int mt = 0; mt < MT; ++mt) mx_p_frag(pa[mt], s[mt][kk]);
+        for (int mt = 0; mt < MT; ++mt) {
+            pa[mt][0] = as_uint(s[mt][kk][0]);
+            pa[mt][1] = as_uint(s[mt][kk][2]);
+            pa[mt][2] = as_uint(s[mt][kk][1]);
+            pa[mt][3] = as_uint(s[mt][kk][3]);
+        }
 MX_UNROLL
         for (int dp = 0; dp < ND / 2; ++dp) {
             uint vf[4];
@@ -96,67 +95,6 @@ MX_UNROLL
                 mx_mma(o[mt][2 * dp], pa[mt], vf[0], vf[1], xs);
                 mx_mma(o[mt][2 * dp + 1], pa[mt], vf[2], vf[3], xs);
             }
-        }
-    }
-}
-
-/* decode_mma.cl's P V in TF32 with V as it streams, key rows (not V^T): the
- * B fragment of k8 step kk and n8 tile dt is V[8kk + t][8dt + g] and
- * V[8kk + t + 4][8dt + g] (g = lane / 4, t = lane % 4), one 32-bit local
- * read each; P's A fragment is S's accumulators, as in mx_pv. */
-inline void mx_vrow_frag(uint b[2], __local const ushort *vt, int kk, int dt) {
-    const int lane = MX_LANE, g = lane >> 2, t = lane & 3, x = 2 * (dt * 8 + g);
-    b[0] = *(__local const uint *)(vt + TILE_EL(kk * 8 + t, x, CHV));
-    b[1] = *(__local const uint *)(vt + TILE_EL(kk * 8 + t + 4, x, CHV));
-}
-
-/* Exact f32 from TF32 units (TF32X3): x = hi + lo with hi x's bits the unit
- * reads (it drops the low 13) and lo = x - hi exact in f32; a b is taken
- * as hi hi + hi lo + lo hi, the dropped lo lo being 2^-22 of it, so the
- * products keep float32's precision at three instructions each. */
-inline uint mx_tf32_lo(uint x) { return as_uint(as_float(x) - as_float(x & 0xffffe000u)); }
-
-inline void mx_mma_x3(float c[MX_CE], float c_lo[MX_CE], const uint a[4], uint b0, uint b1,
-                      __local uint *xs) {
-    uint al[4];
-MX_UNROLL
-    for (int i = 0; i < 4; i++) al[i] = mx_tf32_lo(a[i]);
-    mx_mma(c_lo, al, b0, b1, xs);
-    mx_mma(c_lo, a, mx_tf32_lo(b0), mx_tf32_lo(b1), xs);
-    mx_mma(c, a, b0, b1, xs);
-}
-
-/* S += Q K^T (one row tile) over k8 step kk, products to float32 (big
- * terms in s, small ones in s_lo: two chains of dependent instructions). */
-inline void mx_qk_step_x3(float s[1][NS][MX_CE], float s_lo[1][NS][MX_CE], uint qa[1][MX_QW],
-                          __local const ushort *kt, int kk, __local uint *xs) {
-    const int lane = MX_LANE;
-    const int kr = MX_KEY_ROW(lane & 7) + (lane >> 4) * 8, kc = (lane >> 3) & 1;
-MX_UNROLL
-    for (int np = 0; np < NS / 2; ++np) {
-        uint kf[4];
-        mx_ldsm(kf, kt, TILE_OFF(np * 16 + kr, kk * 2 + kc, CHQ), xs);
-        mx_mma_x3(s[0][2 * np], s_lo[0][2 * np], qa[0], kf[0], kf[1], xs);
-        mx_mma_x3(s[0][2 * np + 1], s_lo[0][2 * np + 1], qa[0], kf[2], kf[3], xs);
-    }
-}
-
-/* O += P V (one row tile), V in key rows; TF32X3: products to float32. */
-inline void mx_pv_rows(float o[1][ND][MX_CE], float s[1][NS][MX_CE], __local const ushort *vt,
-                       __local uint *xs) {
-MX_UNROLL
-    for (int kk = 0; kk < NS; ++kk) {
-        uint pa[4];
-        mx_p_frag(pa, s[0][kk]);
-MX_UNROLL
-        for (int dt = 0; dt < ND; ++dt) {
-            uint vf[2];
-            mx_vrow_frag(vf, vt, kk, dt);
-#if TF32X3
-            mx_mma_x3(o[0][dt], o[0][dt], pa, vf[0], vf[1], xs);
-#else
-            mx_mma(o[0][dt], pa, vf[0], vf[1], xs);
-#endif
         }
     }
 }

@@ -100,13 +100,12 @@ static fattn_context *matrix_context(void) {
     return ctx;
 }
 
-/* The kernel a case must run: the matrix kernel, but for f32 past head
- * dim 128 (its tiles do not fit local memory: the scalar kernels); with
+/* The kernel a case must run: the matrix kernel, but for TF32 past head
+ * dim 128 (its tiles do not fit local memory: the scalar kernel); with
  * forced key splits, the split-KV matrix kernel. */
-static const char *want_kernel(const fattn_case *c, fattn_dtype dtype, int splits) {
-    const int wide_f32 = dtype == FATTN_F32 && c->head_dim > 128;
-    if (splits) return wide_f32 ? "decode" : "decode-matrix";
-    return wide_f32 ? "tiled" : "matrix";
+static const char *want_kernel(const fattn_case *c, harness_path path, int splits) {
+    if (splits) return "decode-matrix";
+    return path == HARNESS_TF32 && c->head_dim > 128 ? "tiled" : "matrix";
 }
 
 /* The picked cases, or with `only` those it lists; path HARNESS_TF32 runs
@@ -125,9 +124,9 @@ static void run_cases_split(fattn_dtype dtype, harness_path path, const char *co
         if (path == HARNESS_TF32) d.flags |= FATTN_FLAG_ALLOW_TF32;
         fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
         assert_int_equal(fattn_context_memory_report(ctx, &d, &rep), FATTN_OK);
-        if (strcmp(rep.kernel, want_kernel(c, dtype, splits)) != 0) {
+        if (strcmp(rep.kernel, want_kernel(c, path, splits)) != 0) {
             print_error("case '%s': the kernel is '%s', not '%s': %s\n", c->name, rep.kernel,
-                        want_kernel(c, dtype, splits), fattn_error_message(ctx));
+                        want_kernel(c, path, splits), fattn_error_message(ctx));
             failures++;
             continue;
         }
@@ -182,22 +181,16 @@ static void test_f32_scalar(void **state) {
 /* f32 with FATTN_FLAG_ALLOW_TF32 on a matrix path that has TF32 (the
  * device description says "+TF32"; else a visible skip): the picked cases
  * within TF32's tolerance, and the same run with a tuned shape. */
-/* 1 when the matrix path has TF32, else 0 with the reason in why (the NV
- * layout's emulation has it: its absence there fails). */
-static int has_tf32(char *why, size_t len) {
+static void test_tf32(void **state) {
+    (void)state;
     fattn_context *ctx = matrix_context();
     const int has = strstr(fattn_context_device_name(ctx), "(+TF32)") != NULL;
-    snprintf(why, len, "no TF32 on %s", fattn_context_device_name(ctx));
+    char why[400];
+    snprintf(why, sizeof why, "no TF32 on %s", fattn_context_device_name(ctx));
     fattn_context_free(ctx);
     if (!has && emulating("-nv"))
         fail_msg("FATTN_OPENCL_MATRIX=%s: %s", getenv("FATTN_OPENCL_MATRIX"), why);
-    return has;
-}
-
-static void test_tf32(void **state) {
-    (void)state;
-    char why[400];
-    if (!has_tf32(why, sizeof why)) test_skip_unless_required("opencl-tf32", why);
+    if (!has) test_skip_unless_required("opencl-tf32", why);
     run_cases(FATTN_F32, HARNESS_TF32, NULL, 0);
 }
 
@@ -293,26 +286,17 @@ static void decode_tune_env(const char *tune, char *saved, size_t len, int resto
 }
 
 /* The split-KV decode kernel on matrix units (kernels_cl/decode_mma.cl):
- * the picked decoding cases in f16 and bf16 at 3 and 7 forced splits, in
- * f32 where the path has TF32 (three TF32 products each, within f32's
- * tolerance; one under FATTN_FLAG_ALLOW_TF32, within TF32's), the ring
- * shapes moved off the defaults (one warp of three stages; one warp of
- * 32-key tiles), and the ways it gives way to the scalar decode kernel
- * (f32 without TF32 or past head dim 128; FATTN_DECODE_TUNE mma=0). */
+ * the picked decoding cases in f16 and bf16 at 3 and 7 forced splits, the
+ * ring shapes moved off the defaults (one warp of three stages; one warp
+ * of 32-key tiles), and the ways it gives way to the scalar decode kernel
+ * (f32; FATTN_DECODE_TUNE mma=0). */
 static void test_decode(void **state) {
     (void)state;
     const size_t n = sizeof decode_picked / sizeof decode_picked[0];
-    char saved[128], why[400];
+    char saved[128];
     decode_tune_env(NULL, saved, sizeof saved, 0);
     run_cases_split(FATTN_F16, HARNESS_TILED, decode_picked, n, 3);
     run_cases_split(FATTN_BF16, HARNESS_TILED, decode_picked, n, 7);
-    const int tf32 = has_tf32(why, sizeof why);
-    if (tf32) {
-        run_cases_split(FATTN_F32, HARNESS_TILED, decode_picked, n, 3);
-        run_cases_split(FATTN_F32, HARNESS_TF32, decode_picked, n, 5);
-    } else {
-        print_message("f32 on the matrix decode kernel not run: %s\n", why);
-    }
     /* Both fit NVIDIA's 48 KiB of local memory at head dim 128. */
     const char *const shapes[] = {"nw=1,stages=3", "nw=1,kw=32,stages=2"};
     for (size_t i = 0; i < 2; i++) {
@@ -333,7 +317,7 @@ static void test_decode(void **state) {
                 d = harness_desc(&fattn_cases[c], i ? FATTN_F16 : FATTN_F32);
         fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
         assert_int_equal(fattn_context_memory_report(ctx, &d, &rep), FATTN_OK);
-        assert_string_equal(rep.kernel, !i && tf32 ? "decode-matrix" : "decode");
+        assert_string_equal(rep.kernel, "decode");
         fattn_context_free(ctx);
     }
 }

@@ -650,12 +650,10 @@ static void run_cases(void **state, int naive) {
             fail_msg("create %s device %d: %s", info.name, dev, fattn_error_message(NULL));
         print_message("%s device %d (%s)\n", info.name, dev, fattn_context_device_name(ctx));
         /* An OpenCL device with a matrix path (or its emulation) runs the
-         * 16-bit decoding cases under forced splits on the matrix decode,
-         * and f32 where the path has TF32 but both head dims pass 128. */
+         * 16-bit decoding cases under forced splits on the matrix decode. */
         const char *dn = fattn_context_device_name(ctx);
         const int matrix = kind == FATTN_BACKEND_OPENCL && strstr(dn, "matrix units: ") &&
                            !strstr(dn, "matrix units: scalar");
-        const int tf32 = matrix && strstr(dn, "(+TF32)");
         for (int64_t i = 0; i < N(cases); i++)
             for (int64_t k = 0; k < N(dtypes); k++) {
                 const vcase *c = &cases[i];
@@ -671,13 +669,9 @@ static void run_cases(void **state, int naive) {
                 } else {
                     for (int64_t s = 0; !naive && s < (c->splits ? N(kv_splits) : 1); s++) {
                         const int dec = c->decode && kv_splits[s] >= 2;
-                        const int64_t dv = c->head_dim_v ? c->head_dim_v : c->head_dim;
-                        const int on_mma = dtypes[k] != FATTN_F32
-                                               ? matrix
-                                               : tf32 && (c->head_dim <= 128 || dv <= 128);
-                        run_one(ctx, info.name, &p, 0, kv_splits[s],
-                                dec && kind == FATTN_BACKEND_CUDA,
-                                dec && on_mma ? "decode-matrix" : NULL, &t);
+                        run_one(
+                            ctx, info.name, &p, 0, kv_splits[s], dec && kind == FATTN_BACKEND_CUDA,
+                            dec && matrix && dtypes[k] != FATTN_F32 ? "decode-matrix" : NULL, &t);
                     }
                     if (naive && !c->len_q && c->kv == KV_DENSE)
                         run_one(ctx, info.name, &p, 1, 0, 0, NULL, &t);

@@ -148,8 +148,7 @@ static size_t decode_local_bytes(const ocl_decode_plan *d, fattn_dtype dt, int p
  * and the matrix files' scratch. */
 static size_t mma_local_bytes(const ocl_decode_plan *d) {
     const size_t kw = (size_t)(d->bkv / d->nw), nw = (size_t)d->nw;
-    const size_t esize = (size_t)(16 / d->ce);
-    return nw * (size_t)d->stages * kw * (size_t)(d->dpad + d->dvpad) * esize /* rings */
+    return nw * (size_t)d->stages * kw * (size_t)(d->dpad + d->dvpad) * 2 /* rings */
            + nw * (size_t)d->xs_words * 4;
 }
 
@@ -350,10 +349,7 @@ static fattn_status scalar_shape(const ocl_state *s, const fattn_problem *p, ocl
  * warps of OCL_DEC_MMA_KW keys per tile. The rings take OCL_DEC_MMA_RING
  * bytes at most: 3 stages deep where local memory holds them with a warp
  * or more, else 2, with as many warps (up to OCL_DEC_MMA_WARPS) as fit;
- * the tuning string's nw, stages and kw override. f32 (a tile file with
- * TF32) takes twice the bytes: at d128 one warp of 3 stages; where both
- * head dims pass 128 no ring fits OCL_DEC_MMA_RING and the scalar kernel
- * runs, on every device alike (an nw or stages override may pass it). */
+ * the tuning string's nw, stages and kw override. */
 static fattn_status mma_shape(const ocl_state *s, const fattn_problem *p, ocl_decode_plan *d,
                               const ocl_mma_files *mf, fattn_msg *msg) {
     const char *tune = s->settings.decode_tune;
@@ -361,35 +357,25 @@ static fattn_status mma_shape(const ocl_state *s, const fattn_problem *p, ocl_de
     d->mma = 1;
     d->xs_words = mf->xs_words;
     d->br = mf->tq;
-    d->ce = p->dtype == FATTN_F32 ? 4 : 8; /* f32: as TF32 (decode_mma.cl) */
-    const size_t esize = (size_t)(16 / d->ce);
-    const size_t stage = (size_t)kw * (size_t)(d->dpad + d->dvpad) * esize; /* one warp's */
-    const int tuned = fattn_tune_value(tune, "nw", 0) || fattn_tune_value(tune, "stages", 0);
+    d->ce = 8;
+    const size_t stage = (size_t)kw * (size_t)(d->dpad + d->dvpad) * 2; /* one warp's */
     for (int stages = 3; stages >= 2; stages--) {
         int nw = OCL_DEC_MMA_WARPS;
         while (nw > 1 && (size_t)nw * (size_t)stages * stage > OCL_DEC_MMA_RING) nw /= 2;
         d->stages = (int)fattn_tune_value(tune, "stages", stages);
         d->nw = (int)fattn_tune_value(tune, "nw", nw);
         d->bkv = d->nw * kw;
-        if (mma_local_bytes(d) <= s->limits.local_mem &&
-            (tuned || (size_t)d->nw * (size_t)d->stages * stage <= OCL_DEC_MMA_RING))
-            break;
+        if (mma_local_bytes(d) <= s->limits.local_mem) break;
     }
     d->nt = d->nw * mf->warp;
-    d->vec = decode_vec_ok(p, d->ce) && fattn_tune_value(tune, "vec", 1);
+    d->vec = decode_vec_ok(p, 8) && fattn_tune_value(tune, "vec", 1);
     d->row_tiles = (int)ceil_div(p->heads_q / p->heads_kv * p->seq_q, d->br);
     /* A stage also holds Q, and the rings the merge (decode_mma.cl checks
      * the same). */
     const size_t ring = (size_t)d->nw * (size_t)d->stages * stage;
     const size_t merge =
         ((size_t)d->nw * (size_t)d->dvpad + 2 * (size_t)d->nw + 2) * (size_t)d->br * 4;
-    if (!tuned && ring > OCL_DEC_MMA_RING)
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the matrix decode kernel's rings would take %zu bytes, more than %d "
-                          "(head dims %lld and %lld, %zu bytes an element)",
-                          ring, OCL_DEC_MMA_RING, (long long)p->head_dim, (long long)p->head_dim_v,
-                          esize);
-    if (stage < (size_t)d->br * (size_t)d->dpad * esize || ring < merge)
+    if (stage < (size_t)d->br * (size_t)d->dpad * 2 || ring < merge)
         return fattn_fail(
             msg, FATTN_ERR_UNSUPPORTED,
             "the matrix decode kernel's rings (%zu bytes) cannot hold Q and the merge", ring);
@@ -402,12 +388,6 @@ static fattn_status mma_shape(const ocl_state *s, const fattn_problem *p, ocl_de
     return FATTN_OK;
 }
 
-/* f32 on the matrix build: each product as three TF32 ones (float32's
- * precision, as the scalar kernels), or one under FATTN_FLAG_ALLOW_TF32. */
-static int ocl_decode_tf32x3(const fattn_problem *p) {
-    return p->dtype == FATTN_F32 && !(p->flags & FATTN_FLAG_ALLOW_TF32);
-}
-
 static fattn_status build_kernel(ocl_state *s, const fattn_problem *p, const ocl_decode_plan *d,
                                  const ocl_mma_files *mf, cl_kernel *k, fattn_msg *msg) {
     if (!d->mma) return decode_kernel(s, p, d, k, msg);
@@ -417,9 +397,8 @@ static fattn_status build_kernel(ocl_state *s, const fattn_problem *p, const ocl
         snprintf(dv, sizeof dv, " -DDVPAD=%d", d->dvpad);
     snprintf(options, sizeof options,
              "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DDSTAGES=%d "
-             "-DKV_VEC=%d -DTF32X3=%d%s%s%s%s",
-             (int)p->dtype, d->dpad, d->br * d->nw, d->bkv / d->nw, d->nw, d->stages, d->vec,
-             ocl_decode_tf32x3(p), dv,
+             "-DKV_VEC=%d%s%s%s%s",
+             (int)p->dtype, d->dpad, d->br * d->nw, d->bkv / d->nw, d->nw, d->stages, d->vec, dv,
              ocl_ragged_option(p), var, mf->options);
     snprintf(file, sizeof file, "%s+decode_split.cl+decode_mma.cl", mf->files);
     return ocl_get_kernel(&s->cache, s->context, s->dev.device, file, "decode_mma", options, k,

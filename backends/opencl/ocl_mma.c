@@ -372,11 +372,9 @@ const char *ocl_mma_path(const ocl_state *s) {
 }
 
 int ocl_mma_files_for(const ocl_state *s, fattn_dtype dtype, ocl_mma_files *out, fattn_msg *msg) {
-    if (s->mma_prim < 0 || !s->mma_ok[dtype]) {
+    if (s->mma_prim < 0 || dtype == FATTN_F32 || !s->mma_ok[dtype]) {
         fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "%s",
-                   s->mma_prim >= 0 && dtype == FATTN_F32
-                       ? "this device's matrix path has no TF32: f32 runs on the scalar kernels"
-                       : s->mma_why);
+                   dtype == FATTN_F32 ? "the matrix decode kernel takes f16 and bf16" : s->mma_why);
         return 0;
     }
     const mma_prim *pr = &prims[s->mma_prim];
