@@ -339,10 +339,12 @@ static fattn_status scalar_shape(const ocl_state *s, const fattn_problem *p, ocl
     /* Many row tiles (batched decoding): fewer P.V row lanes per work-item
      * (one; two for a paged cache) and more groups per compute unit ran
      * faster on the H200, at batch 1 the defaults did (see the measurements
-     * above) but in f32, whose batch-1 rows took 0.104 and 0.290 ms at 32k
-     * and 128k keys with one row lane against 0.159 and 0.435 with four
-     * (bench/results/2026-11-23-h200-decode-f32, call73). */
-    if ((batched || p->dtype == FATTN_F32) && !vr_set && d->nt / d->vc <= d->bkv)
+     * above) but for a dense f32 cache at head dim 128: one row lane took
+     * 0.110 and 0.292 ms at 32k and 128k keys against 0.160 and 0.437 with
+     * four, while paged (0.143 against 0.124) and d64 (0.087 against 0.075)
+     * lost (bench/results/2026-11-23-h200-decode-f32, calls 73 and 74). */
+    const int f32_d128 = p->dtype == FATTN_F32 && !paged && d->dvpad == 128;
+    if ((batched || f32_d128) && !vr_set && d->nt / d->vc <= d->bkv)
         decode_maps(d, batched && paged ? OCL_DEC_PAGED_VR_BATCHED : 1);
     return FATTN_OK;
 }
