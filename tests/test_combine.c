@@ -431,12 +431,16 @@ static void combine_case(fattn_context *ctx, const inputs *in, fattn_dtype out_d
     uint64_t rng = seed;
 
     /* The split: cuts[0] = 0 <= cuts[1] <= ... <= cuts[P] = Sk, with an empty
-     * range forced first, in the middle or last. */
+     * range forced first, in the middle or last. Every third case of the
+     * other layouts takes 9 to 20 parts: kernels that load several parts at
+     * once (combine.cl's COMBINE_UNROLL) meet whole groups and a remainder,
+     * empty parts among them. */
     const int P = layout == LAYOUT_SINGLE        ? 1
                   : layout == LAYOUT_PACKED      ? 3 + n % 4
                   : layout == LAYOUT_INTERLEAVED ? 2 + (n + 2) % 5
+                  : n % 3 == 1                   ? 9 + n % 12
                                                  : 2 + n % 5;
-    int64_t cuts[7];
+    int64_t cuts[21];
     cuts[0] = 0;
     cuts[P] = Sk;
     for (int i = 1; i < P; i++) cuts[i] = below(&rng, Sk + 1);
