@@ -336,6 +336,17 @@ static fattn_status check_tensor(fattn_context *ctx, const want_ *w, const fattn
                               "%s has a negative stride (batch %" PRId64 ", head %" PRId64
                               ", seq %" PRId64 ", dim %" PRId64 ")",
                               name, t->stride_batch, t->stride_head, t->stride_seq, t->stride_dim);
+    /* A stride along an extent of 1 never steps, so the span check below
+     * does not bound it; backends still scale every stride to bytes (and add
+     * a few), so no stride may be larger than any buffer could be. */
+    const int64_t huge = INT64_MAX / 64;
+    if (t->stride_batch > huge || t->stride_head > huge || t->stride_seq > huge ||
+        (w->shape == SHAPE_BIAS && t->stride_dim > huge))
+        return fattn_ctx_fail(ctx, FATTN_ERR_OVERFLOW,
+                              "%s has a stride above 2^57 elements (batch %" PRId64 ", head %" PRId64
+                              ", seq %" PRId64 ", dim %" PRId64
+                              "), larger than any buffer; along a size of 1 pass 0",
+                              name, t->stride_batch, t->stride_head, t->stride_seq, t->stride_dim);
     if (t->buffer && t->buffer->ctx != ctx)
         return fattn_ctx_fail(ctx, FATTN_ERR_WRONG_CONTEXT,
                               "%s->buffer was made by another context", name);

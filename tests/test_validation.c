@@ -1122,14 +1122,18 @@ static void test_overflow(void **state) {
     EXPECT(NULL, fattn_memory_estimate(&d, NULL, &rep), FATTN_ERR_OVERFLOW, "memory byte counts");
 
     /* Tensor geometry: a product, a sum, and the final byte count. */
+    const int64_t big = INT64_C(1) << 56; /* within the bound on any stride */
     for (int i = 0; i < NT; i++) {
         snprintf(needle, sizeof needle, "%s: offset plus strides times sizes overflows", tname[i]);
         copy_tensors(t, fx);
-        t[i].stride_seq = INT64_MAX / 2; /* (seq - 1) * stride overflows */
+        t[i].stride_seq = big; /* (seq - 1) * stride fits ... */
+        t[i].offset = INT64_MAX - 3 * big; /* ... the sum does not */
         EXPECT_REJECTED(fx, &fx->desc, t, 0, FATTN_ERR_OVERFLOW, needle);
+        snprintf(needle, sizeof needle, "%s has a stride above 2^57 elements", tname[i]);
         copy_tensors(t, fx);
-        t[i].stride_batch = INT64_MAX; /* fits alone, the sum does not */
+        t[i].stride_seq = INT64_MAX / 2;
         EXPECT_REJECTED(fx, &fx->desc, t, 0, FATTN_ERR_OVERFLOW, needle);
+        snprintf(needle, sizeof needle, "%s: offset plus strides times sizes overflows", tname[i]);
         copy_tensors(t, fx);
         t[i].offset = INT64_MAX;
         EXPECT_REJECTED(fx, &fx->desc, t, 0, FATTN_ERR_OVERFLOW, needle);
@@ -1146,6 +1150,21 @@ static void test_overflow(void **state) {
     EXPECT(NULL,
            fattn_tensor_init(NULL, FATTN_F32, FATTN_LAYOUT_BSHD, 1, 2, INT64_MAX / 2, 4, 0, &x),
            FATTN_ERR_OVERFLOW, "heads * seq * dim");
+
+    /* A stride along an extent of 1 never steps, so the span does not bound
+     * it, only its own size does (the fuzzer found the CPU backend scaling
+     * k->stride_head to bytes past 2^63 with one KV head). */
+    fattn_attention_desc one = fx->desc;
+    one.batch = 1;
+    copy_tensors(t, fx);
+    for (int i = 0; i < NT; i++) t[i].stride_batch = big;
+    EXPECT_ACCEPTED(fx, &one, t);
+    for (int i = 0; i < NT; i++) {
+        copy_tensors(t, fx);
+        t[i].stride_batch = INT64_MAX / 8;
+        snprintf(needle, sizeof needle, "%s has a stride above 2^57 elements", tname[i]);
+        EXPECT_REJECTED(fx, &one, t, 0, FATTN_ERR_OVERFLOW, needle);
+    }
 
     EXPECT_ACCEPTED(fx, &fx->desc, fx->t);
 }
