@@ -753,6 +753,11 @@ static fattn_status check_combine_desc(const fattn_combine_desc *c, fattn_msg *m
                           "desc->o_part_stride = %" PRId64 ", lse_part_stride = %" PRId64
                           ": part strides must be >= 0",
                           c->o_part_stride, c->lse_part_stride);
+    if (c->o_part_stride > INT64_MAX / 64 || c->lse_part_stride > INT64_MAX / 64)
+        return fattn_fail(msg, FATTN_ERR_OVERFLOW,
+                          "desc->o_part_stride = %" PRId64 ", lse_part_stride = %" PRId64
+                          ": a part stride above 2^57 elements is larger than any buffer",
+                          c->o_part_stride, c->lse_part_stride);
     if (!mul4(c->batch, c->heads, c->seq, c->head_dim, &n) ||
         !mul4(c->batch, c->heads, c->seq, c->parts, &n))
         return fattn_fail(msg, FATTN_ERR_OVERFLOW, "the combine's sizes overflow a 64-bit integer");

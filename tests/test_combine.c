@@ -963,7 +963,7 @@ static void validation(fattn_backend_kind kind) {
     REJECT_DESC(f, o_part_stride, -1, FATTN_ERR_STRIDE, "o_part_stride");
     REJECT_DESC(f, lse_part_stride, -V_L, FATTN_ERR_STRIDE, "lse_part_stride");
     REJECT_DESC(f, parts, INT64_MAX / 4, FATTN_ERR_OVERFLOW, "overflow");
-    REJECT_DESC(f, o_part_stride, INT64_MAX / 2, FATTN_ERR_OVERFLOW, "o_parts");
+    REJECT_DESC(f, o_part_stride, INT64_MAX / 2, FATTN_ERR_OVERFLOW, "larger than any buffer");
 
     /* Tensor dtypes. */
     REJECT_T(f, po, dtype, FATTN_F16, FATTN_ERR_DTYPE, "o_parts");
