@@ -349,8 +349,8 @@ FATTN_API void *fattn_buffer_native(const fattn_buffer *buf);
  * 1). Strides may be 0 for inputs (broadcast) but must not make output
  * elements overlap. No stride (nor a combine's part stride) may exceed
  * 2^57 elements, even along a size of 1 where it is never used
- * (FATTN_ERR_OVERFLOW: pass 0 there). Index tensors (int32) use the same fields, as their descriptions
- * below say. */
+ * (FATTN_ERR_OVERFLOW: pass 0 there). Index tensors (int32) use the same
+ * fields, as their descriptions below say. */
 typedef struct fattn_tensor {
     size_t size;             /* sizeof(fattn_tensor): FATTN_TENSOR_INIT */
     fattn_buffer *buffer;
