@@ -123,7 +123,8 @@ void combine(__global const part_t *po, long po_off, long po_sb, long po_sh, lon
             /* COMBINE_UNROLL parts at a time: their loads are issued together
              * (a part with lse -inf loads nothing), then added in part order.
              * One at a time, each load waited for the last: 66 parts of a
-             * batch-1 decode took 16 us on the H200. */
+             * batch-1 decode took 16 us on the H200. `!(w < 0)`, not
+             * `w >= 0`: a NaN weight is added, as in the loop below. */
             for (; j + COMBINE_UNROLL <= n; j += COMBINE_UNROLL) {
                 float w[COMBINE_UNROLL];
                 for (int u = 0; u < COMBINE_UNROLL; u++) w[u] = wts[j + u];
@@ -134,10 +135,10 @@ void combine(__global const part_t *po, long po_off, long po_sb, long po_sh, lon
                     for (int u = 0; u < COMBINE_UNROLL; u++)
                         x[u] = w[u] < 0.0f ? 0.0f : PLOAD(po, orow + (c + j + u) * po_ps + d);
                     for (int u = 0; u < COMBINE_UNROLL; u++)
-                        if (w[u] >= 0.0f) acc[k] += w[u] * x[u];
+                        if (!(w[u] < 0.0f)) acc[k] += w[u] * x[u];
                 }
                 for (int u = 0; u < COMBINE_UNROLL; u++)
-                    if (w[u] >= 0.0f) l += w[u];
+                    if (!(w[u] < 0.0f)) l += w[u];
             }
             for (; j < n; j++) {
                 const float w = wts[j];

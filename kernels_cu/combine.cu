@@ -6,9 +6,9 @@
 // computes one part's weight exp(lse_p - shift) into shared memory (-1 marks
 // a part with lse_p = -inf: it saw no key and its O is not read), and every
 // thread adds the chunk's weighted O rows to its head-dim elements, in part
-// order, and the weights to l (so l is summed in the CPU's order). A NaN or
-// +inf lse gives a NaN weight (NaN is not < 0, so it is not skipped) and
-// makes the row NaN. O = acc * (l == 0 ? 0 : 1 / l), lse = l == 0 ? -inf :
+// order (loading kUnroll parts' rows at once), and the weights to l (so l is
+// summed in the CPU's order). A NaN or +inf lse gives a NaN weight (NaN is
+// not < 0, so it is not skipped) and makes the row NaN. O = acc * (l == 0 ? 0 : 1 / l), lse = l == 0 ? -inf :
 // m + log(l). Rows, parts, offsets and strides are 64-bit; the grid is
 // capped and strides over the rows, so any row count runs. With cu_q (the
 // decode path's packed query rows) a row's output place comes from the
@@ -25,6 +25,7 @@ namespace {
 constexpr int WG = 64;                                // threads per row: a multiple of 32
 constexpr int NACC = FATTN_CUDA_COMBINE_MAX_D / WG;   // head-dim elements per thread
 constexpr int64_t kMaxBlocks = int64_t(1) << 20;      // blocks stride over rows beyond this
+constexpr int kUnroll = 8;                            // parts whose O loads are in flight together
 static_assert(WG % 32 == 0 && FATTN_CUDA_COMBINE_MAX_D % WG == 0, "WG must tile the head dim");
 
 __device__ __forceinline__ float get(const float *p) { return *p; }
@@ -87,7 +88,34 @@ __global__ void __launch_bounds__(WG)
             }
             __syncthreads();
             const int n = a.parts - c < WG ? (int)(a.parts - c) : WG;
-            for (int j = 0; j < n; j++) {
+            int j = 0;
+            // kUnroll parts at a time: their loads are issued together (a
+            // part with lse -inf loads nothing), then added in part order.
+            // One at a time, each load waited for the last: 66 parts of a
+            // batch-1 decode took 16.5 us on the H200. `!(w < 0)`, not
+            // `w >= 0`: a NaN weight is added, as in the loop below.
+            for (; j + kUnroll <= n; j += kUnroll) {
+                float w[kUnroll];
+#pragma unroll
+                for (int u = 0; u < kUnroll; u++) w[u] = wts[j + u];
+                const P *src = po + (c + j) * a.po_ps;
+#pragma unroll
+                for (int k = 0; k < NACC; k++) {
+                    const int d = tid + k * WG;
+                    if (d >= a.head_dim) continue;
+                    float x[kUnroll];
+#pragma unroll
+                    for (int u = 0; u < kUnroll; u++)
+                        x[u] = w[u] < 0.f ? 0.f : get(src + u * a.po_ps + d);
+#pragma unroll
+                    for (int u = 0; u < kUnroll; u++)
+                        if (!(w[u] < 0.f)) acc[k] += w[u] * x[u];
+                }
+#pragma unroll
+                for (int u = 0; u < kUnroll; u++)
+                    if (!(w[u] < 0.f)) l += w[u];
+            }
+            for (; j < n; j++) {
                 const float w = wts[j];
                 if (w < 0.f) continue;   // lse -inf: no key; O is not read
                 l += w;

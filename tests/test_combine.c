@@ -642,7 +642,9 @@ PER_BACKEND(against_forward)
 /* 2. Special rows                                                               */
 /* =========================================================================== */
 
-/* What the three parts of a row hold; a part with lse -inf has NaN in O. */
+/* What parts 0..2 of a row hold (with `rot`, parts rot..rot+2; the others
+ * are finite but for ROW_ALL_NEG_INF, ROW_ONLY_ONE and ROW_POS_INF_ALONE);
+ * a part with lse -inf has NaN in O. */
 enum row_kind {
     ROW_ALL_NEG_INF,   /* every part -inf: O = 0, lse = -inf */
     ROW_ONE_NEG_INF,   /* part 1 -inf, the others finite */
@@ -659,7 +661,7 @@ static const char *const row_kind_name[ROW_KINDS] = {
     "all parts -inf", "one part -inf", "one part finite", "NaN lse", "NaN and -inf lse",
     "+inf lse",       "+inf and -inf", "large lse",       "tiny lse"};
 
-enum { SP_B = 2, SP_H = 3, SP_S = 4, SP_D = 40, SP_P = 3 };
+enum { SP_B = 2, SP_H = 3, SP_S = 4, SP_D = 40, SP_MAX_P = 11 };
 
 static float special_lse(int kind, int p, uint64_t *rng) {
     const float r = uniform(rng) * 2.0f;
@@ -676,8 +678,12 @@ static float special_lse(int kind, int p, uint64_t *rng) {
     }
 }
 
-static void special_case(fattn_context *ctx, fattn_dtype pdt, fattn_dtype odt, uint64_t seed) {
-    const int64_t B = SP_B, H = SP_H, S = SP_S, D = SP_D, P = SP_P;
+/* P parts, the special ones starting at part rot: with 11, parts 0..7 are
+ * one group of the GPU kernels' unrolled loads (rot 0) and 8..10 the rest
+ * (rot 8), so each special row meets both code paths. */
+static void special_case(fattn_context *ctx, fattn_dtype pdt, fattn_dtype odt, int64_t P,
+                         int64_t rot, uint64_t seed) {
+    const int64_t B = SP_B, H = SP_H, S = SP_S, D = SP_D;
     const int64_t E = B * H * S * D, L = B * H * S, os = E + 11, ls = L + 5;
     darr po = darr_make(ctx, pdt, (size_t)(3 + (P - 1) * os + E + 2));
     darr pl = darr_make(ctx, FATTN_F32, (size_t)(2 + (P - 1) * ls + L + 3));
@@ -694,10 +700,10 @@ static void special_case(fattn_context *ctx, fattn_dtype pdt, fattn_dtype odt, u
             for (int64_t i = 0; i < S; i++) {
                 const int64_t row = (b * H + h) * S + i;
                 const int kind = (int)(row % ROW_KINDS);
-                double lse[SP_P], m = -INFINITY;
+                double lse[SP_MAX_P], m = -INFINITY;
                 int nan_row = 0;
                 for (int64_t p = 0; p < P; p++) {
-                    const float x = special_lse(kind, (int)p, &rng);
+                    const float x = special_lse(kind, (int)((p + P - rot) % P), &rng);
                     harr_put(&pl.h, at(&tpl, b, h, i, 0) + (size_t)(p * ls), x);
                     lse[p] = x;
                     nan_row |= isnan(x) || x == INFINITY;
@@ -748,9 +754,9 @@ static void special_case(fattn_context *ctx, fattn_dtype pdt, fattn_dtype odt, u
     const double tol = o_tolerance(pdt, odt);
     for (int with_lse = 1; with_lse >= 0; with_lse--) {
         char what[160];
-        snprintf(what, sizeof what, "%s, special rows, %s parts -> %s, lse %s",
-                 fattn_context_backend_name(ctx), fattn_dtype_name(pdt), fattn_dtype_name(odt),
-                 with_lse ? "given" : "NULL");
+        snprintf(what, sizeof what, "%s, special rows, %lld %s parts from %lld -> %s, lse %s",
+                 fattn_context_backend_name(ctx), (long long)P, fattn_dtype_name(pdt),
+                 (long long)rot, fattn_dtype_name(odt), with_lse ? "given" : "NULL");
         darr_poison(&o);
         darr_poison(&l);
         expect_(fattn_combine(ctx, &c, &tpo, &tpl, &to, with_lse ? &tl : NULL), FATTN_OK,
@@ -814,7 +820,11 @@ static void special_rows(fattn_backend_kind kind) {
                                             {FATTN_F32, FATTN_BF16},
                                             {FATTN_F16, FATTN_F16},
                                             {FATTN_BF16, FATTN_BF16}};
-    for (int i = 0; i < 5; i++) special_case(ctx, pairs[i][0], pairs[i][1], 300 + (uint64_t)i);
+    static const int64_t parts_rot[3][2] = {{3, 0}, {SP_MAX_P, 0}, {SP_MAX_P, 8}};
+    for (int i = 0; i < 5; i++)
+        for (int k = 0; k < 3; k++)
+            special_case(ctx, pairs[i][0], pairs[i][1], parts_rot[k][0], parts_rot[k][1],
+                         300 + (uint64_t)(3 * i + k));
     fattn_context_free(ctx);
 }
 PER_BACKEND(special_rows)
