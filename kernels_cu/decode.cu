@@ -13,7 +13,8 @@
 // - Keys. Grid x is (b, hk, row tile), grid y the key split: split s of a
 //   sequence with T block tiles (of BKV keys) takes tiles [s*T/S, (s+1)*T/S),
 //   clipped to the keys its rows see (causal) and, when paged, checked page
-//   by page first (ragged_pages_ok: a bad page leaves the block no keys).
+//   by page (ragged_pages_ok: a bad page leaves the block no keys) while
+//   the first tiles, their pages clamped into range, are in flight.
 //   With a sliding window, each row sees [rowlo, rowlim) and the splits
 //   divide only the tiles from the rows' first visible key (split_keys).
 // - Variants. The window and sinks (folded in at the output or by the
@@ -438,8 +439,7 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
     // (the planner checks).
     int k0, k_hi;
     split_keys<C::BKV, BR>(a, prm, s.len_kv, rowlo, rowlim, split, &k0, &k_hi);
-    if (!ragged_pages_ok(a, b, k0, k_hi)) k_hi = k0;   // every thread: it is a barrier
-    const int nt = k_hi > k0 ? (k_hi - k0 + C::BKV - 1) / C::BKV : 0;
+    int nt = k_hi > k0 ? (k_hi - k0 + C::BKV - 1) / C::BKV : 0;   // 0 below on a bad page
 
     // This lane's key in a warp tile, and the chunks of its row it moves.
     const int jj = lane / LPK, part = lane % LPK;
@@ -459,7 +459,7 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
             int64_t ko, vo;
             if (paged) {
                 const int64_t pi = divide(kc, prm.page), slot = kc - pi * rg.page_size;
-                const int64_t pg = __ldg(rg.table + b * rg.table_sb + pi * rg.table_ss);
+                const int64_t pg = page_in_range(rg, b, pi);
                 ko = pg * a.k_sb + k_head + slot * a.k_ss;
                 vo = pg * a.v_sb + v_head + slot * a.v_ss;
             } else {
@@ -509,6 +509,12 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
 
 #pragma unroll
     for (int t = 0; t < C::STAGES - 1; t++) issue(t);
+    // The pages are vetted while the first tiles are in flight, as in
+    // decode_mma_kernel (which says why).
+    if (!ragged_pages_ok(a, b, k0, k_hi)) {   // every thread: it is a barrier
+        cp_async_wait_all();                  // the ring is reused at the end
+        k_hi = k0, nt = 0;
+    }
     for (int t = 0; t < nt; t++) {
         // The stage this fills was read in iteration t - 1, which every lane
         // finished (the __syncwarp that ends it).
@@ -771,15 +777,7 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     // This split's keys: [k0, k_hi) (split_keys).
     int k0, k_hi;
     split_keys<C::BKV, BR>(a, prm, s.len_kv, rowlo, rowlim, split, &k0, &k_hi);
-    if (!ragged_pages_ok(a, b, k0, k_hi)) k_hi = k0;   // every thread: it is a barrier
-    const int nt = k_hi > k0 ? (k_hi - k0 + C::BKV - 1) / C::BKV : 0;
-    // The keys this lane's rows see (0 for rows past the tile).
-    int lim[MH], klo[MH];
-#pragma unroll
-    for (int h = 0; h < MH; h++) {
-        lim[h] = qr + 8 * h < BR ? min(rowlim[qr + 8 * h], k_hi) : 0;
-        klo[h] = qr + 8 * h < BR ? rowlo[qr + 8 * h] : 0;
-    }
+    int nt = k_hi > k0 ? (k_hi - k0 + C::BKV - 1) / C::BKV : 0;   // 0 below on a bad page
     // kScore: this lane's rows' bias element at key 0, slope (log2 units)
     // and diagonal i + len_kv - len_q.
     [[maybe_unused]] int64_t vbb[MH];
@@ -818,7 +816,7 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
             long long ko, vo;
             if (paged) {
                 const int64_t pi = divide(kc, prm.page), slot = kc - pi * rg.page_size;
-                const int64_t pg = __ldg(rg.table + b * rg.table_sb + pi * rg.table_ss);
+                const int64_t pg = page_in_range(rg, b, pi);
                 ko = pg * a.k_sb + k_head + slot * a.k_ss;
                 vo = pg * a.v_sb + v_head + slot * a.v_ss;
             } else {
@@ -865,6 +863,21 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 
 #pragma unroll
     for (int t = 0; t < C::STAGES - 1; t++) issue(t);
+    // The split's pages are vetted while its first tiles are in flight
+    // (issue clamps each page into range, so those copies stay in the
+    // caller's buffers whatever the table holds): a round of table reads
+    // less before the first copy. A bad page leaves the block no keys.
+    if (!ragged_pages_ok(a, b, k0, k_hi)) {   // every thread: it is a barrier
+        cp_async_wait_all();                  // the ring is reused at the end
+        k_hi = k0, nt = 0;
+    }
+    // The keys this lane's rows see (0 for rows past the tile).
+    int lim[MH], klo[MH];
+#pragma unroll
+    for (int h = 0; h < MH; h++) {
+        lim[h] = qr + 8 * h < BR ? min(rowlim[qr + 8 * h], k_hi) : 0;
+        klo[h] = qr + 8 * h < BR ? rowlo[qr + 8 * h] : 0;
+    }
     for (int t = 0; t < nt; t++) {
         issue(t + C::STAGES - 1);
         cp_async_wait<C::STAGES - 1>();
