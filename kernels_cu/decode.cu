@@ -809,21 +809,14 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     const bool paged = rg.on && rg.page_size;
     const int64_t k_head = hk * a.k_sh, v_head = hk * a.v_sh;
 
-    // Paged: the page of this lane's key in the tile issue() takes next,
-    // read one issue ahead, so that no tile's copies wait on a table read
-    // (in the loop the warp would stall on it: 1.03-1.09x contiguous).
-    auto key_of = [&](int t) { return min(k0 + t * C::BKV + warp * KW + jj, k_hi - 1); };
-    int pg_next = paged && nt > 0 ? page_in_range(rg, b, divide(key_of(0), prm.page)) : 0;
-
     auto issue = [&](int t) {
         if (t < nt) {
             const int kbase = k0 + t * C::BKV + warp * KW;
-            const int kc = key_of(t);   // an address in range either way
+            const int kc = min(kbase + jj, k_hi - 1);   // an address in range either way
             long long ko, vo;
             if (paged) {
                 const int64_t pi = divide(kc, prm.page), slot = kc - pi * rg.page_size;
-                const int64_t pg = pg_next;   // issue() runs for t = 0, 1, 2, ... in turn
-                if (t + 1 < nt) pg_next = page_in_range(rg, b, divide(key_of(t + 1), prm.page));
+                const int64_t pg = page_in_range(rg, b, pi);
                 ko = pg * a.k_sb + k_head + slot * a.k_ss;
                 vo = pg * a.v_sb + v_head + slot * a.v_ss;
             } else {

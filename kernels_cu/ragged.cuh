@@ -97,9 +97,10 @@ __device__ __forceinline__ bool ragged_pages_ok(const fattn_cuda_args &a, int64_
 // decode kernels start their first copies before ragged_pages_ok has
 // vetted the table (its verdict then discards them), and those copies must
 // stay in the caller's buffers whatever the entry holds.
-__device__ __forceinline__ int page_in_range(const fattn_cuda_ragged &r, int64_t b, int64_t pi) {
-    const int pg = __ldg(r.table + b * r.table_sb + pi * r.table_ss);   // int32: so is the result
-    return pg < 0 ? 0 : pg >= r.num_pages ? (int)(r.num_pages - 1) : pg;
+__device__ __forceinline__ int64_t page_in_range(const fattn_cuda_ragged &r, int64_t b,
+                                                 int64_t pi) {
+    const int64_t pg = __ldg(r.table + b * r.table_sb + pi * r.table_ss);
+    return pg < 0 ? 0 : pg >= r.num_pages ? r.num_pages - 1 : pg;
 }
 
 // The element offset of key j of sequence b in K or V (strides sb, ss; the
