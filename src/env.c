@@ -70,6 +70,7 @@ const char *fattn_env_cache_dir(void) { return env_value("FATTN_CACHE_DIR"); }
 const char *fattn_env_kernel_dir(void) { return env_value("FATTN_KERNEL_DIR"); }
 const char *fattn_env_opencl_tiles(void) { return env_value("FATTN_OPENCL_TILES"); }
 const char *fattn_env_decode_tune(void) { return env_value("FATTN_DECODE_TUNE"); }
+const char *fattn_env_cpu_isa(void) { return env_value("FATTN_CPU_ISA"); }
 const char *fattn_env_opencl_options(void) { return env_value("FATTN_OPENCL_OPTIONS"); }
 const char *fattn_env_opencl_matrix(void) { return env_value("FATTN_OPENCL_MATRIX"); }
 const char *fattn_env_opencl_matrix_tune(void) { return env_value("FATTN_OPENCL_MATRIX_TUNE"); }

@@ -102,7 +102,8 @@ fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backe
              keep(out, fattn_env_opencl_tiles(), &s->opencl_tiles) &&
              keep(out, fattn_env_decode_tune(), &s->decode_tune) &&
              keep(out, fattn_env_opencl_matrix(), &s->opencl_matrix) &&
-             keep(out, fattn_env_opencl_matrix_tune(), &s->opencl_matrix_tune);
+             keep(out, fattn_env_opencl_matrix_tune(), &s->opencl_matrix_tune) &&
+             keep(out, fattn_env_cpu_isa(), &s->cpu_isa);
     s->cuda_small_tiles = fattn_env_cuda_small_tiles();
     const char *mx = s->opencl_matrix;
     static const char *const matrix_modes[] = {"auto", "off", "emulate", "emulate-nv",

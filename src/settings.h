@@ -8,7 +8,7 @@
 
 typedef struct fattn_settings_store {
     fattn_settings s;
-    char *owned[12];
+    char *owned[16];
     int count;
 } fattn_settings_store;
 

@@ -7,6 +7,7 @@
 
 typedef struct cpu_state {
     int threads; /* as opened: fattn_context_params, FATTN_CPU_THREADS, or every core */
+    int isa;     /* cpu_isa: the machine's best, capped by FATTN_CPU_ISA */
 } cpu_state;
 
 /* Threads for one call: the context parameter when set, else as opened. */
@@ -65,7 +66,7 @@ FATTN_PLAN_FITS(cpu_tiled_plan);
  * its sequence (not causal, or one query), one row tile holds a head's rows,
  * heads lie side by side within a key (BSHD, paged) and their state fits in
  * a quarter of L2. The planner keeps the answer in the plan. */
-cpu_tiled_kind cpu_tiled_kind_of(const fattn_problem *p, int64_t tq, int64_t tkv);
+cpu_tiled_kind cpu_tiled_kind_of(const fattn_problem *p, int64_t tq, int64_t tkv, int isa);
 
 /* Workspace bytes of a split plan: m, l and D accumulators per split and
  * output row, plus room to align the start to 64 bytes. */
@@ -109,11 +110,34 @@ typedef struct cpu_heads_block {
  * and 16 were within the noise on the shared 2-core EPYC (bf16 b1 32k). */
 enum { CPU_HEADS_AHEAD = 8 };
 
+/* One key tile against 16 query rows held one per vector lane
+ * (cpu_avx512.c): tiles of exactly 16 rows (rows past the real ones have
+ * zero Q and lo = hi = 0), any head dims, no per-score variants. k[j] and
+ * v[j] are key j's float rows (head_dim and head_dim_v floats). Row r sees
+ * the tile's keys [lo[r], hi[r]); the others get weight 0. scores holds
+ * 16 x (keys rounded up to 16) floats. Updates ot, m and l as the tiled
+ * loop updates acc, m and l. */
+typedef struct cpu_lane_tile {
+    const float *qt;                  /* [head_dim][16]: the rows' scaled Q, transposed */
+    const float *const *k, *const *v;
+    float *ot, *m, *l, *scores;       /* ot: [head_dim_v][16]; m, l: [16] */
+    const int32_t *lo, *hi;           /* [16], relative to the tile's first key */
+    int64_t keys, head_dim, head_dim_v;
+} cpu_lane_tile;
 #ifdef CPU_X86_KERNELS
 /* Both need AVX2, FMA and F16C (cpu_have_avx2). */
 void cpu_key_tile_avx2(const cpu_key_tile *tile);
 void cpu_heads_block_avx2(const cpu_heads_block *block);
+/* Needs AVX-512F (cpu_isa() >= CPU_ISA_AVX512). */
+void cpu_lane_tile_avx512(const cpu_lane_tile *tile);
 #endif
+/* Query rows of the lane kernel's tiles: one per AVX-512 float lane. */
+enum { CPU_LANES = 16 };
+/* The instruction sets the kernels are built for, in order. */
+typedef enum cpu_isa { CPU_ISA_PORTABLE = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2 } cpu_isa;
+/* The best of them this CPU runs: x86-64 with AVX2, FMA and F16C; AVX-512F
+ * besides, with the OS saving the ZMM state (XGETBV). */
+cpu_isa cpu_isa_of_machine(void);
 /* 1 where this CPU runs the AVX2 kernels (x86-64 with AVX2, FMA, F16C). */
 int cpu_have_avx2(void);
 

@@ -250,11 +250,15 @@ typedef struct tiled_job {
 /* Rows of a tile rounded up to cpu_key_tile's fours. */
 static inline int64_t rows4(int64_t n) { return (n + 3) & ~(int64_t)3; }
 
-/* Scratch layout per thread, in floats (Dv: head_dim_v). */
+/* Scratch layout per thread, in floats (Dv: head_dim_v): key row
+ * pointers, Q, K, V, scores, acc, m, l, then for the lane kernel (tiles of
+ * 16 rows) its lo and hi, Q transposed (then O's rows at the end) and its
+ * 16 x round16(tkv) scores. */
 static size_t tiled_scratch(int64_t tq, int64_t tkv, int64_t D, int64_t Dv) {
-    const int64_t tr = rows4(tq);
+    const int64_t tr = rows4(tq), wide = D > Dv ? D : Dv,
+                  lanes = tq % CPU_LANES ? 0 : tq * (2 + wide) + CPU_LANES * (tkv + 15);
     return (size_t)(4 * tkv /*K,V row pointers*/ + tr * D /*Q*/ + tkv * (D + Dv) /*K,V*/ +
-                    4 * (tkv + 1) /*scores*/ + tr * Dv /*acc*/ + 2 * tr);
+                    4 * (tkv + 1) /*scores*/ + tr * Dv /*acc*/ + 2 * tr + lanes);
 }
 
 /* Key j of sequence b: its row in K or V (a page's slot when paged). */
@@ -275,8 +279,13 @@ static inline int64_t part_row(const tiled_job *job, const fattn_seq *s, int64_t
     return (s->q_batch * p->heads_q + h) * out_rows_per_head(p) + s->q_row0 + i;
 }
 
-/* The tiled loop's body; avx2 1 where it is built for AVX2, FMA and F16C. */
-CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
+/* The tiled loop's body, built for instruction set `isa` (cpu_isa). With
+ * AVX-512 and tiles of 16 rows (the default) every tile of a problem with
+ * no per-score variant goes to the lane kernel, which keeps the rows' O
+ * transposed in acc until the end; else AVX2's kernel takes the tiles every
+ * row sees whole, and the scalar loop the rest. */
+CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
+    const int avx2 = isa >= CPU_ISA_AVX2;
     const tiled_job *job = arg;
     const fattn_problem *p = job->p;
     const int64_t D = p->head_dim, Dv = p->head_dim_v, tq = job->tq, tkv = job->tkv,
@@ -299,6 +308,12 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
     const int64_t tr = rows4(tq), nr4 = rows4(nr);
     float *Q = scratch + 4 * tkv, *K = Q + tr * D, *V = K + tkv * D, *S = V + tkv * Dv;
     float *acc = S + 4 * (tkv + 1), *m = acc + tr * Dv, *l = m + tr;
+    const int scores = score_variants_on(p);
+    /* The lane kernel: tq / 16 groups of 16 rows, each with its own Q^T,
+     * O^T (in acc), m, l, lo and hi, against each packed K/V tile. */
+    const int lanes = isa >= CPU_ISA_AVX512 && tq % CPU_LANES == 0 && !scores;
+    int32_t *lo = (int32_t *)(void *)(l + tr), *hi = lo + tq;
+    float *qt = l + tr + 2 * tq, *SL = qt + tq * (D > Dv ? D : Dv);
     for (int64_t r = 0; r < nr; r++) {
         const int64_t i = (r0 + r) / group, h = hk * group + (r0 + r) % group;
         /* Folding the scale into Q saves a multiply per score. */
@@ -306,9 +321,14 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
                  p->scale, avx2);
     }
     /* The kernel's padding rows: zero Q, no key seen yet. */
-    memset(Q + nr * D, 0, (size_t)((nr4 - nr) * D) * sizeof(float));
-    for (int64_t r = 0; r < nr4; r++) m[r] = -INFINITY, l[r] = 0.0f;
-    memset(acc, 0, (size_t)(nr4 * Dv) * sizeof(float));
+    const int64_t pad = lanes ? tq : nr4;
+    memset(Q + nr * D, 0, (size_t)((pad - nr) * D) * sizeof(float));
+    for (int64_t r = 0; r < pad; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    memset(acc, 0, (size_t)(pad * Dv) * sizeof(float));
+    if (lanes) /* group g's Q^T at qt + g * 16 * D */
+        for (int64_t r = 0; r < tq; r++)
+            for (int64_t d = 0; d < D; d++)
+                qt[(r / CPU_LANES * D + d) * CPU_LANES + r % CPU_LANES] = Q[r * D + d];
 
     /* This split's keys; keys outside what the tile's rows see are never
      * loaded: causal tiles above the diagonal and key tiles outside every
@@ -316,7 +336,6 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
      * with the row, so the first row has the lowest and the last the
      * highest. */
     const int64_t row_bytes = D * fattn_esize(p->dtype), vrow_bytes = Dv * fattn_esize(p->dtype);
-    const int scores = score_variants_on(p);
     int64_t k_lo, k_hi, first_hi, last_lo;
     fattn_seq_keys(p, &s, r0 / group, &k_lo, &first_hi);
     fattn_seq_keys(p, &s, (r0 + nr - 1) / group, &last_lo, &k_hi);
@@ -328,13 +347,13 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
         const int64_t nk = (k_hi - j0) < tkv ? (k_hi - j0) : tkv;
         /* The AVX2 kernel takes tiles every row sees whole, with no
          * per-score work and V as wide as K. */
-        const int kernel =
-            avx2 && D % 8 == 0 && Dv == D && !scores && first_hi >= j0 + nk && last_lo <= j0;
+        const int kernel = !lanes && avx2 && D % 8 == 0 && Dv == D && !scores &&
+                           first_hi >= j0 + nk && last_lo <= j0;
         for (int64_t j = 0; j < nk; j++) {
             /* The next tile's rows are fetched while this one is computed:
              * a head's key rows lie apart (BSHD, pages), which the hardware
              * prefetchers do not follow; decoding is bound by this stream. */
-            if (j0 + j + tkv < k_hi) {
+            if (!lanes && j0 + j + tkv < k_hi) {
                 prefetch_row(key_row(job, &p->k, &s, b, hk, j0 + j + tkv), row_bytes);
                 prefetch_row(key_row(job, &p->v, &s, b, hk, j0 + j + tkv), vrow_bytes);
             }
@@ -344,7 +363,7 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
                 Kr[j] = kr, Vr[j] = vr;
                 continue;
             }
-            if (p->dtype == FATTN_F32) {
+            if (p->dtype == FATTN_F32 && !lanes) { /* the lane kernel takes packed rows */
                 Kp[j] = kr, Vp[j] = vr;
                 continue;
             }
@@ -366,6 +385,35 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
                                     .head_dim = D,
                                     .dtype = p->dtype};
             cpu_key_tile_avx2(&t);
+            continue;
+        }
+        if (lanes) {
+            for (int64_t r = 0; r < tq; r++) {
+                int64_t jlo = 0, jn = 0;
+                if (r < nr) {
+                    fattn_seq_keys(p, &s, (r0 + r) / group, &jlo, &jn);
+                    jlo = jlo > j0 ? jlo - j0 : 0;
+                    jn = jn - j0 < nk ? jn - j0 : nk;
+                    if (jn < jlo) jn = jlo;
+                }
+                lo[r] = (int32_t)jlo, hi[r] = (int32_t)jn;
+            }
+            for (int64_t g = 0; g * CPU_LANES < nr; g++) {
+                const int64_t x = g * CPU_LANES;
+                const cpu_lane_tile t = {.qt = qt + x * D,
+                                         .k = Kp,
+                                         .v = Vp,
+                                         .ot = acc + x * Dv,
+                                         .m = m + x,
+                                         .l = l + x,
+                                         .scores = SL,
+                                         .lo = lo + x,
+                                         .hi = hi + x,
+                                         .keys = nk,
+                                         .head_dim = D,
+                                         .head_dim_v = Dv};
+                cpu_lane_tile_avx512(&t);
+            }
             continue;
         }
 #endif
@@ -406,6 +454,12 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
             m[r] = m_new;
         }
     }
+    if (lanes) { /* O back to a row per Dv floats, through qt's room */
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t d = 0; d < Dv; d++)
+                qt[r * Dv + d] = acc[(r / CPU_LANES * Dv + d) * CPU_LANES + r % CPU_LANES];
+        memcpy(acc, qt, (size_t)(nr * Dv) * sizeof(float));
+    }
     for (int64_t r = 0; r < nr; r++) {
         const int64_t i = (r0 + r) / group, h = hk * group + (r0 + r) % group;
         if (job->splits == 1) {
@@ -422,7 +476,7 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int avx2) {
 }
 
 static void tiled_item(void *arg, int64_t item, float *scratch) {
-    tiled_body(arg, item, scratch, 0);
+    tiled_body(arg, item, scratch, CPU_ISA_PORTABLE);
 }
 
 /* Scratch of an all-heads work item, in floats: key row pointers, then per
@@ -432,14 +486,14 @@ static size_t heads_scratch(const fattn_problem *p, int64_t tkv) {
     return (size_t)(4 * tkv + 2 * CPU_HEADS_AHEAD + 2 * hr * p->head_dim + 2 * hr + hr * (tkv + 1));
 }
 
-cpu_tiled_kind cpu_tiled_kind_of(const fattn_problem *p, int64_t tq, int64_t tkv) {
+cpu_tiled_kind cpu_tiled_kind_of(const fattn_problem *p, int64_t tq, int64_t tkv, int isa) {
     const int64_t rows = p->seq_q * (p->heads_q / p->heads_kv);
     /* A quarter of a 1 MiB L2: 8 KV heads x 4 rows at d128 take 40 KiB. */
     const size_t most = 256 << 10;
     /* The kernel does no per-score work, takes V as wide as K, and every
      * row must see the same keys (with a window: one query row). */
     const int window = p->var.on && (p->var.window_left >= 0 || p->var.window_right >= 0);
-    if (!cpu_have_avx2() || p->head_dim % 8 != 0 || p->head_dim_v != p->head_dim ||
+    if (isa < CPU_ISA_AVX2 || p->head_dim % 8 != 0 || p->head_dim_v != p->head_dim ||
         score_variants_on(p) || ((p->causal || window) && p->seq_q != 1) || rows > tq ||
         (p->heads_kv > 1 &&
          (p->k.stride_head >= p->k.stride_seq || p->v.stride_head >= p->v.stride_seq)) ||
@@ -526,7 +580,11 @@ static void heads_item(void *arg, int64_t item, float *scratch) {
 #ifdef CPU_X86_KERNELS
 __attribute__((target("avx2,fma,f16c"))) static void tiled_item_avx2(void *arg, int64_t item,
                                                                      float *scratch) {
-    tiled_body(arg, item, scratch, 1);
+    tiled_body(arg, item, scratch, CPU_ISA_AVX2);
+}
+__attribute__((target("avx512f,avx2,fma,f16c"))) static void
+tiled_item_avx512(void *arg, int64_t item, float *scratch) {
+    tiled_body(arg, item, scratch, CPU_ISA_AVX512);
 }
 #endif
 
@@ -543,10 +601,28 @@ int cpu_have_avx2(void) {
 #endif
 }
 
-/* The build of the tiled loop this CPU runs. */
-static cpu_item_fn tiled_fn(void) {
+cpu_isa cpu_isa_of_machine(void) {
 #ifdef CPU_X86_KERNELS
-    if (cpu_have_avx2()) return tiled_item_avx2;
+    if (!cpu_have_avx2()) return CPU_ISA_PORTABLE;
+    /* AVX-512F, and the OS saving opmask and all 32 ZMM registers (XCR0
+     * bits 5-7 besides SSE and AVX's 1-2; OSXSAVE was checked for AVX2). */
+    unsigned a, b, c, d, lo, hi;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 16))) return CPU_ISA_AVX2;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & 0xe6u) == 0xe6u ? CPU_ISA_AVX512 : CPU_ISA_AVX2;
+#else
+    return CPU_ISA_PORTABLE;
+#endif
+}
+
+/* The build of the tiled loop for instruction set isa. */
+static cpu_item_fn tiled_fn(int isa) {
+#ifdef CPU_X86_KERNELS
+    if (isa >= CPU_ISA_AVX512) return tiled_item_avx512;
+    if (isa >= CPU_ISA_AVX2) return tiled_item_avx2;
+#else
+    (void)isa;
 #endif
     return tiled_item;
 }
@@ -606,7 +682,7 @@ fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_
     const int threads = cpu_threads(st, p);
     int64_t items = p->batch * p->heads_kv * job.tiles * job.splits;
     size_t scratch = tiled_scratch(job.tq, job.tkv, p->head_dim, p->head_dim_v) * sizeof(float);
-    cpu_item_fn fn = tiled_fn();
+    cpu_item_fn fn = tiled_fn(st->isa);
 #ifdef CPU_X86_KERNELS
     if (tp->kind == CPU_TILED_ALL_HEADS) {
         items = p->batch * job.splits;
