@@ -449,6 +449,8 @@ static void test_context_report_cpu(void **state) {
     /* The CPU backend keeps one tile set per thread; pin the thread count so
      * the resident-group count does not depend on this machine's cores. */
     setenv("FATTN_CPU_THREADS", "2", 1);
+    /* and the tiles: AVX-512's lane kernel takes 64 rows, the others 16 */
+    setenv("FATTN_CPU_ISA", "portable", 1);
     fattn_context *ctx = NULL;
     assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &ctx), FATTN_OK);
 
@@ -543,6 +545,7 @@ static void test_context_report_cpu(void **state) {
 
     fattn_context_free(ctx);
     unsetenv("FATTN_CPU_THREADS");
+    unsetenv("FATTN_CPU_ISA");
 }
 
 static void test_context_report_thread_count(void **state) {
@@ -551,6 +554,7 @@ static void test_context_report_thread_count(void **state) {
      * B=1, Hq=2, Sq=128 (16 groups of 16 rows) five tile sets count.
      * flash = 24704*5 + 2048 = 123520 + 2048 = 125568 */
     setenv("FATTN_CPU_THREADS", "5", 1);
+    setenv("FATTN_CPU_ISA", "portable", 1); /* 16-row tiles, as above */
     fattn_context *ctx = NULL;
     assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &ctx), FATTN_OK);
     const fattn_attention_desc d = make_desc(1, 2, 1, 128, 128, 32, FATTN_F32);
@@ -560,6 +564,7 @@ static void test_context_report_thread_count(void **state) {
     assert_int_equal(r.flash_bytes, 125568);
     fattn_context_free(ctx);
     unsetenv("FATTN_CPU_THREADS");
+    unsetenv("FATTN_CPU_ISA");
 }
 
 static int teardown_env(void **state) {
