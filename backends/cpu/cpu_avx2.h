@@ -41,18 +41,21 @@ INLINE __m256 hsum8x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m
  * the tests' 1e-5 on LSE and 2e-5 on f32 O. Below ln(FLT_MIN) it gives 0
  * where expf gives a subnormal (under 1.2e-38, against a largest term of
  * 1); -inf gives 0 and NaN stays NaN. */
+/* Its constants, shared with cpu_avx512.c's exp16: the underflow limit,
+ * ln2 in two parts, and the polynomial's coefficients from the highest. */
+static const float cpu_exp_under = -87.33654f, cpu_exp_ln2_hi = 0.693359375f,
+                   cpu_exp_ln2_lo = -2.12194440e-4f;
+static const float cpu_exp_poly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
 INLINE __m256 exp8(__m256 x) {
-    const __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(-87.33654f), _CMP_LT_OQ);
+    const __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(cpu_exp_under), _CMP_LT_OQ);
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(cpu_exp_ln2_hi), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(cpu_exp_ln2_lo), r);
+    __m256 p = _mm256_set1_ps(cpu_exp_poly[0]);
+    for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(cpu_exp_poly[i]));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     const __m256i e =
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
