@@ -2,12 +2,12 @@
  * Sapphire Rapids, Zen 4 and later): 16 query rows held one per lane, so
  * every step is vertical. Scores: for each key, a sum over d of the key's
  * element (broadcast from memory into the FMA) times the 16 rows' Q[d]
- * (Q transposed once per work item); 16 keys at a time in 16 accumulators,
+ * (Q transposed once per work item); KB keys at a time in KB accumulators,
  * so each FMA does 32 flops and loads one float. Softmax: per lane, over
  * the keys, with no horizontal step. P.V: 16 dims of O (transposed, 16 rows
- * per vector) at a time, each key's V element broadcast. The tiles need no
- * packing: K and V rows are read where the tiled loop put them (in place
- * for float32, converted rows otherwise). */
+ * per vector) at a time, each key's V element broadcast. K and V come as
+ * float rows the tiled loop packed into its scratch (read in place, a
+ * head's rows 4 KiB apart in BSHD thrashed L1's sets). */
 #include "cpu_avx2.h" /* exp8's constants; math.h, immintrin.h */
 
 #ifdef CPU_X86_KERNELS
