@@ -40,13 +40,13 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:use_sigaltstack=0 LSAN_OPTIONS=use_
 # Only the tests labelled tsan are built and run: ThreadSanitizer slows the
 # rest for nothing. No suppressions: PoCL is not instrumented, and nothing
 # of ours has needed one.
-pass "ThreadSanitizer build and concurrency test"
+pass "ThreadSanitizer build, concurrency and CPU pool tests"
 tsan=-fsanitize=thread
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATTN_CUDA=OFF \
   -DFATTN_BUILD_EXAMPLES=OFF -DFATTN_BUILD_BENCH=OFF "-DCMAKE_C_FLAGS=$tsan" \
   "-DCMAKE_EXE_LINKER_FLAGS=$tsan" "-DCMAKE_SHARED_LINKER_FLAGS=$tsan" \
   "-DCMAKE_MODULE_LINKER_FLAGS=$tsan" >/dev/null
-cmake --build build-tsan -j "$fattn_jobs" --target test_concurrency
+cmake --build build-tsan -j "$fattn_jobs" --target test_concurrency test_cpu_pool
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan --output-on-failure --no-tests=error -L tsan
 

@@ -5,9 +5,14 @@
 
 #include "backend.h"
 
+/* The context's thread pool (cpu_pool.c). */
+typedef struct cpu_pool cpu_pool;
+enum { CPU_POOL_MAX = 1024 }; /* threads a call may ask for, the caller's included */
+
 typedef struct cpu_state {
     int threads; /* as opened: fattn_context_params, FATTN_CPU_THREADS, or every core */
     int isa;     /* cpu_isa: the machine's best, capped by FATTN_CPU_ISA */
+    cpu_pool *pool;
 } cpu_state;
 
 /* Threads for one call: the context parameter when set, else as opened. */
@@ -15,12 +20,20 @@ static inline int cpu_threads(const cpu_state *s, const fattn_problem *p) {
     return p->tune.cpu_threads > 0 ? p->tune.cpu_threads : s->threads;
 }
 
-/* Runs fn(arg, item, scratch) for item in [0, n) on up to `threads` threads;
- * each thread gets `scratch_bytes` of its own scratch. Returns
- * FATTN_ERR_OUT_OF_MEMORY (with a message) if scratch or threads cannot be had. */
+/* A pool without threads yet (NULL if out of memory), and its end: joins
+ * the workers and frees their scratch. */
+cpu_pool *cpu_pool_create(void);
+void cpu_pool_destroy(cpu_pool *pool);
+
+/* Runs fn(arg, item, scratch) for item in [0, n) on up to `threads` threads
+ * of the context's pool (the caller's among them), starting the workers it
+ * lacks; each thread gets `scratch_bytes` of its own 64-byte-aligned
+ * scratch. Returns FATTN_ERR_OUT_OF_MEMORY (with a message) if no thread
+ * can have its scratch; fewer threads than asked run where the system
+ * refuses more. In a child of fork() the pool is started afresh. */
 typedef void (*cpu_item_fn)(void *arg, int64_t item, float *scratch);
-fattn_status cpu_parallel_for(int threads, int64_t n, size_t scratch_bytes, cpu_item_fn fn,
-                              void *arg, fattn_msg *msg);
+fattn_status cpu_parallel_for(cpu_state *state, int threads, int64_t n, size_t scratch_bytes,
+                              cpu_item_fn fn, void *arg, fattn_msg *msg);
 
 /* Element pointer of operand `op` at (b, h, s), as bytes. */
 static inline const unsigned char *cpu_elem(const fattn_operand *op, fattn_dtype t, int64_t b,

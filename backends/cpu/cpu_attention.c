@@ -657,7 +657,7 @@ static void merge_item(void *arg, int64_t item, float *scratch) {
 
 fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_plan *plan,
                                fattn_msg *msg) {
-    const cpu_state *st = state;
+    cpu_state *st = state;
     const cpu_tiled_plan *tp = FATTN_PLAN_AREA(plan, const cpu_tiled_plan);
     const fattn_ragged *g = &p->rag;
     tiled_job job = {.p = p,
@@ -690,9 +690,9 @@ fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_
         fn = heads_item;
     }
 #endif
-    fattn_status s = cpu_parallel_for(threads, items, scratch, fn, &job, msg);
+    fattn_status s = cpu_parallel_for(st, threads, items, scratch, fn, &job, msg);
     if (s != FATTN_OK || job.splits == 1) return s;
-    return cpu_parallel_for(threads, p->batch * p->heads_q * p->seq_q,
+    return cpu_parallel_for(st, threads, p->batch * p->heads_q * p->seq_q,
                             (size_t)p->head_dim_v * sizeof(float), merge_item, &job, msg);
 }
 
@@ -750,7 +750,7 @@ static void naive_item(void *arg, int64_t row, float *scratch) {
 fattn_status cpu_forward_naive(void *state, const fattn_problem *p, const fattn_plan *plan,
                                fattn_msg *msg) {
     (void)plan;
-    const cpu_state *s = state;
+    cpu_state *s = state;
     const int64_t rows = p->batch * p->heads_q * p->seq_q;
     size_t bytes;
     if (__builtin_mul_overflow((size_t)rows, (size_t)p->seq_kv, &bytes) ||
@@ -772,7 +772,7 @@ fattn_status cpu_forward_naive(void *state, const fattn_problem *p, const fattn_
                               bytes);
         }
     }
-    fattn_status st = cpu_parallel_for(cpu_threads(s, p), rows,
+    fattn_status st = cpu_parallel_for(s, cpu_threads(s, p), rows,
                                        (size_t)(p->head_dim + 2 * wider_dim(p)) * sizeof(float),
                                        naive_item, &job, msg);
     free(job.scores);

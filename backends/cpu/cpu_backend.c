@@ -90,11 +90,20 @@ static fattn_status cpu_open(const fattn_open_args *args, void **state, fattn_ms
         free(s);
         return st;
     }
+    s->pool = cpu_pool_create(); /* its threads start with the first call */
+    if (!s->pool) {
+        free(s);
+        return fattn_fail(msg, FATTN_ERR_OUT_OF_MEMORY, "cannot allocate the CPU thread pool");
+    }
     *state = s;
     return FATTN_OK;
 }
 
-static void cpu_close(void *state) { free(state); }
+static void cpu_close(void *state) {
+    cpu_state *s = state;
+    cpu_pool_destroy(s->pool);
+    free(s);
+}
 
 uint64_t cpu_memory_limit(void) {
 #ifdef __linux__

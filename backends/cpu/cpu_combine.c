@@ -44,6 +44,6 @@ fattn_status cpu_combine(void *state, const fattn_problem *p, const fattn_plan *
     (void)plan;
     combine_job job = {p};
     const int64_t rows = p->batch * p->heads_q * p->seq_q;
-    return cpu_parallel_for(cpu_threads(state, p), rows, (size_t)(2 * p->head_dim) * sizeof(float),
+    return cpu_parallel_for(state, cpu_threads(state, p), rows, (size_t)(2 * p->head_dim) * sizeof(float),
                             combine_row, &job, msg);
 }
