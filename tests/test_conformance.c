@@ -22,10 +22,29 @@ typedef struct conf_state {
     harness_path path;
 } conf_state;
 
+/* 1 when the comma-separated list names dtype (whole names: bf16 is not f16). */
+static int dtype_listed(const char *list, const char *name) {
+    const size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
 static void run_table(void **state) {
     const conf_state *cs = *state;
     fattn_backend_info info = FATTN_BACKEND_INFO_INIT;
     test_use_backend(cs->kind, &info);
+    /* FATTN_TEST_DTYPES=bf16,f16 runs those dtypes only (a kernel that
+     * takes one dtype, checked again under another setting). */
+    const char *dtypes = getenv("FATTN_TEST_DTYPES");
+    if (dtypes && *dtypes && !dtype_listed(dtypes, harness_dtype_name(cs->dtype))) {
+        print_message("[  SKIPPED ] %s: not in FATTN_TEST_DTYPES=%s\n",
+                      harness_dtype_name(cs->dtype), dtypes);
+        skip();
+    }
     int failures = 0;
     for (int dev = 0; dev < info.device_count; dev++) {
         fattn_context *ctx = NULL;

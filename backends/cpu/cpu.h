@@ -137,7 +137,44 @@ typedef struct cpu_lane_tile {
     const int32_t *lo, *hi;           /* [16], relative to the tile's first key */
     int64_t keys, head_dim, head_dim_v;
 } cpu_lane_tile;
+/* 32 query rows against one key tile on AMX (cpu_amx.c), bf16 only: rows
+ * in two blocks of 16, head_dim and head_dim_v multiples of 32, keys
+ * padded to keys_pad (a multiple of 32) with zero K and V rows. q holds
+ * the rows' bf16 Q unscaled ([32][head_dim], rows past the real ones
+ * zero); kt and vp come from cpu_amx_pack_k and _v. Row r sees the tile's
+ * keys [lo[r], hi[r]) (0, 0 for padding rows). s and p are scratch:
+ * [32][keys_pad] floats and bf16. Updates o ([32][head_dim_v] floats), m
+ * and l as the tiled loop does (m in scaled-score units). */
+typedef struct cpu_amx_tile {
+    const uint16_t *q;
+    const uint32_t *kt, *vp;
+    float *o, *m, *l, *s;
+    uint16_t *p;
+    const int32_t *lo, *hi;
+    int64_t keys_pad, head_dim, head_dim_v;
+    float scale;
+} cpu_amx_tile;
+
+/* Where the AMX kernel takes p's tiles of tq rows (with CPU_ISA_AMX):
+ * bf16, rows in pairs of 16-row blocks, both head dims in 32-element tile
+ * steps, no per-score work (cpu_attention.c). */
+int cpu_amx_fits(const fattn_problem *p, int64_t tq);
+
 #ifdef CPU_X86_KERNELS
+/* Need AMX-TILE, AMX-BF16 and AVX512-BF16 (cpu_isa() >= CPU_ISA_AMX).
+ * pack_k: keys_pad / 16 x head_dim / 32 blocks of 16 x 16 dwords, block
+ * (kb, ks) row i = dims (32 ks + 2i, +1) of keys 16 kb .. 16 kb + 15.
+ * pack_v: keys_pad / 32 x head_dim_v / 16 blocks of 16 x 16 dwords, block
+ * (c, db) row i = dims 16 db .. 16 db + 15 of keys (32 c + 2i, +1). k[j]
+ * and v[j] are key j's bf16 rows (j < keys); later keys are zero. */
+void cpu_amx_pack_k(const void *const *k, int64_t keys, int64_t keys_pad, int64_t head_dim,
+                    uint32_t *kt);
+void cpu_amx_pack_v(const void *const *v, int64_t keys, int64_t keys_pad, int64_t head_dim_v,
+                    uint32_t *vp);
+void cpu_amx_run(const cpu_amx_tile *tile);
+/* Asks the OS for the tile state (Linux: arch_prctl, once per process);
+ * 1 where it granted it. */
+int cpu_amx_enable(void);
 /* Both need AVX2, FMA and F16C (cpu_have_avx2). */
 void cpu_key_tile_avx2(const cpu_key_tile *tile);
 void cpu_heads_block_avx2(const cpu_heads_block *block);
@@ -147,9 +184,16 @@ void cpu_lane_tile_avx512(const cpu_lane_tile *tile);
 /* Query rows of the lane kernel's tiles: one per AVX-512 float lane. */
 enum { CPU_LANES = 16 };
 /* The instruction sets the kernels are built for, in order. */
-typedef enum cpu_isa { CPU_ISA_PORTABLE = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2 } cpu_isa;
+typedef enum cpu_isa {
+    CPU_ISA_PORTABLE = 0,
+    CPU_ISA_AVX2 = 1,
+    CPU_ISA_AVX512 = 2,
+    CPU_ISA_AMX = 3
+} cpu_isa;
 /* The best of them this CPU runs: x86-64 with AVX2, FMA and F16C; AVX-512F
- * besides, with the OS saving the ZMM state (XGETBV). */
+ * besides, with the OS saving the ZMM state (XGETBV); AMX-TILE, AMX-BF16
+ * and AVX512-BF16 besides, with the OS saving the tile state and granting
+ * it to this process. */
 cpu_isa cpu_isa_of_machine(void);
 /* 1 where this CPU runs the AVX2 kernels (x86-64 with AVX2, FMA, F16C). */
 int cpu_have_avx2(void);

@@ -250,15 +250,25 @@ typedef struct tiled_job {
 /* Rows of a tile rounded up to cpu_key_tile's fours. */
 static inline int64_t rows4(int64_t n) { return (n + 3) & ~(int64_t)3; }
 
+int cpu_amx_fits(const fattn_problem *p, int64_t tq) {
+    return p->dtype == FATTN_BF16 && tq % 32 == 0 && p->head_dim % 32 == 0 &&
+           p->head_dim_v % 32 == 0 && !score_variants_on(p);
+}
+
+/* Keys of a tile rounded up to the AMX kernel's pairs of 16-key blocks. */
+static inline int64_t keys32(int64_t n) { return (n + 31) & ~(int64_t)31; }
+
 /* Scratch layout per thread, in floats (Dv: head_dim_v): key row
  * pointers, Q, K, V, scores, acc, m, l, then for the lane kernel (tiles of
  * 16 rows) its lo and hi, Q transposed (then O's rows at the end) and its
- * 16 x round16(tkv) scores. */
-static size_t tiled_scratch(int64_t tq, int64_t tkv, int64_t D, int64_t Dv) {
-    const int64_t tr = rows4(tq), wide = D > Dv ? D : Dv,
-                  lanes = tq % CPU_LANES ? 0 : tq * (2 + wide) + CPU_LANES * (tkv + 15);
+ * 16 x round16(tkv) scores, then with `amx` the AMX kernel's packed K^T
+ * and V, its 32 rows' scores (float) and P and the tile's Q (bf16). */
+static size_t tiled_scratch(int64_t tq, int64_t tkv, int64_t D, int64_t Dv, int amx) {
+    const int64_t tr = rows4(tq), wide = D > Dv ? D : Dv, kp = keys32(tkv),
+                  lanes = tq % CPU_LANES ? 0 : tq * (2 + wide) + CPU_LANES * (tkv + 15),
+                  tiles = amx ? kp * (D + Dv) / 2 + 48 * kp + tq * D / 2 : 0;
     return (size_t)(4 * tkv /*K,V row pointers*/ + tr * D /*Q*/ + tkv * (D + Dv) /*K,V*/ +
-                    4 * (tkv + 1) /*scores*/ + tr * Dv /*acc*/ + 2 * tr + lanes);
+                    4 * (tkv + 1) /*scores*/ + tr * Dv /*acc*/ + 2 * tr + lanes + tiles);
 }
 
 /* Key j of sequence b: its row in K or V (a page's slot when paged). */
@@ -309,20 +319,34 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
     float *Q = scratch + 4 * tkv, *K = Q + tr * D, *V = K + tkv * D, *S = V + tkv * Dv;
     float *acc = S + 4 * (tkv + 1), *m = acc + tr * Dv, *l = m + tr;
     const int scores = score_variants_on(p);
+    /* The AMX kernel: bf16 tiles in groups of 32 rows, with O (in acc), m,
+     * l, lo and hi row by row, against each packed K/V tile. */
+    const int amx = isa >= CPU_ISA_AMX && cpu_amx_fits(p, tq);
     /* The lane kernel: tq / 16 groups of 16 rows, each with its own Q^T,
      * O^T (in acc), m, l, lo and hi, against each packed K/V tile. */
-    const int lanes = isa >= CPU_ISA_AVX512 && tq % CPU_LANES == 0 && !scores;
+    const int lanes = !amx && isa >= CPU_ISA_AVX512 && tq % CPU_LANES == 0 && !scores;
     int32_t *lo = (int32_t *)(void *)(l + tr), *hi = lo + tq;
     float *qt = l + tr + 2 * tq, *SL = qt + tq * (D > Dv ? D : Dv);
+    const int64_t kp = keys32(tkv);
+    uint32_t *kt = (uint32_t *)(void *)(SL + CPU_LANES * (tkv + 15)), *vt = kt + kp * D / 2;
+    float *sa = (float *)(void *)(vt + kp * Dv / 2);
+    uint16_t *pa = (uint16_t *)(void *)(sa + 32 * kp), *qa = pa + 32 * kp;
     for (int64_t r = 0; r < nr; r++) {
         const int64_t i = (r0 + r) / group, h = hk * group + (r0 + r) % group;
+        const void *row = cpu_elem(&p->q, p->dtype, s.q_batch, h, s.q_row0 + i);
+        if (amx) { /* bf16 as it lies; the kernel scales the scores */
+            memcpy(qa + r * D, row, (size_t)D * 2);
+            continue;
+        }
         /* Folding the scale into Q saves a multiply per score. */
-        load_row(Q + r * D, cpu_elem(&p->q, p->dtype, s.q_batch, h, s.q_row0 + i), p->dtype, D,
-                 p->scale, avx2);
+        load_row(Q + r * D, row, p->dtype, D, p->scale, avx2);
     }
     /* The kernel's padding rows: zero Q, no key seen yet. */
-    const int64_t pad = lanes ? tq : nr4;
-    memset(Q + nr * D, 0, (size_t)((pad - nr) * D) * sizeof(float));
+    const int64_t pad = lanes || amx ? tq : nr4;
+    if (amx)
+        memset(qa + nr * D, 0, (size_t)((pad - nr) * D) * 2);
+    else
+        memset(Q + nr * D, 0, (size_t)((pad - nr) * D) * sizeof(float));
     for (int64_t r = 0; r < pad; r++) m[r] = -INFINITY, l[r] = 0.0f;
     memset(acc, 0, (size_t)(pad * Dv) * sizeof(float));
     if (lanes) /* group g's Q^T at qt + g * 16 * D */
@@ -347,19 +371,19 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
         const int64_t nk = (k_hi - j0) < tkv ? (k_hi - j0) : tkv;
         /* The AVX2 kernel takes tiles every row sees whole, with no
          * per-score work and V as wide as K. */
-        const int kernel = !lanes && avx2 && D % 8 == 0 && Dv == D && !scores &&
+        const int kernel = !lanes && !amx && avx2 && D % 8 == 0 && Dv == D && !scores &&
                            first_hi >= j0 + nk && last_lo <= j0;
         for (int64_t j = 0; j < nk; j++) {
             /* The next tile's rows are fetched while this one is computed:
              * a head's key rows lie apart (BSHD, pages), which the hardware
              * prefetchers do not follow; decoding is bound by this stream. */
-            if (!lanes && j0 + j + tkv < k_hi) {
+            if (!lanes && !amx && j0 + j + tkv < k_hi) {
                 prefetch_row(key_row(job, &p->k, &s, b, hk, j0 + j + tkv), row_bytes);
                 prefetch_row(key_row(job, &p->v, &s, b, hk, j0 + j + tkv), vrow_bytes);
             }
             const void *kr = key_row(job, &p->k, &s, b, hk, j0 + j);
             const void *vr = key_row(job, &p->v, &s, b, hk, j0 + j);
-            if (kernel) {
+            if (kernel || amx) {
                 Kr[j] = kr, Vr[j] = vr;
                 continue;
             }
@@ -387,7 +411,7 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
             cpu_key_tile_avx2(&t);
             continue;
         }
-        if (lanes) {
+        if (lanes || amx) {
             for (int64_t r = 0; r < tq; r++) {
                 int64_t jlo = 0, jn = 0;
                 if (r < nr) {
@@ -398,6 +422,31 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
                 }
                 lo[r] = (int32_t)jlo, hi[r] = (int32_t)jn;
             }
+        }
+        if (amx) {
+            const int64_t nkp = keys32(nk);
+            cpu_amx_pack_k((const void *const *)Kr, nk, nkp, D, kt);
+            cpu_amx_pack_v((const void *const *)Vr, nk, nkp, Dv, vt);
+            for (int64_t x = 0; x < nr; x += 32) {
+                const cpu_amx_tile t = {.q = qa + x * D,
+                                        .kt = kt,
+                                        .vp = vt,
+                                        .o = acc + x * Dv,
+                                        .m = m + x,
+                                        .l = l + x,
+                                        .s = sa,
+                                        .p = pa,
+                                        .lo = lo + x,
+                                        .hi = hi + x,
+                                        .keys_pad = nkp,
+                                        .head_dim = D,
+                                        .head_dim_v = Dv,
+                                        .scale = p->scale};
+                cpu_amx_run(&t);
+            }
+            continue;
+        }
+        if (lanes) {
             for (int64_t g = 0; g * CPU_LANES < nr; g++) {
                 const int64_t x = g * CPU_LANES;
                 const cpu_lane_tile t = {.qt = qt + x * D,
@@ -586,6 +635,11 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) static void
 tiled_item_avx512(void *arg, int64_t item, float *scratch) {
     tiled_body(arg, item, scratch, CPU_ISA_AVX512);
 }
+/* The AMX kernel's own functions carry its target. */
+__attribute__((target("avx512f,avx2,fma,f16c"))) static void
+tiled_item_amx(void *arg, int64_t item, float *scratch) {
+    tiled_body(arg, item, scratch, CPU_ISA_AMX);
+}
 #endif
 
 int cpu_have_avx2(void) {
@@ -610,7 +664,15 @@ cpu_isa cpu_isa_of_machine(void) {
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 16))) return CPU_ISA_AVX2;
     __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     (void)hi;
-    return (lo & 0xe6u) == 0xe6u ? CPU_ISA_AVX512 : CPU_ISA_AVX2;
+    if ((lo & 0xe6u) != 0xe6u) return CPU_ISA_AVX2;
+    /* AMX: AMX-TILE and AMX-BF16 (leaf 7 EDX bits 24, 22), AVX512BW (EBX
+     * bit 30) and AVX512-BF16 (leaf 7.1 EAX bit 5) for the packing and the
+     * softmax, XCR0's tile bits 17-18, and the OS's grant of the state. */
+    const int amx = (d & (1u << 24)) && (d & (1u << 22)) && (b & (1u << 30));
+    if (!amx || (lo & 0x60000u) != 0x60000u || !__get_cpuid_count(7, 1, &a, &b, &c, &d) ||
+        !(a & (1u << 5)) || !cpu_amx_enable())
+        return CPU_ISA_AVX512;
+    return CPU_ISA_AMX;
 #else
     return CPU_ISA_PORTABLE;
 #endif
@@ -619,6 +681,7 @@ cpu_isa cpu_isa_of_machine(void) {
 /* The build of the tiled loop for instruction set isa. */
 static cpu_item_fn tiled_fn(int isa) {
 #ifdef CPU_X86_KERNELS
+    if (isa >= CPU_ISA_AMX) return tiled_item_amx;
     if (isa >= CPU_ISA_AVX512) return tiled_item_avx512;
     if (isa >= CPU_ISA_AVX2) return tiled_item_avx2;
 #else
@@ -681,7 +744,9 @@ fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_
     }
     const int threads = cpu_threads(st, p);
     int64_t items = p->batch * p->heads_kv * job.tiles * job.splits;
-    size_t scratch = tiled_scratch(job.tq, job.tkv, p->head_dim, p->head_dim_v) * sizeof(float);
+    size_t scratch = tiled_scratch(job.tq, job.tkv, p->head_dim, p->head_dim_v,
+                                   st->isa >= CPU_ISA_AMX && cpu_amx_fits(p, job.tq)) *
+                     sizeof(float);
     cpu_item_fn fn = tiled_fn(st->isa);
 #ifdef CPU_X86_KERNELS
     if (tp->kind == CPU_TILED_ALL_HEADS) {

@@ -8,28 +8,9 @@
  * per vector) at a time, each key's V element broadcast. K and V come as
  * float rows the tiled loop packed into its scratch (read in place, a
  * head's rows 4 KiB apart in BSHD thrashed L1's sets). */
-#include "cpu_avx2.h" /* exp8's constants; math.h, immintrin.h */
+#include "cpu_avx512.h" /* TARGET512, exp16 */
 
 #ifdef CPU_X86_KERNELS
-
-#define TARGET512 __attribute__((target("avx512f,avx2,fma,f16c")))
-#define INLINE512 static inline __attribute__((always_inline)) TARGET512
-
-/* exp(x) as cpu_avx2.h's exp8 (Cephes' expf, 1.18e-7 relative at worst;
- * 0 below ln(FLT_MIN) and for -inf, NaN stays NaN), 16 lanes. */
-INLINE512 __m512 exp16(__m512 x) {
-    const __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(cpu_exp_under), _CMP_LT_OQ);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(cpu_exp_ln2_hi), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(cpu_exp_ln2_lo), r);
-    __m512 p = _mm512_set1_ps(cpu_exp_poly[0]);
-    for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(cpu_exp_poly[i]));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    const __m512i e =
-        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_maskz_mov_ps((__mmask16)~under, _mm512_mul_ps(p, _mm512_castsi512_ps(e)));
-}
 
 /* Scores of KB keys (rows k[0..KB-1] of D floats) against the 16 rows of
  * qt ([D][16]), to s[u * 16 + lane]; lanes outside a row's keys [lo, hi)

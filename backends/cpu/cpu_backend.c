@@ -17,6 +17,11 @@ enum { CPU_TILE_Q = 16, CPU_TILE_KV = 64, CPU_TILE_MAX = 1024 };
  * packed K/V tile serves 64 rows (16: 0.12-0.14 TFLOP/s on 2 cores, the
  * packing half the time). */
 enum { CPU_TILE_Q_LANES = 64 };
+/* The AMX kernel (bf16) packs each K/V tile for all the tile's rows, in
+ * 32-row steps: 128 rows spread the packing thinner (64: 0.33, 128: 0.41
+ * TFLOP/s on the 2-core Xeon, bf16 d128 seq 1024), and 128 keys give each
+ * row's softmax and each O tile's load and store more work. */
+enum { CPU_TILE_Q_AMX = 128, CPU_TILE_KV_AMX = 128 };
 
 static int cpu_cores(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -58,11 +63,11 @@ static fattn_status cpu_device_name(const fattn_settings *settings, int device, 
 /* FATTN_CPU_ISA (v; NULL or "auto": the machine's best): a level this CPU
  * lacks is an error, so a test that forces one never runs another. */
 static fattn_status cpu_isa_setting(const char *v, int *isa, fattn_msg *msg) {
-    static const char *const names[] = {"portable", "avx2", "avx512"};
+    static const char *const names[] = {"portable", "avx2", "avx512", "amx"};
     const cpu_isa best = cpu_isa_of_machine();
     *isa = (int)best;
     if (!v || !strcmp(v, "auto")) return FATTN_OK;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (strcmp(v, names[i])) continue;
         if (i > (int)best)
             return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
@@ -73,7 +78,7 @@ static fattn_status cpu_isa_setting(const char *v, int *isa, fattn_msg *msg) {
         return FATTN_OK;
     }
     return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
-                      "FATTN_CPU_ISA='%.64s' is not auto, avx512, avx2 or portable", v);
+                      "FATTN_CPU_ISA='%.64s' is not auto, amx, avx512, avx2 or portable", v);
 }
 
 static fattn_status cpu_open(const fattn_open_args *args, void **state, fattn_msg *msg) {
@@ -241,8 +246,14 @@ static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan
     plan->tiling.tile_kv = p->tune.tile_kv ? p->tune.tile_kv : CPU_TILE_KV;
     plan->tiling.concurrent_groups = cpu_threads(s, p); /* one tile set per thread */
     cpu_tiled_plan *tp = FATTN_PLAN_AREA(plan, cpu_tiled_plan);
+    tp->kind = cpu_tiled_kind_of(p, plan->tiling.tile_q, plan->tiling.tile_kv, s->isa);
+    /* Per-head bf16 tiles go to the AMX kernel, with its own defaults. */
+    if (tp->kind == CPU_TILED_PER_HEAD && s->isa >= CPU_ISA_AMX &&
+        cpu_amx_fits(p, p->tune.tile_q ? p->tune.tile_q : CPU_TILE_Q_AMX)) {
+        if (!p->tune.tile_q) plan->tiling.tile_q = CPU_TILE_Q_AMX;
+        if (!p->tune.tile_kv) plan->tiling.tile_kv = CPU_TILE_KV_AMX;
+    }
     const int64_t tkv = plan->tiling.tile_kv;
-    tp->kind = cpu_tiled_kind_of(p, plan->tiling.tile_q, tkv, s->isa);
     split_plan(s, p, plan->tiling.tile_q, tkv, tp);
     plan->tiling.workspace_bytes = cpu_split_workspace(p, tp->splits);
     /* Without operands (fattn_workspace_size) the layout is unknown, and
