@@ -66,14 +66,24 @@ INLINEAMX transpose_idx transpose_indices(void) {
     return t;
 }
 
+/* Rows i and i + b of level `level` (the pairs written out, so that the
+ * sixteen rows stay in registers: a loop left them on the stack). */
+#define TRANSPOSE_PAIR(level, i, b)                                                        \
+    do {                                                                                   \
+        const __m512i x_ = r[i], y_ = r[(i) + (b)];                                        \
+        r[i] = _mm512_permutex2var_epi32(x_, t->idx[2 * (level)], y_);                     \
+        r[(i) + (b)] = _mm512_permutex2var_epi32(x_, t->idx[2 * (level) + 1], y_);         \
+    } while (0)
+
 INLINEAMX void transpose16(__m512i r[16], const transpose_idx *t) {
-    for (int level = 0, b = 8; b >= 1; level++, b >>= 1)
-        for (int i = 0; i < 16; i++) {
-            if (i & b) continue;
-            const __m512i x = r[i], y = r[i + b];
-            r[i] = _mm512_permutex2var_epi32(x, t->idx[2 * level], y);
-            r[i + b] = _mm512_permutex2var_epi32(x, t->idx[2 * level + 1], y);
-        }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) TRANSPOSE_PAIR(0, i, 8);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) TRANSPOSE_PAIR(1, k % 4 + k / 4 * 8, 4);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) TRANSPOSE_PAIR(2, k % 2 + k / 2 * 4, 2);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) TRANSPOSE_PAIR(3, 2 * k, 1);
 }
 
 TARGETAMX void cpu_amx_pack_k(const void *const *k, int64_t keys, int64_t keys_pad,

@@ -261,12 +261,13 @@ static inline int64_t keys32(int64_t n) { return (n + 31) & ~(int64_t)31; }
 /* Scratch layout per thread, in floats (Dv: head_dim_v): key row
  * pointers, Q, K, V, scores, acc, m, l, then for the lane kernel (tiles of
  * 16 rows) its lo and hi, Q transposed (then O's rows at the end) and its
- * 16 x round16(tkv) scores, then with `amx` the AMX kernel's packed K^T
- * and V, its 32 rows' scores (float) and P and the tile's Q (bf16). */
+ * 16 x round16(tkv) scores, then with `amx`, from the next 64-byte line,
+ * the AMX kernel's packed K^T and V, its 32 rows' scores (float) and P,
+ * the tile's Q (bf16) and O (float, in place of acc). */
 static size_t tiled_scratch(int64_t tq, int64_t tkv, int64_t D, int64_t Dv, int amx) {
     const int64_t tr = rows4(tq), wide = D > Dv ? D : Dv, kp = keys32(tkv),
                   lanes = tq % CPU_LANES ? 0 : tq * (2 + wide) + CPU_LANES * (tkv + 15),
-                  tiles = amx ? kp * (D + Dv) / 2 + 48 * kp + tq * D / 2 : 0;
+                  tiles = amx ? 16 + kp * (D + Dv) / 2 + 48 * kp + tq * (D / 2 + Dv) : 0;
     return (size_t)(4 * tkv /*K,V row pointers*/ + tr * D /*Q*/ + tkv * (D + Dv) /*K,V*/ +
                     4 * (tkv + 1) /*scores*/ + tr * Dv /*acc*/ + 2 * tr + lanes + tiles);
 }
@@ -327,10 +328,15 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
     const int lanes = !amx && isa >= CPU_ISA_AVX512 && tq % CPU_LANES == 0 && !scores;
     int32_t *lo = (int32_t *)(void *)(l + tr), *hi = lo + tq;
     float *qt = l + tr + 2 * tq, *SL = qt + tq * (D > Dv ? D : Dv);
+    /* The AMX kernel's buffers start at a 64-byte line, so that no tile
+     * row straddles two lines (a misaligned layout ran at half the speed);
+     * their sizes keep that alignment. */
     const int64_t kp = keys32(tkv);
-    uint32_t *kt = (uint32_t *)(void *)(SL + CPU_LANES * (tkv + 15)), *vt = kt + kp * D / 2;
+    uint32_t *kt = (uint32_t *)(((uintptr_t)(SL + CPU_LANES * (tkv + 15)) + 63) & ~(uintptr_t)63);
+    uint32_t *vt = kt + kp * D / 2;
     float *sa = (float *)(void *)(vt + kp * Dv / 2);
     uint16_t *pa = (uint16_t *)(void *)(sa + 32 * kp), *qa = pa + 32 * kp;
+    if (amx) acc = (float *)(void *)(qa + tq * D); /* O's rows, aligned */
     for (int64_t r = 0; r < nr; r++) {
         const int64_t i = (r0 + r) / group, h = hk * group + (r0 + r) % group;
         const void *row = cpu_elem(&p->q, p->dtype, s.q_batch, h, s.q_row0 + i);
