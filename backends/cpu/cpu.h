@@ -123,12 +123,14 @@ typedef struct cpu_heads_block {
  * and 16 were within the noise on the shared 2-core EPYC (bf16 b1 32k). */
 enum { CPU_HEADS_AHEAD = 8 };
 
-/* One key tile against 16 query rows held one per vector lane
- * (cpu_avx512.c): tiles of exactly 16 rows (rows past the real ones have
- * zero Q and lo = hi = 0), any head dims, no per-score variants. k[j] and
- * v[j] are key j's float rows (head_dim and head_dim_v floats). Row r sees
- * the tile's keys [lo[r], hi[r]); the others get weight 0. scores holds
- * 16 x (keys rounded up to 16) floats. Updates ot, m and l as the tiled
+/* One key tile against one or two groups of 16 query rows held one per
+ * vector lane (cpu_avx512.c): groups of exactly 16 rows (rows past the
+ * real ones have zero Q and lo = hi = 0), any head dims, no per-score
+ * variants. k[j] and v[j] are key j's float rows (head_dim and head_dim_v
+ * floats). Row r sees the tile's keys [lo[r], hi[r]); the others get
+ * weight 0. Group g's qt, ot, m, l, lo and hi follow group 0's (qt + 16 g
+ * head_dim, ot + 16 g head_dim_v, the others + 16 g). scores holds groups
+ * x 16 x (keys rounded up to 16) floats. Updates ot, m and l as the tiled
  * loop updates acc, m and l. */
 typedef struct cpu_lane_tile {
     const float *qt;                  /* [head_dim][16]: the rows' scaled Q, transposed */
@@ -136,6 +138,7 @@ typedef struct cpu_lane_tile {
     float *ot, *m, *l, *scores;       /* ot: [head_dim_v][16]; m, l: [16] */
     const int32_t *lo, *hi;           /* [16], relative to the tile's first key */
     int64_t keys, head_dim, head_dim_v;
+    int groups;                       /* 1 or 2 */
 } cpu_lane_tile;
 /* 32 query rows against one key tile on AMX (cpu_amx.c), bf16 only: rows
  * in two blocks of 16, head_dim and head_dim_v multiples of 32, keys

@@ -266,7 +266,7 @@ static inline int64_t keys32(int64_t n) { return (n + 31) & ~(int64_t)31; }
  * the tile's Q (bf16) and O (float, in place of acc). */
 static size_t tiled_scratch(int64_t tq, int64_t tkv, int64_t D, int64_t Dv, int amx) {
     const int64_t tr = rows4(tq), wide = D > Dv ? D : Dv, kp = keys32(tkv),
-                  lanes = tq % CPU_LANES ? 0 : tq * (2 + wide) + CPU_LANES * (tkv + 15),
+                  lanes = tq % CPU_LANES ? 0 : tq * (2 + wide) + 2 * CPU_LANES * (tkv + 15),
                   tiles = amx ? 16 + kp * (D + Dv) / 2 + 48 * kp + tq * (D / 2 + Dv) : 0;
     return (size_t)(4 * tkv /*K,V row pointers*/ + tr * D /*Q*/ + tkv * (D + Dv) /*K,V*/ +
                     4 * (tkv + 1) /*scores*/ + tr * Dv /*acc*/ + 2 * tr + lanes + tiles);
@@ -332,7 +332,8 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
      * row straddles two lines (a misaligned layout ran at half the speed);
      * their sizes keep that alignment. */
     const int64_t kp = keys32(tkv);
-    uint32_t *kt = (uint32_t *)(((uintptr_t)(SL + CPU_LANES * (tkv + 15)) + 63) & ~(uintptr_t)63);
+    uint32_t *kt =
+        (uint32_t *)(((uintptr_t)(SL + 2 * CPU_LANES * (tkv + 15)) + 63) & ~(uintptr_t)63);
     uint32_t *vt = kt + kp * D / 2;
     float *sa = (float *)(void *)(vt + kp * Dv / 2);
     uint16_t *pa = (uint16_t *)(void *)(sa + 32 * kp), *qa = pa + 32 * kp;
@@ -453,8 +454,8 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
             continue;
         }
         if (lanes) {
-            for (int64_t g = 0; g * CPU_LANES < nr; g++) {
-                const int64_t x = g * CPU_LANES;
+            /* Groups in pairs: each K and V element loaded feeds both. */
+            for (int64_t x = 0; x < nr; x += 2 * CPU_LANES) {
                 const cpu_lane_tile t = {.qt = qt + x * D,
                                          .k = Kp,
                                          .v = Vp,
@@ -466,7 +467,8 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
                                          .hi = hi + x,
                                          .keys = nk,
                                          .head_dim = D,
-                                         .head_dim_v = Dv};
+                                         .head_dim_v = Dv,
+                                         .groups = nr - x > CPU_LANES ? 2 : 1};
                 cpu_lane_tile_avx512(&t);
             }
             continue;

@@ -13,10 +13,11 @@
 /* Default tiles: a 16 x 256 float query tile and two 64 x 256 key/value tiles
  * stay within a 256 KiB L2 at the largest head dimension. */
 enum { CPU_TILE_Q = 16, CPU_TILE_KV = 64, CPU_TILE_MAX = 1024 };
-/* With AVX-512 the lane kernel takes 4 groups of 16 rows per tile, so each
- * packed K/V tile serves 64 rows (16: 0.12-0.14 TFLOP/s on 2 cores, the
- * packing half the time). */
-enum { CPU_TILE_Q_LANES = 64 };
+/* With AVX-512 the lane kernel takes 8 groups of 16 rows per tile, in
+ * pairs, so each packed K/V tile serves 128 rows (16: 0.12-0.14 TFLOP/s on
+ * 2 cores, the packing half the time; 64: 0.15-0.16; 128: 0.17-0.18, and
+ * with the pairs 0.18-0.20, f32 d64/d128 seq 1024). */
+enum { CPU_TILE_Q_LANES = 128 };
 /* The AMX kernel (bf16) packs each K/V tile for all the tile's rows, in
  * 32-row steps: 128 rows spread the packing thinner (64: 0.33, 128: 0.41
  * TFLOP/s on the 2-core Xeon, bf16 d128 seq 1024), and 128 keys give each
