@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: set up, build warning-free, and run the whole suite; then
 # again with AddressSanitizer and UndefinedBehaviorSanitizer; then the
-# concurrency test under ThreadSanitizer; then a minute of fuzzing.
+# concurrency test under ThreadSanitizer; then the NEON kernel under qemu-user;
+# then a minute of fuzzing.
 # Usage: scripts/test.sh [--quick]   (--quick runs the suite only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +50,11 @@ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATTN_CUDA=OFF \
 cmake --build build-tsan -j "$fattn_jobs" --target test_concurrency test_cpu_pool
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan --output-on-failure --no-tests=error -L tsan
+
+# The NEON kernel: an AArch64 cross build run under qemu-user (x86-64 hosts;
+# CI, FATTN_TEST_REQUIRE containing "neon", fails without the tools).
+pass "NEON kernel (AArch64 cross build under qemu-user)"
+scripts/neon_check.sh
 
 # CI (FATTN_TEST_REQUIRE containing "fuzz") fails without a fuzzer.
 if scripts/fuzz.sh --compiler >/dev/null; then

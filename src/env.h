@@ -34,7 +34,7 @@ const char *fattn_env_opencl_tiles(void);
  * sweeps, "name=value[,...]" (each backend documents its names); unset =
  * the measured defaults. */
 const char *fattn_env_decode_tune(void);
-const char *fattn_env_cpu_isa(void); /* FATTN_CPU_ISA: auto, amx, avx512, avx2, portable */
+const char *fattn_env_cpu_isa(void); /* FATTN_CPU_ISA: auto, amx, avx512, avx2, neon, portable */
 /* FATTN_OPENCL_OPTIONS: extra OpenCL compiler options for every kernel build. */
 const char *fattn_env_opencl_options(void);
 /* FATTN_OPENCL_MATRIX: the OpenCL matrix path, "auto" (unset), "off" (the

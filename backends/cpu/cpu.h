@@ -184,6 +184,11 @@ void cpu_heads_block_avx2(const cpu_heads_block *block);
 /* Needs AVX-512F (cpu_isa() >= CPU_ISA_AVX512). */
 void cpu_lane_tile_avx512(const cpu_lane_tile *tile);
 #endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define CPU_NEON_KERNELS 1
+/* The lane kernel on NEON (cpu_neon.c): the same contract. */
+void cpu_lane_tile_neon(const cpu_lane_tile *tile);
+#endif
 /* Query rows of the lane kernel's tiles: one per AVX-512 float lane. */
 enum { CPU_LANES = 16 };
 /* The instruction sets the kernels are built for, in order. */
@@ -191,8 +196,15 @@ typedef enum cpu_isa {
     CPU_ISA_PORTABLE = 0,
     CPU_ISA_AVX2 = 1,
     CPU_ISA_AVX512 = 2,
-    CPU_ISA_AMX = 3
+    CPU_ISA_AMX = 3,
+    CPU_ISA_NEON = 4 /* AArch64's only level; not above the x86 ones */
 } cpu_isa;
+/* isa is an x86-64 level at least `level` (AVX2 < AVX-512 < AMX). */
+#define CPU_X86_AT_LEAST(isa, level) ((int)(isa) >= (int)(level) && (int)(isa) <= (int)CPU_ISA_AMX)
+/* The lane kernel runs at isa: AVX-512 (with AMX for what AMX leaves) or NEON. */
+static inline int cpu_isa_has_lanes(int isa) {
+    return CPU_X86_AT_LEAST(isa, CPU_ISA_AVX512) || isa == CPU_ISA_NEON;
+}
 /* The best of them this CPU runs: x86-64 with AVX2, FMA and F16C; AVX-512F
  * besides, with the OS saving the ZMM state (XGETBV); AMX-TILE, AMX-BF16
  * and AVX512-BF16 besides, with the OS saving the tile state and granting

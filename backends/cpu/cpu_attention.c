@@ -296,7 +296,7 @@ static inline int64_t part_row(const tiled_job *job, const fattn_seq *s, int64_t
  * transposed in acc until the end; else AVX2's kernel takes the tiles every
  * row sees whole, and the scalar loop the rest. */
 CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
-    const int avx2 = isa >= CPU_ISA_AVX2;
+    const int avx2 = CPU_X86_AT_LEAST(isa, CPU_ISA_AVX2);
     const tiled_job *job = arg;
     const fattn_problem *p = job->p;
     const int64_t D = p->head_dim, Dv = p->head_dim_v, tq = job->tq, tkv = job->tkv,
@@ -322,10 +322,10 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
     const int scores = score_variants_on(p);
     /* The AMX kernel: bf16 tiles in groups of 32 rows, with O (in acc), m,
      * l, lo and hi row by row, against each packed K/V tile. */
-    const int amx = isa >= CPU_ISA_AMX && cpu_amx_fits(p, tq);
+    const int amx = isa == CPU_ISA_AMX && cpu_amx_fits(p, tq);
     /* The lane kernel: tq / 16 groups of 16 rows, each with its own Q^T,
      * O^T (in acc), m, l, lo and hi, against each packed K/V tile. */
-    const int lanes = !amx && isa >= CPU_ISA_AVX512 && tq % CPU_LANES == 0 && !scores;
+    const int lanes = !amx && cpu_isa_has_lanes(isa) && tq % CPU_LANES == 0 && !scores;
     int32_t *lo = (int32_t *)(void *)(l + tr), *hi = lo + tq;
     float *qt = l + tr + 2 * tq, *SL = qt + tq * (D > Dv ? D : Dv);
     /* The AMX kernel's buffers start at a 64-byte line, so that no tile
@@ -418,6 +418,8 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
             cpu_key_tile_avx2(&t);
             continue;
         }
+#endif
+#if defined(CPU_X86_KERNELS) || defined(CPU_NEON_KERNELS)
         if (lanes || amx) {
             for (int64_t r = 0; r < tq; r++) {
                 int64_t jlo = 0, jn = 0;
@@ -430,6 +432,8 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
                 lo[r] = (int32_t)jlo, hi[r] = (int32_t)jn;
             }
         }
+#endif
+#ifdef CPU_X86_KERNELS
         if (amx) {
             const int64_t nkp = keys32(nk);
             cpu_amx_pack_k((const void *const *)Kr, nk, nkp, D, kt);
@@ -453,6 +457,8 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
             }
             continue;
         }
+#endif
+#if defined(CPU_X86_KERNELS) || defined(CPU_NEON_KERNELS)
         if (lanes) {
             /* Groups in pairs: each K and V element loaded feeds both. */
             for (int64_t x = 0; x < nr; x += 2 * CPU_LANES) {
@@ -469,7 +475,11 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
                                          .head_dim = D,
                                          .head_dim_v = Dv,
                                          .groups = nr - x > CPU_LANES ? 2 : 1};
+#ifdef CPU_NEON_KERNELS
+                cpu_lane_tile_neon(&t);
+#else
                 cpu_lane_tile_avx512(&t);
+#endif
             }
             continue;
         }
@@ -550,7 +560,7 @@ cpu_tiled_kind cpu_tiled_kind_of(const fattn_problem *p, int64_t tq, int64_t tkv
     /* The kernel does no per-score work, takes V as wide as K, and every
      * row must see the same keys (with a window: one query row). */
     const int window = p->var.on && (p->var.window_left >= 0 || p->var.window_right >= 0);
-    if (isa < CPU_ISA_AVX2 || p->head_dim % 8 != 0 || p->head_dim_v != p->head_dim ||
+    if (!CPU_X86_AT_LEAST(isa, CPU_ISA_AVX2) || p->head_dim % 8 != 0 || p->head_dim_v != p->head_dim ||
         score_variants_on(p) || ((p->causal || window) && p->seq_q != 1) || rows > tq ||
         (p->heads_kv > 1 &&
          (p->k.stride_head >= p->k.stride_seq || p->v.stride_head >= p->v.stride_seq)) ||
@@ -649,6 +659,11 @@ tiled_item_amx(void *arg, int64_t item, float *scratch) {
     tiled_body(arg, item, scratch, CPU_ISA_AMX);
 }
 #endif
+#ifdef CPU_NEON_KERNELS
+static void tiled_item_neon(void *arg, int64_t item, float *scratch) {
+    tiled_body(arg, item, scratch, CPU_ISA_NEON);
+}
+#endif
 
 int cpu_have_avx2(void) {
 #ifdef CPU_X86_KERNELS
@@ -681,6 +696,8 @@ cpu_isa cpu_isa_of_machine(void) {
         !(a & (1u << 5)) || !cpu_amx_enable())
         return CPU_ISA_AVX512;
     return CPU_ISA_AMX;
+#elif defined(CPU_NEON_KERNELS)
+    return CPU_ISA_NEON; /* every AArch64 CPU has Advanced SIMD */
 #else
     return CPU_ISA_PORTABLE;
 #endif
@@ -689,12 +706,14 @@ cpu_isa cpu_isa_of_machine(void) {
 /* The build of the tiled loop for instruction set isa. */
 static cpu_item_fn tiled_fn(int isa) {
 #ifdef CPU_X86_KERNELS
-    if (isa >= CPU_ISA_AMX) return tiled_item_amx;
-    if (isa >= CPU_ISA_AVX512) return tiled_item_avx512;
-    if (isa >= CPU_ISA_AVX2) return tiled_item_avx2;
-#else
-    (void)isa;
+    if (isa == CPU_ISA_AMX) return tiled_item_amx;
+    if (isa == CPU_ISA_AVX512) return tiled_item_avx512;
+    if (isa == CPU_ISA_AVX2) return tiled_item_avx2;
 #endif
+#ifdef CPU_NEON_KERNELS
+    if (isa == CPU_ISA_NEON) return tiled_item_neon;
+#endif
+    (void)isa;
     return tiled_item;
 }
 
@@ -753,7 +772,7 @@ fattn_status cpu_forward_tiled(void *state, const fattn_problem *p, const fattn_
     const int threads = cpu_threads(st, p);
     int64_t items = p->batch * p->heads_kv * job.tiles * job.splits;
     size_t scratch = tiled_scratch(job.tq, job.tkv, p->head_dim, p->head_dim_v,
-                                   st->isa >= CPU_ISA_AMX && cpu_amx_fits(p, job.tq)) *
+                                   st->isa == CPU_ISA_AMX && cpu_amx_fits(p, job.tq)) *
                      sizeof(float);
     cpu_item_fn fn = tiled_fn(st->isa);
 #ifdef CPU_X86_KERNELS

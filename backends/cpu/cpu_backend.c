@@ -62,15 +62,19 @@ static fattn_status cpu_device_name(const fattn_settings *settings, int device, 
 }
 
 /* FATTN_CPU_ISA (v; NULL or "auto": the machine's best): a level this CPU
- * lacks is an error, so a test that forces one never runs another. */
+ * lacks is an error, so a test that forces one never runs another. The
+ * x86-64 levels are ordered (each runs where a higher one does); NEON is
+ * AArch64's; portable runs everywhere. */
 static fattn_status cpu_isa_setting(const char *v, int *isa, fattn_msg *msg) {
-    static const char *const names[] = {"portable", "avx2", "avx512", "amx"};
+    static const char *const names[] = {"portable", "avx2", "avx512", "amx", "neon"};
     const cpu_isa best = cpu_isa_of_machine();
     *isa = (int)best;
     if (!v || !strcmp(v, "auto")) return FATTN_OK;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (strcmp(v, names[i])) continue;
-        if (i > (int)best)
+        const int runs = i == CPU_ISA_PORTABLE || i == (int)best ||
+                         (CPU_X86_AT_LEAST(i, CPU_ISA_AVX2) && CPU_X86_AT_LEAST(best, i));
+        if (!runs)
             return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
                               "FATTN_CPU_ISA='%s': this CPU runs at most '%s' (unset it or "
                               "pass auto)",
@@ -79,7 +83,7 @@ static fattn_status cpu_isa_setting(const char *v, int *isa, fattn_msg *msg) {
         return FATTN_OK;
     }
     return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
-                      "FATTN_CPU_ISA='%.64s' is not auto, amx, avx512, avx2 or portable", v);
+                      "FATTN_CPU_ISA='%.64s' is not auto, amx, avx512, avx2, neon or portable", v);
 }
 
 static fattn_status cpu_open(const fattn_open_args *args, void **state, fattn_msg *msg) {
@@ -242,14 +246,14 @@ static fattn_status accept_tiled(void *state, const fattn_problem *p, fattn_plan
                           "tile_q = %d, tile_kv = %d: the CPU backend takes tiles up to %d",
                           p->tune.tile_q, p->tune.tile_kv, CPU_TILE_MAX);
     plan->tiling.tile_q = p->tune.tile_q                ? p->tune.tile_q
-                          : s->isa >= CPU_ISA_AVX512 ? CPU_TILE_Q_LANES
+                          : cpu_isa_has_lanes(s->isa) ? CPU_TILE_Q_LANES
                                                      : CPU_TILE_Q;
     plan->tiling.tile_kv = p->tune.tile_kv ? p->tune.tile_kv : CPU_TILE_KV;
     plan->tiling.concurrent_groups = cpu_threads(s, p); /* one tile set per thread */
     cpu_tiled_plan *tp = FATTN_PLAN_AREA(plan, cpu_tiled_plan);
     tp->kind = cpu_tiled_kind_of(p, plan->tiling.tile_q, plan->tiling.tile_kv, s->isa);
     /* Per-head bf16 tiles go to the AMX kernel, with its own defaults. */
-    if (tp->kind == CPU_TILED_PER_HEAD && s->isa >= CPU_ISA_AMX &&
+    if (tp->kind == CPU_TILED_PER_HEAD && s->isa == CPU_ISA_AMX &&
         cpu_amx_fits(p, p->tune.tile_q ? p->tune.tile_q : CPU_TILE_Q_AMX)) {
         if (!p->tune.tile_q) plan->tiling.tile_q = CPU_TILE_Q_AMX;
         if (!p->tune.tile_kv) plan->tiling.tile_kv = CPU_TILE_KV_AMX;

@@ -86,7 +86,7 @@ typedef struct fattn_settings {
     /* FATTN_OPENCL_MATRIX_TUNE: "name=value,..." overriding the matrix
      * kernel's tiles in every head-dim bucket (for sweeps). */
     const char *opencl_matrix_tune;
-    /* FATTN_CPU_ISA: "auto" (NULL), "amx", "avx512", "avx2" or "portable": the most
+    /* FATTN_CPU_ISA: "auto" (NULL), "amx", "avx512", "avx2", "neon" or "portable": the most
      * the CPU backend's kernels may use (backends/cpu; for tests and
      * comparisons). */
     const char *cpu_isa;
