@@ -31,6 +31,6 @@ cmake -S . -B "$B" -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 \
 cmake --build "$B" -j "$(nproc)" --target fattn_case_table >/dev/null
 cases="seq 63 dim 40,seq 65 dim 80,seq 127 dim 96,causal seq 127 dim 256,causal sq>sk 65/7"
 cases="$cases,causal sq<sk 63/129,GQA 8/2 causal bhsd,MQA 4/1 dim 256,decode 2/1000 gqa 8 br"
-cases="$cases,kv strides differ dim 40,large logits causal,no keys,single key causal"
+cases="$cases,kv strides differ dim 40,large logits causal,no keys,single key causal,head dim 1"
 FATTN_CPU_ISA=neon FATTN_CPU_THREADS=2 qemu-aarch64 -L /usr/aarch64-linux-gnu \
   "$B/fattn_case_table" cpu "$cases"
