@@ -331,13 +331,17 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
     /* The AMX kernel's buffers start at a 64-byte line, so that no tile
      * row straddles two lines (a misaligned layout ran at half the speed);
      * their sizes keep that alignment. */
-    const int64_t kp = keys32(tkv);
-    uint32_t *kt =
-        (uint32_t *)(((uintptr_t)(SL + 2 * CPU_LANES * (tkv + 15)) + 63) & ~(uintptr_t)63);
-    uint32_t *vt = kt + kp * D / 2;
-    float *sa = (float *)(void *)(vt + kp * Dv / 2);
-    uint16_t *pa = (uint16_t *)(void *)(sa + 32 * kp), *qa = pa + 32 * kp;
-    if (amx) acc = (float *)(void *)(qa + tq * D); /* O's rows, aligned */
+    uint32_t *kt = NULL, *vt = NULL;
+    float *sa = NULL;
+    uint16_t *pa = NULL, *qa = NULL;
+    if (amx) { /* (only then is the scratch that long) */
+        const int64_t kp = keys32(tkv);
+        kt = (uint32_t *)(((uintptr_t)(SL + 2 * CPU_LANES * (tkv + 15)) + 63) & ~(uintptr_t)63);
+        vt = kt + kp * D / 2;
+        sa = (float *)(void *)(vt + kp * Dv / 2);
+        pa = (uint16_t *)(void *)(sa + 32 * kp), qa = pa + 32 * kp;
+        acc = (float *)(void *)(qa + tq * D); /* O's rows, aligned */
+    }
     for (int64_t r = 0; r < nr; r++) {
         const int64_t i = (r0 + r) / group, h = hk * group + (r0 + r) % group;
         const void *row = cpu_elem(&p->q, p->dtype, s.q_batch, h, s.q_row0 + i);
