@@ -26,14 +26,18 @@
  * polynomial exp: not the baseline's bits, as accurate); other tiles take
  * the same float operations in the same order in both builds (no FMA
  * contraction in ISO C mode). */
-#if defined(CPU_X86_KERNELS) && defined(__GNUC__) && !defined(__clang__) && defined(__FLT16_MAX__)
-#define CPU_HAVE_F16 1 /* GCC 12+: _Float16, converted by F16C where enabled */
+#if (defined(CPU_X86_KERNELS) || defined(CPU_NEON_KERNELS)) && defined(__GNUC__) && \
+    !defined(__clang__) && defined(__FLT16_MAX__)
+/* GCC 12+: _Float16, converted by F16C where enabled, by AArch64's FCVT
+ * (every AArch64 CPU has it). */
+#define CPU_HAVE_F16 1
 #endif
 #define CPU_INLINE static inline __attribute__((always_inline))
 
 /* Converts n elements to float, times mul. With f16c (the AVX2 build of the
- * tiled loop), f16 goes through the hardware conversion, which is exact like
- * fattn_f16_to_f32 (a NaN may come out quieted, still NaN). */
+ * tiled loop, and AArch64's), f16 goes through the hardware conversion,
+ * which is exact like fattn_f16_to_f32 (a NaN may come out quieted, still
+ * NaN). */
 CPU_INLINE void load_row(float *restrict dst, const void *src, fattn_dtype t, int64_t n, float mul,
                          int f16c) {
     if (t == FATTN_F32) {
@@ -297,6 +301,7 @@ static inline int64_t part_row(const tiled_job *job, const fattn_seq *s, int64_t
  * row sees whole, and the scalar loop the rest. */
 CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
     const int avx2 = CPU_X86_AT_LEAST(isa, CPU_ISA_AVX2);
+    const int hw_f16 = avx2 || isa == CPU_ISA_NEON; /* load_row's hardware f16 */
     const tiled_job *job = arg;
     const fattn_problem *p = job->p;
     const int64_t D = p->head_dim, Dv = p->head_dim_v, tq = job->tq, tkv = job->tkv,
@@ -350,7 +355,7 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
             continue;
         }
         /* Folding the scale into Q saves a multiply per score. */
-        load_row(Q + r * D, row, p->dtype, D, p->scale, avx2);
+        load_row(Q + r * D, row, p->dtype, D, p->scale, hw_f16);
     }
     /* The kernel's padding rows: zero Q, no key seen yet. */
     const int64_t pad = lanes || amx ? tq : nr4;
@@ -402,8 +407,8 @@ CPU_INLINE void tiled_body(void *arg, int64_t item, float *scratch, int isa) {
                 Kp[j] = kr, Vp[j] = vr;
                 continue;
             }
-            load_row(K + j * D, kr, p->dtype, D, 1.0f, avx2);
-            load_row(V + j * Dv, vr, p->dtype, Dv, 1.0f, avx2);
+            load_row(K + j * D, kr, p->dtype, D, 1.0f, hw_f16);
+            load_row(V + j * Dv, vr, p->dtype, Dv, 1.0f, hw_f16);
             Kp[j] = K + j * D, Vp[j] = V + j * Dv;
         }
 #ifdef CPU_X86_KERNELS
