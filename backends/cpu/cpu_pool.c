@@ -27,18 +27,19 @@ typedef struct pool_worker {
 
 struct cpu_pool {
     pthread_mutex_t call;  /* one job at a time, even if two threads break the one-thread rule */
-    pthread_mutex_t lock;  /* guards everything below */
+    pthread_mutex_t lock;  /* guards stop, generation, joining and pending */
     pthread_cond_t wake;   /* a new job, or stop */
     pthread_cond_t done;   /* the last worker of a job finished */
-    pid_t pid;             /* the process that started the workers (see fork below) */
-    int started;           /* workers running, in workers[0 .. started) */
+    pid_t pid;             /* the process that made the pool (see cpu_pool_destroy) */
+    int started;           /* workers running, in workers[0 .. started); the caller's */
     int stop;
     uint64_t generation;   /* of the posted job */
     int joining;           /* workers with index <= joining take part in it */
     int pending;           /* of them, those not yet finished */
     pool_worker workers[CPU_POOL_MAX - 1];
     pool_scratch caller;
-    /* The posted job. */
+    /* The posted job: written by the caller before the generation moves
+     * (under lock), read by the workers after they see it move. */
     atomic_llong next;
     int64_t n;
     size_t scratch_bytes;
