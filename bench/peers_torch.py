@@ -35,7 +35,11 @@ Usage: bench/peers_torch.py [--quick] [--seqs 512,...] [--dims 64,128] [--dtypes
                             [--shape SHAPE]... [--iters 10] > peers.jsonl
        bench/peers_torch.py --decode [--quick] [--batches 1,8,64] [--seqs 4096,...]
                             [--heads 32:8,32:32] [--dims 64,128] [--dtypes ...] > peers.jsonl
-Exit status 1, saying why, where PyTorch or a CUDA GPU is missing.
+--fattn-python adds a "fattn-python" row per shape: fattn.attention from the
+Python package (python/, pip install ./python) on the same PyTorch tensors,
+zero-copy, timed the same way (so its Python overhead shows on small shapes).
+Exit status 1, saying why, where PyTorch or a CUDA GPU is missing (or the
+fattn package, with --fattn-python).
 """
 import argparse
 import json
@@ -179,6 +183,8 @@ def main():
     ap.add_argument("--heads", default="32:8,32:32", help="--decode: HQ:HKV pairs")
     ap.add_argument("--no-sweep", dest="sweep", action="store_false", help="only the --shape shapes")
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--fattn-python", action="store_true",
+                    help="add a 'fattn-python' row: fattn.attention (python/) on the same tensors")
     args = ap.parse_args()
     if args.dtype:
         args.dtypes = "f32,f16,bf16" if args.dtype == "all" else args.dtype
@@ -202,6 +208,27 @@ def main():
     except ImportError:
         causal_lower_right = None
 
+    fattn_py = None
+    if args.fattn_python:
+        try:
+            import fattn as fattn_py
+        except ImportError as e:
+            sys.exit(f"peers_torch.py: --fattn-python: the fattn package is not installed ({e}; "
+                     "pip install ./python)")
+
+    def median_ms(call):
+        for _ in range(2):
+            call()
+        times = []
+        for _ in range(args.iters):
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            call()
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop))
+        return sorted(times)[len(times) // 2]
+
     peers = {"torch-flash": SDPBackend.FLASH_ATTENTION, "torch-cudnn": SDPBackend.CUDNN_ATTENTION,
              "torch-efficient": SDPBackend.EFFICIENT_ATTENTION}
     types = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -216,7 +243,7 @@ def main():
             need = io_bytes(b, hq, hkv, sq, skv, d, dt)
             free, _ = torch.cuda.mem_get_info()
             if need > 0.9 * free:
-                for name in peers:
+                for name in list(peers) + (["fattn-python"] if fattn_py else []):
                     print(json.dumps({"peer": name, **base, "status": "skipped",
                                       "note": f"no room: Q, K, V and O need {need / 2**30:.1f} GiB, "
                                               f"the GPU has {free / 2**30:.1f} GiB free"}), flush=True)
@@ -230,7 +257,7 @@ def main():
             except torch.cuda.OutOfMemoryError as e:
                 q = k = v = None
                 torch.cuda.empty_cache()
-                for name in peers:
+                for name in list(peers) + (["fattn-python"] if fattn_py else []):
                     print(json.dumps({"peer": name, **base, "status": "skipped",
                                       "note": "no room: " + str(e).splitlines()[0][:160]}), flush=True)
                 continue
@@ -246,23 +273,20 @@ def main():
                     i = torch.arange(sq, device="cuda")[:, None]
                     j = torch.arange(skv, device="cuda")[None, :]
                     kwargs["attn_mask"] = j <= i + (skv - sq)
-            for name, backend in peers.items():
+            calls = {name: (backend, lambda: sdpa(q, k, v, **kwargs)) for name, backend in peers.items()}
+            if fattn_py is not None:
+                # The same tensors, zero-copy through DLPack, on PyTorch's current stream.
+                align = "top_left" if c == 2 else "bottom_right"
+                calls["fattn-python"] = (None, lambda: fattn_py.attention(
+                    q, k, v, layout="bhsd", causal=c != 0, causal_alignment=align))
+            for name, (backend, call) in calls.items():
                 row = {"peer": name, **base}
                 try:
-                    with sdpa_kernel(backend):
-                        def call():
-                            return sdpa(q, k, v, **kwargs)
-                        for _ in range(2):
-                            call()
-                        times = []
-                        for _ in range(args.iters):
-                            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                            start.record()
-                            call()
-                            stop.record()
-                            stop.synchronize()
-                            times.append(start.elapsed_time(stop))
-                    ms = sorted(times)[len(times) // 2]
+                    if backend is None:
+                        ms = median_ms(call)
+                    else:
+                        with sdpa_kernel(backend):
+                            ms = median_ms(call)
                     row.update(ms=round(ms, 5), tflops=round(flops(b, hq, sq, skv, d, c) / (ms * 1e-3) / 1e12, 3),
                                gbps=round(need / (ms * 1e-3) / 1e9, 2))
                 except Exception as e:  # a backend that refuses the shape or dtype

@@ -264,7 +264,8 @@ typedef enum fattn_param {
 FATTN_API fattn_status fattn_context_set_param(fattn_context *ctx, fattn_param param, int64_t value);
 FATTN_API fattn_status fattn_context_get_param(fattn_context *ctx, fattn_param param, int64_t *value);
 
-/* Runs later work on the caller's queue: a cudaStream_t (CUDA) or a
+/* Runs later work on the caller's queue: a cudaStream_t (CUDA; the special
+ * handles cudaStreamLegacy and cudaStreamPerThread too) or a
  * cl_command_queue on the context's device (OpenCL). NULL restores the
  * context's own. The CPU backend accepts only NULL. */
 FATTN_API fattn_status fattn_context_set_stream(fattn_context *ctx, void *native_stream);

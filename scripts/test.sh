@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: set up, build warning-free, and run the whole suite; then
-# again with AddressSanitizer and UndefinedBehaviorSanitizer; then the
+# the Python package's; then again with AddressSanitizer and UndefinedBehaviorSanitizer; then the
 # concurrency test under ThreadSanitizer; then the NEON kernel under qemu-user;
 # then a minute of fuzzing.
 # Usage: scripts/test.sh [--quick]   (--quick runs the suite only)
@@ -17,6 +17,9 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFATTN_WERROR=ON >/dev/null
 cmake --build build -j "$fattn_jobs"
 ctest --test-dir build --output-on-failure --no-tests=error -j "$fattn_jobs"
 [ "${1:-}" = "--quick" ] && exit 0
+
+pass "Python package (pip install ./python, pytest)"
+scripts/python_check.sh
 
 # The CUDA module is left out of the sanitizer builds: its kernels cannot run
 # without a GPU, and its host code runs under compute-sanitizer on the GPU

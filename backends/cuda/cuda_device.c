@@ -146,6 +146,13 @@ fattn_status cuda_set_stream(void *state, void *native, fattn_msg *msg) {
         s->stream = s->own_stream;
         return FATTN_OK;
     }
+    /* The legacy and per-thread default streams (DLPack's stream 1 and 2,
+     * PyTorch's default stream) belong to whichever device is current, and
+     * fattn makes its own current before each launch. */
+    if ((cudaStream_t)native == cudaStreamLegacy || (cudaStream_t)native == cudaStreamPerThread) {
+        s->stream = (cudaStream_t)native;
+        return FATTN_OK;
+    }
     int dev = -1;
     CU_TRY(msg, cudaStreamGetDevice((cudaStream_t)native, &dev));
     if (dev != s->device)

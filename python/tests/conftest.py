@@ -17,10 +17,14 @@ TOL = {"float32": 2e-5, "float16": 4e-3, "bfloat16": 3e-2}
 
 def available_backends():
     """cpu, and opencl where a device is there (FATTN_TEST_PY_BACKENDS
-    narrows the list); cuda is tested with PyTorch tensors (test_torch)."""
+    narrows the list; FATTN_TEST_REQUIRE turns a skip into a failure); cuda
+    is tested with PyTorch tensors (test_torch_cuda.py)."""
     want = os.environ.get("FATTN_TEST_PY_BACKENDS", "cpu,opencl").split(",")
+    required = os.environ.get("FATTN_TEST_REQUIRE", "").split(",")
     have = {b["name"]: b["available"] for b in fattn.backends()}
-    return [pytest.param(b, marks=pytest.mark.skipif(not have.get(b), reason=f"no {b} here"))
+    # A backend CI requires runs (and fails) rather than skip.
+    return [pytest.param(b, marks=pytest.mark.skipif(not have.get(b) and b not in required,
+                                                     reason=f"no {b} here"))
             for b in want]
 
 

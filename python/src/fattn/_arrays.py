@@ -27,16 +27,15 @@ def numpy_dtype(code):
     return np.dtype(DTYPE_NAMES[code])
 
 
+_NP_CODES = {np.dtype(np.float32): C.F32, np.dtype(np.float16): C.F16,
+             np.dtype(np.int32): C.I32}
+
+
 def _code_of_numpy(dt):
-    if dt == np.float32:
-        return C.F32
-    if dt == np.float16:
-        return C.F16
-    if dt == np.int32:
-        return C.I32
-    if dt.name == "bfloat16":
-        return C.BF16
-    return None
+    code = _NP_CODES.get(dt)
+    if code is None and dt.name == "bfloat16":
+        code = _NP_CODES[dt] = C.BF16
+    return code
 
 
 def compact_strides(shape):

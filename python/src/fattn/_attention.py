@@ -175,7 +175,8 @@ def attention(q, k, v, *, causal=False, scale=None, layout="bshd", return_lse=Fa
             pk = C.PagedKvDesc(block_table=t(table, _TABLE), pages_per_seq=pages,
                                page_size=page_size, num_pages=num_pages)
             desc.paged_kv = ctypes.pointer(pk)
-        if knv is not None or vnv is not None:
+        appending = knv is not None or vnv is not None
+        if appending:
             if knv is None or vnv is None:
                 fail("InvalidArgumentError", "k_new and v_new go together")
             nb, nh, sn, nd = _sizes(knv, "k_new", _DENSE[layout])
@@ -194,8 +195,10 @@ def attention(q, k, v, *, causal=False, scale=None, layout="bshd", return_lse=Fa
         if return_lse or lse_out is not None:
             lse, tl, _ = _out(call, lse_out, "lse_out", qv, lshape, C.F32, lse_axes)
         tq = t(qv, qa)
-        tk = t(kv, _DENSE[layout] if paged else ka)
-        tv = t(vv, _DENSE[layout] if paged else ka)
+        # With append the cache is written (in place; a host cache a GPU
+        # backend copied is read back).
+        tk = t(kv, _DENSE[layout] if paged else ka, output=appending)
+        tv = t(vv, _DENSE[layout] if paged else ka, output=appending)
         _run(ctx, call, views, stream, "fattn_forward", ctypes.byref(desc), tq, tk, tv, to, tl)
     finally:
         call.close()

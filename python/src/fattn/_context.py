@@ -75,7 +75,7 @@ class Context:
     def __del__(self):
         # Not at interpreter exit: the GPU runtimes may be gone by then, and
         # the process's end frees everything anyway.
-        if self.handle and not _exiting:
+        if getattr(self, "handle", None) and not _exiting:
             C.lib.fattn_context_free(self.handle)
             self.handle = None
 
