@@ -62,6 +62,8 @@ def main():
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--backends", default="cpu,cuda")
+    ap.add_argument("--profile", metavar="FILE", help="also write a cProfile report of the "
+                    "Python calls (top functions by own time) to FILE")
     args = ap.parse_args()
     b, h, s, d = 1, 1, 16, 64   # [batch, seq, heads, dim]: tiny, so the call's fixed cost shows
     for backend in args.backends.split(","):
@@ -85,6 +87,14 @@ def main():
         sync()
         ctx = _context.get(backend, 0 if backend == "cuda" else None)
         py_us = rounds(lambda: fattn.attention(q, k, v, out=o), sync, args.calls, args.rounds)
+        if args.profile:
+            import cProfile
+            import pstats
+            prof = cProfile.Profile()
+            prof.runcall(lambda: [fattn.attention(q, k, v, out=o) for _ in range(args.calls)])
+            with open(args.profile, "a") as f:
+                f.write(f"== {backend}\n")
+                pstats.Stats(prof, stream=f).sort_stats("tottime").print_stats(25)
         raw, bufs = raw_forward(ctx, q, k, v, o, ptr_of, dtype, b, h, s, d)
         with ctx.lock:
             c_us = rounds(raw, sync, args.calls, args.rounds)

@@ -29,9 +29,12 @@ def test_zero_copy_on_current_stream(dtype, stream):
         k = torch.randn(2, 2, 333, 128, device="cuda", dtype=dtype)
         v = torch.randn(2, 2, 333, 128, device="cuda", dtype=dtype)
         out = torch.empty_like(q)
-        res = fattn.attention(q, k, v, layout="bhsd", causal=True, out=out)
+        # SDPA's is_causal is top-left; seq_q != seq_kv tells the two apart.
+        res = fattn.attention(q, k, v, layout="bhsd", causal=True, causal_alignment="top_left",
+                              out=out)
         assert res is out
-        o, lse = fattn.attention(q, k, v, layout="bhsd", causal=True, return_lse=True)
+        o, lse = fattn.attention(q, k, v, layout="bhsd", causal=True, return_lse=True,
+                                 causal_alignment="top_left")
         # Work queued after, on the same stream, sees the results.
         diff = (o.double() - sdpa(q, k, v, True)).abs().max()
     s.synchronize()

@@ -3,6 +3,7 @@ __dlpack__ (PyTorch, CuPy, JAX, NumPy's own), seen as a View (address,
 shape, strides in elements, fattn dtype, device) without copying; outputs
 made in the framework of the inputs."""
 import ctypes
+import sys
 
 import numpy as np
 
@@ -167,13 +168,42 @@ def _from_dlpack(x, name, stream):
     return view, s
 
 
+_TORCH_CODES = {}
+
+
+def _from_torch(x, name, torch):
+    """A PyTorch tensor read directly (the same facts DLPack gives, without
+    building a capsule per tensor: a tenth of the cost)."""
+    if not _TORCH_CODES:
+        _TORCH_CODES.update({torch.float32: C.F32, torch.float16: C.F16,
+                             torch.bfloat16: C.BF16, torch.int32: C.I32})
+    code = _TORCH_CODES.get(x.dtype)
+    if code is None:
+        fail("DtypeError", f"{name}: dtype {x.dtype} is not supported (float32, float16, "
+             "bfloat16; int32 for index tables)")
+    dev = x.device
+    if dev.type == "cuda":
+        device = ("cuda", dev.index if dev.index is not None else torch.cuda.current_device())
+    elif dev.type == "cpu":
+        device = ("cpu", 0)
+    else:
+        fail("UnsupportedError", f"{name}: a tensor on {dev} (CPU and CUDA tensors are)")
+    shape, strides = x.shape, x.stride()
+    if any(st < 0 for st, n in zip(strides, shape) if n > 1):
+        fail("StrideError", f"{name}: negative strides {strides} are not supported")
+    return View(x.data_ptr(), shape, strides, code, device, x, "torch", x)
+
+
 def as_view(x, name, *, writable=False, stream=None):
     """(View, DLPack stream or None) for an input or output array."""
     from ._array import Array
-    if isinstance(x, Array):
-        return x._view(), None
     if isinstance(x, np.ndarray):
         return _from_numpy(x, name, writable), None
+    if isinstance(x, Array):
+        return x._view(), None
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return _from_torch(x, name, torch), None
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         return _from_dlpack(x, name, stream)
     if writable:

@@ -215,7 +215,13 @@ def _native_stream(ctx, views, stream):
     for _, v, s in views:
         if s is not None:
             return s
-    return int(stream) if stream else None
+    if stream:
+        return int(stream)
+    for _, v, _ in views:   # PyTorch tensors, read directly: PyTorch's current stream
+        if v.framework == "torch" and v.device[0] == "cuda":
+            import torch
+            return torch.cuda.current_stream(v.device[1]).cuda_stream or 1
+    return None
 
 
 def _run(ctx, call, views, stream, fn, *args):

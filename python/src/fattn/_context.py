@@ -12,16 +12,21 @@ from ._errors import fail
 
 _cache = {}
 _cache_lock = threading.Lock()
-_NAMES = {"cpu": C.BACKEND_CPU, "cuda": C.BACKEND_CUDA, "opencl": C.BACKEND_OPENCL}
+
+
+_kinds = {}
 
 
 def backend_kind(name):
     """A backend name ("cpu", "cuda", "opencl", "auto"; any case) as its kind."""
     if isinstance(name, int):
         return name
-    kind = ctypes.c_int()
-    C.call("fattn_backend_from_name", str(name).encode(), ctypes.byref(kind))
-    return kind.value
+    kind = _kinds.get(name)
+    if kind is None:
+        k = ctypes.c_int()
+        C.call("fattn_backend_from_name", str(name).encode(), ctypes.byref(k))
+        kind = _kinds[name] = k.value
+    return kind
 
 
 class Context:
