@@ -25,7 +25,8 @@ class Array:
 
     def __del__(self):
         if getattr(self, "_buf", None) and not _context._exiting:
-            C.lib.fattn_buffer_free(self._buf)
+            with self._ctx.lock:   # a call on the context, from whichever thread the GC runs on
+                C.lib.fattn_buffer_free(self._buf)
             self._buf = None
 
     @property
@@ -49,7 +50,8 @@ class Array:
         return int(np.prod(self.shape, dtype=np.int64)) * A.ESIZE[self._code]
 
     def _view(self):
-        return A.View(None, self.shape, A.compact_strides(self.shape), self._code, ("fattn", self._ctx), self, "fattn",
+        return A.View(None, self.shape, A.compact_strides(self.shape), self._code,
+                      ("fattn", self._ctx), self, "fattn",
                       self, buffer=self._buf, offset=0)
 
     def numpy(self):
@@ -78,8 +80,8 @@ def asarray(x, *, backend=None, device=None):
         A.fail("DtypeError", f"dtype {a.dtype} is not supported (float32, float16, bfloat16, "
                "int32)")
     ctx = _context.get(backend, device)
-    arr = Array.empty(ctx, a.shape, A._code_of_numpy(a.dtype))
-    if a.nbytes:
-        with ctx.lock:
+    with ctx.lock:
+        arr = Array.empty(ctx, a.shape, A._code_of_numpy(a.dtype))
+        if a.nbytes:
             ctx.call("fattn_buffer_write", arr._buf, 0, ctypes.c_void_p(a.ctypes.data), a.nbytes)
     return arr

@@ -122,7 +122,8 @@ def attention(q, k, v, *, causal=False, scale=None, layout="bshd", return_lse=Fa
         sk = int(max_seqlen_k) if max_seqlen_k is not None else pages * page_size
     elif packed_k:
         if len(cu_k.shape) != 1 or cu_k.shape[0] != b + 1:
-            fail("InvalidSizeError", f"cu_seqlens_k: shape {cu_k.shape}, expected [batch+1={b + 1}]")
+            fail("InvalidSizeError",
+                 f"cu_seqlens_k: shape {cu_k.shape}, expected [batch+1={b + 1}]")
         total_k, sk = sk, _max_len(cu_k, "max_seqlen_k", max_seqlen_k, "cu_seqlens_k")
     else:
         if pb != b:
@@ -135,74 +136,81 @@ def attention(q, k, v, *, causal=False, scale=None, layout="bshd", return_lse=Fa
     if causal and causal_alignment not in _CAUSAL:
         fail("InvalidArgumentError", f"causal_alignment={causal_alignment!r}: expected "
              "'bottom_right' or 'top_left'")
-    call = Call(ctx)
-    try:
-        t = call.tensor
-        desc = C.AttentionDesc(batch=b, heads_q=hq, heads_kv=hk, seq_q=sq, seq_kv=sk,
-                               head_dim=d, dtype=qv.dtype, scale=float(scale or 0.0),
-                               causal=_CAUSAL[causal_alignment] if causal else C.CAUSAL_NONE,
-                               flags=C.FLAG_ALLOW_TF32 if allow_tf32 else 0,
-                               head_dim_v=dv if dv != d else 0)
-        wl, wr = window_size
-        mask = None
-        if (wl, wr) != (-1, -1) or softcap or any(x is not None for x in (slopes, sinkv, bias)):
-            mask = C.MaskDesc(window_left=int(wl), window_right=int(wr), softcap=float(softcap))
-            if slopes is not None:
-                if slopes.shape not in ((hq,), (b, hq)):
-                    fail("InvalidSizeError", f"alibi_slopes: shape {slopes.shape}, expected "
-                         f"[heads_q={hq}] or [batch={b}, heads_q={hq}]")
-                mask.alibi_slopes = t(slopes, (None, 0, None, None) if len(slopes.shape) == 1
-                                      else (0, 1, None, None))
-            if sinkv is not None:
-                if sinkv.shape != (hq,):
-                    fail("InvalidSizeError", f"sinks: shape {sinkv.shape}, expected [heads_q={hq}]")
-                mask.sinks = t(sinkv, (None, 0, None, None))
-            if bias is not None:
-                full = (b, hq, sq, sk)
-                n = len(bias.shape)
-                if n > 4 or any(x not in (1, y) for x, y in zip(bias.shape, full[4 - n:])):
-                    fail("InvalidSizeError", f"attn_bias: shape {bias.shape} does not broadcast "
-                         f"to [batch, heads_q, seq_q, seq_k] = {list(full)}")
-                mask.bias = t(bias, tuple(None if i < 4 - n else i - (4 - n) for i in range(4)),
-                              broadcast=True)
-            desc.mask = ctypes.pointer(mask)
-        if packed_q or packed_k or used is not None:
-            vl = C.VarlenDesc(cu_seqlens_q=t(cu_q, _VECTOR), cu_seqlens_kv=t(cu_k, _VECTOR),
-                              seqused_kv=t(used, _VECTOR), total_q=total_q if packed_q else 0,
-                              total_kv=total_k)
-            desc.varlen = ctypes.pointer(vl)
-        if paged:
-            pk = C.PagedKvDesc(block_table=t(table, _TABLE), pages_per_seq=pages,
-                               page_size=page_size, num_pages=num_pages)
-            desc.paged_kv = ctypes.pointer(pk)
-        appending = knv is not None or vnv is not None
-        if appending:
-            if knv is None or vnv is None:
-                fail("InvalidArgumentError", "k_new and v_new go together")
-            nb, nh, sn, nd = _sizes(knv, "k_new", _DENSE[layout])
-            if (nb, nh, nd) != (b, hk, d) or _sizes(vnv, "v_new", _DENSE[layout]) != (b, hk, sn, dv):
-                fail("InvalidSizeError", f"k_new {knv.shape} / v_new {vnv.shape}: expected "
-                     f"{_shape(_DENSE[layout], b, hk, sn, d)} / {_shape(_DENSE[layout], b, hk, sn, dv)}")
-            ap = C.KvAppendDesc(k_new=t(knv, _DENSE[layout]), v_new=t(vnv, _DENSE[layout]),
-                                seq_new=sn)
-            desc.append = ctypes.pointer(ap)
+    # The whole call, wrappers and copies included, holds the context's
+    # lock: a C context serves one thread at a time.
+    with ctx.lock:
+        call = Call(ctx)
+        try:
+            t = call.tensor
+            desc = C.AttentionDesc(batch=b, heads_q=hq, heads_kv=hk, seq_q=sq, seq_kv=sk,
+                                   head_dim=d, dtype=qv.dtype, scale=float(scale or 0.0),
+                                   causal=_CAUSAL[causal_alignment] if causal else C.CAUSAL_NONE,
+                                   flags=C.FLAG_ALLOW_TF32 if allow_tf32 else 0,
+                                   head_dim_v=dv if dv != d else 0)
+            wl, wr = window_size
+            mask = None
+            if (wl, wr) != (-1, -1) or softcap or any(x is not None for x in (slopes, sinkv, bias)):
+                mask = C.MaskDesc(window_left=int(wl), window_right=int(wr), softcap=float(softcap))
+                if slopes is not None:
+                    if slopes.shape not in ((hq,), (b, hq)):
+                        fail("InvalidSizeError", f"alibi_slopes: shape {slopes.shape}, expected "
+                             f"[heads_q={hq}] or [batch={b}, heads_q={hq}]")
+                    mask.alibi_slopes = t(slopes, (None, 0, None, None) if len(slopes.shape) == 1
+                                          else (0, 1, None, None))
+                if sinkv is not None:
+                    if sinkv.shape != (hq,):
+                        fail("InvalidSizeError",
+                             f"sinks: shape {sinkv.shape}, expected [heads_q={hq}]")
+                    mask.sinks = t(sinkv, (None, 0, None, None))
+                if bias is not None:
+                    full = (b, hq, sq, sk)
+                    n = len(bias.shape)
+                    if n > 4 or any(x not in (1, y) for x, y in zip(bias.shape, full[4 - n:])):
+                        fail("InvalidSizeError",
+                             f"attn_bias: shape {bias.shape} does not broadcast "
+                             f"to [batch, heads_q, seq_q, seq_k] = {list(full)}")
+                    mask.bias = t(bias, tuple(None if i < 4 - n else i - (4 - n) for i in range(4)),
+                                  broadcast=True)
+                desc.mask = ctypes.pointer(mask)
+            if packed_q or packed_k or used is not None:
+                vl = C.VarlenDesc(cu_seqlens_q=t(cu_q, _VECTOR), cu_seqlens_kv=t(cu_k, _VECTOR),
+                                  seqused_kv=t(used, _VECTOR), total_q=total_q if packed_q else 0,
+                                  total_kv=total_k)
+                desc.varlen = ctypes.pointer(vl)
+            if paged:
+                pk = C.PagedKvDesc(block_table=t(table, _TABLE), pages_per_seq=pages,
+                                   page_size=page_size, num_pages=num_pages)
+                desc.paged_kv = ctypes.pointer(pk)
+            appending = knv is not None or vnv is not None
+            if appending:
+                if knv is None or vnv is None:
+                    fail("InvalidArgumentError", "k_new and v_new go together")
+                nb, nh, sn, nd = _sizes(knv, "k_new", _DENSE[layout])
+                want_v = (b, hk, sn, dv)
+                if (nb, nh, nd) != (b, hk, d) or _sizes(vnv, "v_new", _DENSE[layout]) != want_v:
+                    fail("InvalidSizeError", f"k_new {knv.shape} / v_new {vnv.shape}: expected "
+                         f"{_shape(_DENSE[layout], b, hk, sn, d)} / "
+                         f"{_shape(_DENSE[layout], b, hk, sn, dv)}")
+                ap = C.KvAppendDesc(k_new=t(knv, _DENSE[layout]), v_new=t(vnv, _DENSE[layout]),
+                                    seq_new=sn)
+                desc.append = ctypes.pointer(ap)
 
-        oshape = _shape(qa, b, hq, total_q if packed_q else sq, dv)
-        lse_axes = _LSE_PACKED if packed_q else _LSE_DENSE
-        lshape = (hq, total_q) if packed_q else (b, hq, sq)
-        o, to, _ = _out(call, out, "out", qv, oshape, qv.dtype, qa)
-        lse, tl = None, None
-        if return_lse or lse_out is not None:
-            lse, tl, _ = _out(call, lse_out, "lse_out", qv, lshape, C.F32, lse_axes)
-        tq = t(qv, qa)
-        # With append the cache is written (in place; a host cache a GPU
-        # backend copied is read back).
-        tk = t(kv, _DENSE[layout] if paged else ka, output=appending)
-        tv = t(vv, _DENSE[layout] if paged else ka, output=appending)
-        _run(ctx, call, views, stream, "fattn_forward", ctypes.byref(desc), tq, tk, tv, to, tl)
-    finally:
-        call.close()
-    return (o, lse) if (return_lse or lse_out is not None) else o
+            oshape = _shape(qa, b, hq, total_q if packed_q else sq, dv)
+            lse_axes = _LSE_PACKED if packed_q else _LSE_DENSE
+            lshape = (hq, total_q) if packed_q else (b, hq, sq)
+            o, to, _ = _out(call, out, "out", qv, oshape, qv.dtype, qa)
+            lse, tl = None, None
+            if return_lse or lse_out is not None:
+                lse, tl, _ = _out(call, lse_out, "lse_out", qv, lshape, C.F32, lse_axes)
+            tq = t(qv, qa)
+            # With append the cache is written (in place; a host cache a GPU
+            # backend copied is read back).
+            tk = t(kv, _DENSE[layout] if paged else ka, output=appending)
+            tv = t(vv, _DENSE[layout] if paged else ka, output=appending)
+            _run(ctx, call, views, stream, "fattn_forward", ctypes.byref(desc), tq, tk, tv, to, tl)
+        finally:
+            call.close()
+        return (o, lse) if (return_lse or lse_out is not None) else o
 
 
 def _native_stream(ctx, views, stream):
@@ -225,11 +233,11 @@ def _native_stream(ctx, views, stream):
 
 
 def _run(ctx, call, views, stream, fn, *args):
-    native = _native_stream(ctx, views, stream)
-    with ctx.lock:
-        ctx.set_stream(native)
-        ctx.call(fn, ctx.handle, *args)
-        call.finish()
+    """The C call, on the call's stream; copied outputs read back. The
+    caller holds ctx.lock."""
+    ctx.set_stream(_native_stream(ctx, views, stream))
+    ctx.call(fn, ctx.handle, *args)
+    call.finish()
 
 
 def combine(o_parts, lse_parts, *, layout="bshd", dtype=None, out=None, lse_out=None,
@@ -251,21 +259,23 @@ def combine(o_parts, lse_parts, *, layout="bshd", dtype=None, out=None, lse_out=
     if lv.shape != (parts, b, h, s):
         fail("InvalidSizeError", f"lse_parts: shape {lv.shape}, expected {(parts, b, h, s)}")
     code = ov.dtype if dtype is None else _dtype_code(dtype)
-    call = Call(ctx)
-    try:
-        desc = C.CombineDesc(batch=b, heads=h, seq=s, head_dim=d, parts=parts,
-                             part_dtype=ov.dtype, dtype=code,
-                             o_part_stride=ov.strides[0] if parts > 1 else 0,
-                             lse_part_stride=lv.strides[0] if parts > 1 else 0)
-        oshape = _shape(_DENSE[layout], b, h, s, d)
-        o, to, _ = _out(call, out, "out", ov, oshape, code, _DENSE[layout])
-        lse, tl, _ = _out(call, lse_out, "lse_out", ov, (b, h, s), C.F32, _LSE_DENSE)
-        tparts = call.tensor(ov, axes)
-        tlse = call.tensor(lv, (1, 2, 3, None))
-        _run(ctx, call, views, stream, "fattn_combine", ctypes.byref(desc), tparts, tlse, to, tl)
-    finally:
-        call.close()
-    return o, lse
+    with ctx.lock:
+        call = Call(ctx)
+        try:
+            desc = C.CombineDesc(batch=b, heads=h, seq=s, head_dim=d, parts=parts,
+                                 part_dtype=ov.dtype, dtype=code,
+                                 o_part_stride=ov.strides[0] if parts > 1 else 0,
+                                 lse_part_stride=lv.strides[0] if parts > 1 else 0)
+            oshape = _shape(_DENSE[layout], b, h, s, d)
+            o, to, _ = _out(call, out, "out", ov, oshape, code, _DENSE[layout])
+            lse, tl, _ = _out(call, lse_out, "lse_out", ov, (b, h, s), C.F32, _LSE_DENSE)
+            tparts = call.tensor(ov, axes)
+            tlse = call.tensor(lv, (1, 2, 3, None))
+            _run(ctx, call, views, stream, "fattn_combine", ctypes.byref(desc), tparts, tlse, to,
+                 tl)
+        finally:
+            call.close()
+        return o, lse
 
 
 def _dtype_code(dtype):

@@ -37,7 +37,7 @@ class Context:
         self.handle = h.value
         self.kind = C.lib.fattn_context_backend(self.handle)
         self.device = device
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()   # re-entrant: an Array freed by the GC mid-call
         self.splits = 0        # FATTN_PARAM_KV_SPLITS as last set
         self.stream = None     # the native stream as last set (None: the context's own)
 
