@@ -1,10 +1,13 @@
 """fattn.attention against the float64 reference: shapes that are no
 multiple of any tile, GQA, causal both ways, LSE, every dtype, both
 layouts, strided views, out=, on the CPU and OpenCL backends."""
+import ctypes
+
 import numpy as np
 import pytest
 
 import fattn
+from fattn import _capi as C, _context
 import reference
 from conftest import available_backends, check, dtype_of, randn
 
@@ -91,10 +94,15 @@ def test_splits(backend, rng):
     v = randn(rng, (2, 333, 2, 64), np.float16)
     want, want_lse = reference.attention(to_bhsd(q, "bshd"), to_bhsd(k, "bshd"),
                                          to_bhsd(v, "bshd"))
-    for n in (1, 2, 3, 7):
+    ctx = _context.get(backend, None)
+    for n in (1, 2, 3, 7, 0):
         o, lse = fattn.attention(q, k, v, num_splits=n, return_lse=True, backend=backend)
         check(to_bhsd(o, "bshd"), want, "float16")
         check(lse, want_lse, "float16", "lse")
+        # The count reached the context (FATTN_PARAM_KV_SPLITS) for this call.
+        got = ctypes.c_int64(-1)
+        C.call("fattn_context_get_param", ctx.handle, C.PARAM_KV_SPLITS, ctypes.byref(got))
+        assert got.value == n
 
 
 def test_fattn_arrays_stay_on_device(rng):

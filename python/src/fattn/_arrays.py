@@ -11,7 +11,7 @@ from . import _capi as C
 from ._errors import fail
 
 # DLPack device types and dtype codes (dlpack.h).
-DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_OPENCL, DL_ROCM, DL_CUDA_MANAGED = 1, 2, 3, 4, 10, 13
+DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
 _DL_DTYPES = {(2, 32): C.F32, (2, 16): C.F16, (4, 16): C.BF16, (0, 32): C.I32}
 DTYPE_NAMES = {C.F32: "float32", C.F16: "float16", C.BF16: "bfloat16", C.I32: "int32"}
 ESIZE = {C.F32: 4, C.F16: 2, C.BF16: 2, C.I32: 4}

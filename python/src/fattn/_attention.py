@@ -68,7 +68,7 @@ def _out(call, given, name, ref, shape, code, axes):
         fail("InvalidSizeError", f"{name}: shape {v.shape}, expected {tuple(shape)}")
     if v.dtype != code:
         fail("DtypeError", f"{name}: dtype must match ({'float32' if code == C.F32 else 'q'}'s)")
-    return arr, call.tensor(v, axes, output=True, fresh=fresh), v
+    return arr, call.tensor(v, axes, output=True, fresh=fresh)
 
 
 def attention(q, k, v, *, causal=False, scale=None, layout="bshd", return_lse=False,
@@ -198,15 +198,16 @@ def attention(q, k, v, *, causal=False, scale=None, layout="bshd", return_lse=Fa
             oshape = _shape(qa, b, hq, total_q if packed_q else sq, dv)
             lse_axes = _LSE_PACKED if packed_q else _LSE_DENSE
             lshape = (hq, total_q) if packed_q else (b, hq, sq)
-            o, to, _ = _out(call, out, "out", qv, oshape, qv.dtype, qa)
+            o, to = _out(call, out, "out", qv, oshape, qv.dtype, qa)
             lse, tl = None, None
             if return_lse or lse_out is not None:
-                lse, tl, _ = _out(call, lse_out, "lse_out", qv, lshape, C.F32, lse_axes)
+                lse, tl = _out(call, lse_out, "lse_out", qv, lshape, C.F32, lse_axes)
             tq = t(qv, qa)
             # With append the cache is written (in place; a host cache a GPU
             # backend copied is read back).
             tk = t(kv, _DENSE[layout] if paged else ka, output=appending)
             tv = t(vv, _DENSE[layout] if paged else ka, output=appending)
+            ctx.set_splits(int(num_splits))
             _run(ctx, call, views, stream, "fattn_forward", ctypes.byref(desc), tq, tk, tv, to, tl)
         finally:
             call.close()
@@ -267,8 +268,8 @@ def combine(o_parts, lse_parts, *, layout="bshd", dtype=None, out=None, lse_out=
                                  o_part_stride=ov.strides[0] if parts > 1 else 0,
                                  lse_part_stride=lv.strides[0] if parts > 1 else 0)
             oshape = _shape(_DENSE[layout], b, h, s, d)
-            o, to, _ = _out(call, out, "out", ov, oshape, code, _DENSE[layout])
-            lse, tl, _ = _out(call, lse_out, "lse_out", ov, (b, h, s), C.F32, _LSE_DENSE)
+            o, to = _out(call, out, "out", ov, oshape, code, _DENSE[layout])
+            lse, tl = _out(call, lse_out, "lse_out", ov, (b, h, s), C.F32, _LSE_DENSE)
             tparts = call.tensor(ov, axes)
             tlse = call.tensor(lv, (1, 2, 3, None))
             _run(ctx, call, views, stream, "fattn_combine", ctypes.byref(desc), tparts, tlse, to,

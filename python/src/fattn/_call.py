@@ -43,7 +43,6 @@ class Call:
 
     def __init__(self, ctx):
         self.ctx, self.bufs, self.readback, self.keep = ctx, [], [], []
-        self.host_on_gpu = False
 
     def tensor(self, view, dims, *, output=False, fresh=False, broadcast=False):
         """A fattn_tensor (by reference) for view; dims names the view's axis
@@ -68,7 +67,6 @@ class Call:
             return None, 0
         ctx, n = self.ctx, view.nbytes_span()
         if view.device[0] == "cpu" and ctx.kind != C.BACKEND_CPU:
-            self.host_on_gpu = True
             b = ctx.alloc(n)
             self.bufs.append(b)
             # A copied output goes up too unless every element is new: the

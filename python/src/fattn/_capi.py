@@ -21,7 +21,7 @@ BACKEND_AUTO, BACKEND_CPU, BACKEND_CUDA, BACKEND_OPENCL = 0, 1, 2, 3
 # fattn_causal
 CAUSAL_NONE, CAUSAL_BOTTOM_RIGHT, CAUSAL_TOP_LEFT = 0, 1, 2
 # fattn_param
-PARAM_CPU_THREADS, PARAM_KV_SPLITS = 1, 102
+PARAM_KV_SPLITS = 102
 FLAG_ALLOW_TF32 = 1
 
 
@@ -126,6 +126,7 @@ _PROTOTYPES = {
     "fattn_context_backend": (ctypes.c_int, [c_ptr]),
     "fattn_context_device_name": (ctypes.c_char_p, [c_ptr]),
     "fattn_context_set_param": (_st, [c_ptr, ctypes.c_int, c_int64]),
+    "fattn_context_get_param": (_st, [c_ptr, ctypes.c_int, _P(c_int64)]),
     "fattn_context_set_stream": (_st, [c_ptr, c_ptr]),
     "fattn_context_synchronize": (_st, [c_ptr]),
     "fattn_buffer_alloc": (_st, [c_ptr, ctypes.c_size_t, _P(c_ptr)]),
