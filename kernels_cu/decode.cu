@@ -14,7 +14,9 @@
 //   sequence with T block tiles (of BKV keys) takes tiles [s*T/S, (s+1)*T/S),
 //   clipped to the keys its rows see (causal) and, when paged, checked page
 //   by page (ragged_pages_ok: a bad page leaves the block no keys) while
-//   the first tiles, their pages clamped into range, are in flight.
+//   the first tiles, their pages clamped into range, are in flight; the
+//   tensor-core kernel stages the vetted pages' offsets in shared memory
+//   then (ragged_pages_stage), and its later tiles find their rows there.
 //   With a sliding window, each row sees [rowlo, rowlim) and the splits
 //   divide only the tiles from the rows' first visible key (split_keys).
 // - Variants. The window and sinks (folded in at the output or by the
@@ -130,7 +132,7 @@ using fattn_decode_shapes::Shape;
 struct Params {
     int splits, row_tiles, heads_kv;
     int vec;        // 1: K and V rows are 16-byte aligned (cp.async), else element copies
-    Divisor page;   // page_size (paged caches only)
+    Divisor32 page;   // page_size (paged caches only)
     float *ws_o, *ws_lse;
 };
 
@@ -458,10 +460,7 @@ __global__ void __launch_bounds__(Shape<sizeof(T), DPAD, BR>::NT)
             const int kc = valid ? kj : k_hi - 1;   // an address in range either way
             int64_t ko, vo;
             if (paged) {
-                const int64_t pi = divide(kc, prm.page), slot = kc - pi * rg.page_size;
-                const int64_t pg = page_in_range(rg, b, pi);
-                ko = pg * a.k_sb + k_head + slot * a.k_ss;
-                vo = pg * a.v_sb + v_head + slot * a.v_ss;
+                paged_rows<false>(a, b, kc, prm.page, PageWindow{}, k_head, v_head, &ko, &vo);
             } else {
                 ko = s.kv_batch * a.k_sb + k_head + (s.kv_row0 + kc) * a.k_ss;
                 vo = s.kv_batch * a.v_sb + v_head + (s.kv_row0 + kc) * a.v_ss;
@@ -702,7 +701,9 @@ template <int DPAD, int BR> struct MShape {
     static constexpr int BKV = W * KW;         // keys per block tile
     static constexpr int RING = W * STAGES * STAGE;
     static constexpr int STATS = (3 * W * BR + 4 * BR) * 4;
-    static constexpr int SMEM = RING + STATS;
+    static constexpr int PAGES = 2 * kPageCap * 8;   // the split's staged pages (PageWindow)
+    static constexpr int SMEM = RING + STATS + PAGES;
+    static_assert(STATS % 8 == 0, "the staged pages are 8-byte aligned");
     static_assert(CH >= 8 && CH % 8 == 0, "the swizzle spans 8 chunks");
     static_assert(BR % 4 == 0 && BR <= 16, "one M = 16 tile of rows");
     static_assert(W * BR * DPAD * 4 <= RING, "the merge does not fit in the rings");
@@ -809,16 +810,18 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     const bool paged = rg.on && rg.page_size;
     const int64_t k_head = hk * a.k_sh, v_head = hk * a.v_sh;
 
-    auto issue = [&](int t) {
+    // The split's pages, once staged (after the first tiles are issued).
+    PageWindow pw{reinterpret_cast<int64_t *>(smem + C::RING + C::STATS), nullptr, 0, false};
+    pw.v = pw.k + kPageCap;
+
+    // Warp tile t into stage t % STAGES (kStaged: its pages from pw).
+    auto issue = [&](int t, auto staged) {
         if (t < nt) {
             const int kbase = k0 + t * C::BKV + warp * KW;
             const int kc = min(kbase + jj, k_hi - 1);   // an address in range either way
-            long long ko, vo;
+            int64_t ko, vo;
             if (paged) {
-                const int64_t pi = divide(kc, prm.page), slot = kc - pi * rg.page_size;
-                const int64_t pg = page_in_range(rg, b, pi);
-                ko = pg * a.k_sb + k_head + slot * a.k_ss;
-                vo = pg * a.v_sb + v_head + slot * a.v_ss;
+                paged_rows<decltype(staged)::value>(a, b, kc, prm.page, pw, k_head, v_head, &ko, &vo);
             } else {
                 ko = s.kv_batch * a.k_sb + k_head + (s.kv_row0 + kc) * a.k_ss;
                 vo = s.kv_batch * a.v_sb + v_head + (s.kv_row0 + kc) * a.v_ss;
@@ -828,8 +831,8 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 #pragma unroll
             for (int i = 0; i < KW / RPI; i++) {
                 const int key = i * RPI + lr;
-                const T *krow = static_cast<const T *>(a.k) + __shfl_sync(0xffffffffu, ko, key);
-                const T *vrow = static_cast<const T *>(a.v) + __shfl_sync(0xffffffffu, vo, key);
+                const T *krow = static_cast<const T *>(a.k) + __shfl_sync(0xffffffffu, (long long)ko, key);
+                const T *vrow = static_cast<const T *>(a.v) + __shfl_sync(0xffffffffu, (long long)vo, key);
                 const int n = kbase + key < k_hi ? min(max(D - d0, 0), CE) : 0;
                 const int pc = (lc ^ (key & 7)) * 16;
                 unsigned char *kdst = st + key * RB + pc, *vdst = st + (KW + key) * RB + pc;
@@ -862,12 +865,12 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     const float sl2 = a.scale_log2;
 
 #pragma unroll
-    for (int t = 0; t < C::STAGES - 1; t++) issue(t);
-    // The split's pages are vetted while its first tiles are in flight
-    // (issue clamps each page into range, so those copies stay in the
-    // caller's buffers whatever the table holds): a round of table reads
+    for (int t = 0; t < C::STAGES - 1; t++) issue(t, std::false_type{});
+    // The split's pages are vetted (and staged) while its first tiles are in
+    // flight (issue clamps each page into range, so those copies stay in
+    // the caller's buffers whatever the table holds): a round of table reads
     // less before the first copy. A bad page leaves the block no keys.
-    if (!ragged_pages_ok(a, b, k0, k_hi)) {   // every thread: it is a barrier
+    if (!ragged_pages_stage(a, b, k0, k_hi, k_head, v_head, &pw)) {   // a barrier
         cp_async_wait_all();                  // the ring is reused at the end
         k_hi = k0, nt = 0;
     }
@@ -879,7 +882,10 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
         klo[h] = qr + 8 * h < BR ? rowlo[qr + 8 * h] : 0;
     }
     for (int t = 0; t < nt; t++) {
-        issue(t + C::STAGES - 1);
+        if (pw.on)
+            issue(t + C::STAGES - 1, std::true_type{});
+        else
+            issue(t + C::STAGES - 1, std::false_type{});
         cp_async_wait<C::STAGES - 1>();
         __syncwarp();
         const unsigned char *st = wring + (t % C::STAGES) * C::STAGE;
@@ -1041,7 +1047,7 @@ cudaError_t launch(Kernel kernel, int smem, const fattn_cuda_args *a,
     prm.row_tiles = d->row_tiles;
     prm.heads_kv = (int)heads_kv;
     prm.vec = vec_rows(a);
-    prm.page = make_divisor(a->rag.on && a->rag.page_size ? (uint64_t)a->rag.page_size : 1);
+    prm.page = make_divisor32(a->rag.on && a->rag.page_size ? (uint32_t)a->rag.page_size : 1u);
     prm.ws_o = d->ws_o;
     prm.ws_lse = d->ws_lse;
     const dim3 grid((unsigned)units, (unsigned)d->splits);

@@ -40,6 +40,9 @@ static const int32_t p16_kv[] = {100, 16, 33}, p256_kv[] = {300, 1, 600};
 static const int32_t dec_q[] = {1, 1, 1, 1, 1, 1}, dec_kv[] = {1, 2, 3, 129, 1000, 3000};
 static const int32_t decpad_kv[] = {2000, 1, 999, 0}, decp16_kv[] = {1, 17, 500, 1023};
 static const int32_t decp256_q[] = {1, 4, 2}, decp256_kv[] = {700, 2500, 5};
+/* 700 one-key pages: one split spans more pages than the CUDA decode kernel
+ * stages in shared memory (256: it reads the table), three splits do not. */
+static const int32_t decp1_kv[] = {700, 3, 260};
 static const int32_t long_q[] = {1, 300, 1, 2}, long_kv[] = {20000, 700, 9000, 1};
 
 #define VARLEN(nm, Hq, Hk, D, qlen, kvlen, causal_, bshd_)                                         \
@@ -181,6 +184,7 @@ static const rag_case decode_cases[] = {
     PAGED("decode, page 16", NULL, 1, decp16_kv, 16, 8, 2, 128, FATTN_CAUSAL_BOTTOM_RIGHT, 0, 0),
     PAGED("decode, page 256, packed Q", decp256_q, 0, decp256_kv, 256, 4, 1, 128,
           FATTN_CAUSAL_BOTTOM_RIGHT, 1, 0),
+    PAGED("decode, page 1", NULL, 1, decp1_kv, 1, 8, 2, 64, FATTN_CAUSAL_BOTTOM_RIGHT, 0, 0),
 };
 
 /* FATTN_TEST_LONG: longer sequences, decode-shaped and not. */
