@@ -820,8 +820,9 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
             const int kbase = k0 + t * C::BKV + warp * KW;
             const int kc = min(kbase + jj, k_hi - 1);   // an address in range either way
             int64_t ko, vo;
-            if (paged) {
-                paged_rows<decltype(staged)::value>(a, b, kc, prm.page, pw, k_head, v_head, &ko, &vo);
+            constexpr bool kStaged = decltype(staged)::value;   // implies paged
+            if (kStaged || paged) {
+                paged_rows<kStaged>(a, b, kc, prm.page, pw, k_head, v_head, &ko, &vo);
             } else {
                 ko = s.kv_batch * a.k_sb + k_head + (s.kv_row0 + kc) * a.k_ss;
                 vo = s.kv_batch * a.v_sb + v_head + (s.kv_row0 + kc) * a.v_ss;
@@ -882,10 +883,10 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
         klo[h] = qr + 8 * h < BR ? rowlo[qr + 8 * h] : 0;
     }
     for (int t = 0; t < nt; t++) {
-        if (pw.on)
-            issue(t + C::STAGES - 1, std::true_type{});
-        else
+        if (!pw.on)   // dense, varlen, or more pages than are staged
             issue(t + C::STAGES - 1, std::false_type{});
+        else
+            issue(t + C::STAGES - 1, std::true_type{});
         cp_async_wait<C::STAGES - 1>();
         __syncwarp();
         const unsigned char *st = wring + (t % C::STAGES) * C::STAGE;
