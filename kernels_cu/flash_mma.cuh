@@ -317,8 +317,8 @@ struct Rescore {
     __device__ __forceinline__ void score2(const fattn_cuda_args &a, const VarRow &r, int c,
                                            bool v0, bool v1, float &x0, float &x1) const {
         if constexpr (kV == kVarCap) {
-            x0 = var_tanh2(x0 * k1, c2);
-            x1 = var_tanh2(x1 * k1, c2);
+            x0 = var_tanh2<FATTN_CAP_RCP == 1>(x0 * k1, c2);
+            x1 = var_tanh2<FATTN_CAP_RCP >= 1>(x1 * k1, c2);
         } else if constexpr (kV == kVarAlibi) {
             x0 = fmaf(x0, a.scale_log2, -slope2 * fabsf(r.dist - (float)c));
             x1 = fmaf(x1, a.scale_log2, -slope2 * fabsf(r.dist - (float)(c + 1)));
