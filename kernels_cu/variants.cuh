@@ -80,29 +80,14 @@ __device__ __forceinline__ float2 var_bias_pair(const fattn_cuda_args &a, int64_
 // score needs; tanhf's relative accuracy costs a long polynomial, and
 // tanh.approx.f32 (2^-11 relative) would move a capped logit of 30 by 0.015.
 // u = +inf gives c2, -inf -c2; NaN stays NaN.
-// kFma: the reciprocal on the FMA pipe instead of the MUFU one, which the
-// softmax's own ex2 already loads: a bit-trick seed (5% relative), one
-// cubic and one Newton step, within 1.3 ulp for d in [1, 2^64] (u is capped
-// at 64 first, NaN kept: 2^-63 is already below a float's ulp of 1).
-#ifndef FATTN_CAP_RCP
-#define FATTN_CAP_RCP 0   // sweeps: 1 every score's reciprocal by FMAs, 2 every other one
-#endif
-__device__ __forceinline__ float rcp_fma(float d) {
-    float r = __int_as_float(0x7EF311C3 - __float_as_int(d));
-    float e = fmaf(-d, r, 1.f);
-    r = fmaf(r, fmaf(e, e, e), r);
-    e = fmaf(-d, r, 1.f);
-    return fmaf(r, e, r);
-}
-template <bool kFma = false> __device__ __forceinline__ float var_tanh2(float u, float c2) {
+// c0 replaces the constant term c2 where a caller folds an offset into it
+// (the bf16 softcap family's fixed softmax offset: one add less per score).
+__device__ __forceinline__ float var_tanh2(float u, float c2, float c0) {
     float r;
-    if constexpr (kFma) {
-        r = rcp_fma(ex2(u > 64.f ? 64.f : u) + 1.f);
-    } else {
-        asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(ex2(u) + 1.f));
-    }
-    return fmaf(r, -2.f * c2, c2);
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(ex2(u) + 1.f));
+    return fmaf(r, -2.f * c2, c0);
 }
+__device__ __forceinline__ float var_tanh2(float u, float c2) { return var_tanh2(u, c2, c2); }
 
 // Score x (natural units: scale * q.k) of a visible key j of row i, after
 // the softcap (first; -inf -> -softcap, NaN stays), ALiBi (-slope * |dist|,
