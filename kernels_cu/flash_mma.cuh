@@ -248,7 +248,6 @@ struct Rescore {
     bool bsm = false;   /* the bias tile goes through shared memory (load_bias_stage) */
     bool fixed = false; /* kFixedCap: the softmax's fixed offset mu replaces the row max */
     float mu = 0.f;
-    float c2o = 0.f; /* kVarCap's capped score is c2 o(r) + c2o: c2, less mu where fixed */
 
     /* td: the kernel's storage type, the one dtype whose bias takes the
      * shared-memory stage. */
@@ -262,9 +261,8 @@ struct Rescore {
             c2 = v.softcap * kLog2e;
             /* kFixedCap: terms in [2^-120, 2^K], K = max(0, 2 c2 - 120) <= 30. */
             const float K = fmaxf(0.f, 2.f * c2 - 120.f);
-            fixed = kV == kVarCap && td == FATTN_BF16 && K <= 30.f; /* kFixedCap's dtype */
+            fixed = kV == kVarCap && K <= 30.f;
             mu = c2 - K;
-            c2o = fixed ? K : c2; /* c2 - mu: the score comes out with mu taken off */
             k1 = kV == kVarCap ? 2.f * a.scale_log2 / v.softcap : 2.f / v.softcap;
         }
         slope2 = slope * kLog2e;
@@ -319,8 +317,8 @@ struct Rescore {
     __device__ __forceinline__ void score2(const fattn_cuda_args &a, const VarRow &r, int c,
                                            bool v0, bool v1, float &x0, float &x1) const {
         if constexpr (kV == kVarCap) {
-            x0 = var_tanh2(x0 * k1, c2, c2o);
-            x1 = var_tanh2(x1 * k1, c2, c2o);
+            x0 = var_tanh2(x0 * k1, c2);
+            x1 = var_tanh2(x1 * k1, c2);
         } else if constexpr (kV == kVarAlibi) {
             x0 = fmaf(x0, a.scale_log2, -slope2 * fabsf(r.dist - (float)c));
             x1 = fmaf(x1, a.scale_log2, -slope2 * fabsf(r.dist - (float)(c + 1)));
@@ -773,9 +771,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
                     float sum = 0.f;
 #pragma unroll
                     for (int nt = 0; nt < NS; ++nt) {
-                        /* score2 took mu off already (Rescore::c2o). */
-                        const float p0 = ex2(s[mt][nt][2 * hh]);
-                        const float p1 = ex2(s[mt][nt][2 * hh + 1]);
+                        const float p0 = ex2(s[mt][nt][2 * hh] - rs.mu);
+                        const float p1 = ex2(s[mt][nt][2 * hh + 1] - rs.mu);
                         s[mt][nt][2 * hh] = p0;
                         s[mt][nt][2 * hh + 1] = p1;
                         sum += p0 + p1;

@@ -80,14 +80,11 @@ __device__ __forceinline__ float2 var_bias_pair(const fattn_cuda_args &a, int64_
 // score needs; tanhf's relative accuracy costs a long polynomial, and
 // tanh.approx.f32 (2^-11 relative) would move a capped logit of 30 by 0.015.
 // u = +inf gives c2, -inf -c2; NaN stays NaN.
-// c0 replaces the constant term c2 where a caller folds an offset into it
-// (the bf16 softcap family's fixed softmax offset: one add less per score).
-__device__ __forceinline__ float var_tanh2(float u, float c2, float c0) {
+__device__ __forceinline__ float var_tanh2(float u, float c2) {
     float r;
     asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(ex2(u) + 1.f));
-    return fmaf(r, -2.f * c2, c0);
+    return fmaf(r, -2.f * c2, c2);
 }
-__device__ __forceinline__ float var_tanh2(float u, float c2) { return var_tanh2(u, c2, c2); }
 
 // Score x (natural units: scale * q.k) of a visible key j of row i, after
 // the softcap (first; -inf -> -softcap, NaN stays), ALiBi (-slope * |dist|,
