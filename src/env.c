@@ -64,6 +64,8 @@ int fattn_env_cuda_small_tiles(void) {
     return v && strcmp(v, "1") == 0;
 }
 
+const char *fattn_env_cuda_kernel(void) { return env_value("FATTN_CUDA_KERNEL"); }
+
 const char *fattn_env_opencl_platform(void) { return env_value("FATTN_OPENCL_PLATFORM"); }
 const char *fattn_env_opencl_device(void) { return env_value("FATTN_OPENCL_DEVICE"); }
 const char *fattn_env_cache_dir(void) { return env_value("FATTN_CACHE_DIR"); }

@@ -48,6 +48,10 @@ const char *fattn_env_opencl_matrix_tune(void);
  * FATTN_CUDA_SMALL_TILES=1: the CUDA-core kernel's small-shared-memory tiles
  * on any GPU (tests that path); 1 if set to "1", else 0. */
 int fattn_env_cuda_small_tiles(void);
+/* FATTN_CUDA_KERNEL: the CUDA f16/bf16 prefill kernel, "auto" (unset: for
+ * now mma.sync), "wgmma" (the Hopper kernel, compute 9.0; problems it does
+ * not take are declined) or "mma"; settings.c checks the value. */
+const char *fattn_env_cuda_kernel(void);
 /* HOME and XDG_CACHE_HOME, for the default cache directory. */
 const char *fattn_env_home(void);
 const char *fattn_env_xdg_cache(void);

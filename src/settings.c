@@ -103,7 +103,8 @@ fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backe
              keep(out, fattn_env_decode_tune(), &s->decode_tune) &&
              keep(out, fattn_env_opencl_matrix(), &s->opencl_matrix) &&
              keep(out, fattn_env_opencl_matrix_tune(), &s->opencl_matrix_tune) &&
-             keep(out, fattn_env_cpu_isa(), &s->cpu_isa);
+             keep(out, fattn_env_cpu_isa(), &s->cpu_isa) &&
+             keep(out, fattn_env_cuda_kernel(), &s->cuda_kernel);
     s->cuda_small_tiles = fattn_env_cuda_small_tiles();
     const char *mx = s->opencl_matrix;
     static const char *const matrix_modes[] = {"auto", "off", "emulate", "emulate-nv",
@@ -118,6 +119,15 @@ fattn_status fattn_settings_resolve(const fattn_context_params *prm, fattn_backe
                                            "emulate (= emulate-nv), emulate-rdna, "
                                            "emulate-cdna, emulate-xe or emulate-xe8",
                                            mx);
+        fattn_settings_free(out);
+        return st;
+    }
+    const char *ck = s->cuda_kernel;
+    if (ok && ck && strcmp(ck, "auto") && strcmp(ck, "wgmma") && strcmp(ck, "mma")) {
+        const fattn_status st = fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
+                                           "FATTN_CUDA_KERNEL='%.64s' is not auto, wgmma (the "
+                                           "Hopper kernel) or mma (mma.sync)",
+                                           ck);
         fattn_settings_free(out);
         return st;
     }

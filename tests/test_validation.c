@@ -1443,8 +1443,9 @@ static void test_environment(void **state) {
     (void)state;
     test_env saved[] = {env_save("FATTN_BACKEND"), env_save("FATTN_DEVICE"),
                         env_save("FATTN_CPU_THREADS"), env_save("FATTN_DECODE_TUNE"),
-                        env_save("FATTN_OPENCL_MATRIX_TUNE")};
+                        env_save("FATTN_OPENCL_MATRIX_TUNE"), env_save("FATTN_CUDA_KERNEL")};
     unsetenv("FATTN_DEVICE");
+    unsetenv("FATTN_CUDA_KERNEL");
     unsetenv("FATTN_CPU_THREADS");
     unsetenv("FATTN_DECODE_TUNE");
     unsetenv("FATTN_OPENCL_MATRIX_TUNE");
@@ -1510,6 +1511,24 @@ static void test_environment(void **state) {
     setenv("FATTN_OPENCL_MATRIX_TUNE", "bm=64,bn=32,stages=2,fold=1", 1);
     assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_OK);
     fattn_context_free(c);
+    c = NULL;
+    unsetenv("FATTN_OPENCL_MATRIX_TUNE");
+
+    /* The CUDA prefill kernel's switch: three names, nothing else. */
+    const char *const bad_kernel[] = {"WGMMA", "wgmma ", "sm90", "1"};
+    for (size_t i = 0; i < sizeof bad_kernel / sizeof bad_kernel[0]; i++) {
+        setenv("FATTN_CUDA_KERNEL", bad_kernel[i], 1);
+        EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_ERR_ENVIRONMENT,
+               "FATTN_CUDA_KERNEL");
+        assert_null(c);
+    }
+    const char *const good_kernel[] = {"auto", "wgmma", "mma"};
+    for (size_t i = 0; i < sizeof good_kernel / sizeof good_kernel[0]; i++) {
+        setenv("FATTN_CUDA_KERNEL", good_kernel[i], 1);
+        assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_OK);
+        fattn_context_free(c);
+        c = NULL;
+    }
 
     for (size_t i = 0; i < sizeof saved / sizeof saved[0]; i++) env_restore(&saved[i]);
 }

@@ -31,6 +31,9 @@
 
 fattn_status cuda_fail(fattn_msg *msg, cudaError_t err, const char *what);
 
+/* FATTN_CUDA_KERNEL: the prefill kernel the planner may pick on compute 9.0. */
+typedef enum cuda_kernel_pref { CUDA_KERNEL_AUTO, CUDA_KERNEL_WGMMA, CUDA_KERNEL_MMA } cuda_kernel_pref;
+
 typedef struct cuda_state {
     int device;
     /* 1: the caller's context, current on the calling thread, is used as
@@ -38,6 +41,7 @@ typedef struct cuda_state {
     int native_current;
     int small_tiles;         /* settings->cuda_small_tiles, read at open */
     const char *decode_tune; /* settings->decode_tune (lives as long as the context), or NULL */
+    cuda_kernel_pref kernel; /* settings->cuda_kernel, read at open */
     struct cudaDeviceProp prop;
     cudaStream_t own_stream;
     cudaStream_t stream; /* own_stream, or the caller's */
@@ -105,10 +109,11 @@ void cuda_mark_free(void *state, void *mark);
 /* The rows of the variant table, in the order the planner tries them. */
 typedef enum cuda_variant {
     CUDA_VARIANT_DECODE = 0,  /* split-KV decoding with GQA packing: seq_q <= 16 */
-    CUDA_VARIANT_MMA = 1,     /* tensor cores: f16/bf16 on compute 8.0+ */
-    CUDA_VARIANT_SIMT = 2,    /* CUDA cores: f32 anywhere, f16/bf16 below 8.0 */
-    CUDA_VARIANT_NAIVE = 3,   /* cuBLAS, S and P materialised: the baseline */
-    CUDA_VARIANT_COMBINE = 4, /* fattn_combine: the log-sum-exp merge of partial results */
+    CUDA_VARIANT_WGMMA = 1,   /* Hopper (wgmma, sm_90a): f16/bf16 prefill on compute 9.0 */
+    CUDA_VARIANT_MMA = 2,     /* tensor cores (mma.sync): f16/bf16 on compute 8.0+ */
+    CUDA_VARIANT_SIMT = 3,    /* CUDA cores: f32 anywhere, f16/bf16 below 8.0 */
+    CUDA_VARIANT_NAIVE = 4,   /* cuBLAS, S and P materialised: the baseline */
+    CUDA_VARIANT_COMBINE = 5, /* fattn_combine: the log-sum-exp merge of partial results */
     CUDA_VARIANT_COUNT
 } cuda_variant;
 
@@ -136,6 +141,8 @@ fattn_status cuda_run_zero(cuda_state *s, const fattn_cuda_args *a, fattn_msg *m
 
 /* The forward variants' run slots: the planned kernel, or the zero output
  * when seq_kv = 0. */
+fattn_status cuda_run_wgmma(void *state, const fattn_problem *p, const fattn_plan *plan,
+                            fattn_msg *msg);
 fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan *plan,
                           fattn_msg *msg);
 fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan *plan,

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_common.h"
 
@@ -99,6 +100,11 @@ fattn_status cuda_open(const fattn_open_args *args, void **state, fattn_msg *msg
      * GPUs that would not need them. */
     s->small_tiles = args->settings && args->settings->cuda_small_tiles;
     s->decode_tune = args->settings ? args->settings->decode_tune : NULL;
+    /* FATTN_CUDA_KERNEL (checked by the core): which kernel takes prefill. */
+    const char *ck = args->settings ? args->settings->cuda_kernel : NULL;
+    s->kernel = !ck || !strcmp(ck, "auto") ? CUDA_KERNEL_AUTO
+                : !strcmp(ck, "wgmma")     ? CUDA_KERNEL_WGMMA
+                                           : CUDA_KERNEL_MMA;
     fattn_status st = FATTN_OK;
     cudaError_t err = cudaGetDeviceProperties(&s->prop, s->device);
     if (err == cudaSuccess && !s->native_current) err = cudaSetDevice(s->device);

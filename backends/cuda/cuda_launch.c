@@ -147,6 +147,23 @@ fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan 
     return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the tensor-core attention kernel");
 }
 
+fattn_status cuda_run_wgmma(void *state, const fattn_problem *p, const fattn_plan *plan,
+                            fattn_msg *msg) {
+    cuda_state *s = state;
+    const cuda_plan *cp = FATTN_PLAN_AREA(plan, const cuda_plan);
+    fattn_cuda_args a;
+    fattn_status st = begin(s, p, &a, msg);
+    if (st != FATTN_OK) return st;
+    if (p->seq_kv == 0) return cuda_run_zero(s, &a, msg);
+#if FATTN_CUDA_WGMMA
+    const cudaError_t err = fattn_cuda_flash_wgmma(&a, cp->dpad, s->stream);
+#else
+    const cudaError_t err = cudaErrorInvalidDeviceFunction; /* never planned */
+    (void)cp;
+#endif
+    return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the wgmma attention kernel");
+}
+
 fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan *plan,
                            fattn_msg *msg) {
     cuda_state *s = state;

@@ -92,11 +92,85 @@ static void tiled_plan(const cuda_state *s, fattn_plan *plan, int dpad, int smal
     plan->tiling.workspace_bytes = 0;
 }
 
+/* Whether an operand's rows start on 16 bytes (2-byte elements): its first
+ * element and every stride whose index can be non-zero. An operand without
+ * memory (a memory report) counts as aligned. */
+static int rows16(const fattn_operand *op, int64_t nb, int64_t nh, int64_t ns) {
+    if (!op->mem) return 1;
+    const uintptr_t first = (uintptr_t)cuda_ptr(op) + (uintptr_t)op->offset * 2;
+    return first % 16 == 0 && (nb <= 1 || op->stride_batch % 8 == 0) &&
+           (nh <= 1 || op->stride_head % 8 == 0) && (ns <= 1 || op->stride_seq % 8 == 0);
+}
+
+/* The Hopper kernel (kernels_cu/flash_wgmma.cu): f16/bf16 on compute 9.0
+ * (its sm_90a code runs nowhere else), a dense batch without variants, a
+ * bucket it was built for, Q, K and V rows on 16 bytes (its 16-byte
+ * copies); for now only where FATTN_CUDA_KERNEL=wgmma asks for it. */
+static fattn_status wgmma_check(const cuda_state *s, const fattn_problem *p, int *dpad, int *bm,
+                                int *bn, int *smem, fattn_msg *msg) {
+    /* Opt-in while it is being brought up (issue 15): auto is mma.sync. */
+    if (s->kernel != CUDA_KERNEL_WGMMA)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the wgmma kernel runs only when asked for (FATTN_CUDA_KERNEL=wgmma)");
+    if (!mma_domain(s, p) || s->prop.major != 9 || s->prop.minor != 0)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the wgmma kernel takes f16/bf16 on compute 9.0; this is %s on %s "
+                          "(compute %d.%d)",
+                          p->dtype == FATTN_F32 ? "f32" : "f16/bf16", s->prop.name, s->prop.major,
+                          s->prop.minor);
+    fattn_status st = fattn_variants_declined(p, 0, msg);
+    if (st == FATTN_OK) st = fattn_dense_only(p, "the wgmma kernel", msg);
+    if (st == FATTN_OK) st = tiled_common(p, dpad, msg);
+    if (st != FATTN_OK) return st;
+    if (!rows16(&p->q, p->batch, p->heads_q, p->seq_q) ||
+        !rows16(&p->k, p->batch, p->heads_kv, p->seq_kv) ||
+        !rows16(&p->v, p->batch, p->heads_kv, p->seq_kv))
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "the wgmma kernel copies 16-byte pieces: Q, K and V need rows that "
+                          "start on 16 bytes (strides that are multiples of 8 elements)");
+#if FATTN_CUDA_WGMMA
+    fattn_cuda_flash_wgmma_tiles(*dpad, bm, bn, smem);
+#else
+    *bm = *bn = *smem = 0;
+#endif
+    if (!*bm)
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "head dim %lld (bucket %d): the wgmma kernel was not built for it%s",
+                          (long long)p->head_dim, *dpad,
+                          FATTN_CUDA_WGMMA ? "" : " (FATTN_CUDA_WGMMA=OFF)");
+    return fits(s, p, "wgmma", *bm, *bn, *smem, msg);
+}
+
+static fattn_status accept_wgmma(void *state, const fattn_problem *p, fattn_plan *plan,
+                                 fattn_msg *msg) {
+    const cuda_state *s = state;
+    int dpad, bm, bn, smem;
+    const fattn_status st = wgmma_check(s, p, &dpad, &bm, &bn, &smem, msg);
+    if (st != FATTN_OK) return st;
+    tiled_plan(s, plan, dpad, 0, bm, bn, smem);
+    return FATTN_OK;
+}
+
+/* FATTN_CUDA_KERNEL=wgmma: f16/bf16 prefill runs on the wgmma kernel or
+ * not at all, so the later rows decline with its reason. */
+static fattn_status wgmma_forced(const cuda_state *s, const fattn_problem *p, fattn_msg *msg) {
+    if (s->kernel != CUDA_KERNEL_WGMMA || !mma_domain(s, p)) return FATTN_OK;
+    int dpad, bm, bn, smem;
+    fattn_msg why;
+    why.text[0] = '\0';
+    const fattn_status st = wgmma_check(s, p, &dpad, &bm, &bn, &smem, &why);
+    return st == FATTN_OK ? fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                                       "FATTN_CUDA_KERNEL=wgmma: the wgmma kernel takes it")
+                          : fattn_fail(msg, st, "FATTN_CUDA_KERNEL=wgmma, and %s", why.text);
+}
+
 static fattn_status accept_mma(void *state, const fattn_problem *p, fattn_plan *plan,
                                fattn_msg *msg) {
     const cuda_state *s = state;
     int dpad, bm, bn, smem;
-    fattn_status st = fattn_variants_declined(p, CUDA_MMA_VARIANTS, msg);
+    fattn_status st = wgmma_forced(s, p, msg);
+    if (st != FATTN_OK) return st;
+    st = fattn_variants_declined(p, CUDA_MMA_VARIANTS, msg);
     if (st == FATTN_OK) st = tiled_common(p, &dpad, msg);
     if (st != FATTN_OK) return st;
     if (!mma_domain(s, p))
@@ -117,10 +191,11 @@ static fattn_status accept_simt(void *state, const fattn_problem *p, fattn_plan 
     /* The tensor-core row's problem, which it declined (a variant it lacks,
      * or its tile does not fit): its reason stands, since this row is the
      * last one the planner tries and the planner keeps the last reason. */
-    fattn_status st =
-        mma_domain(s, p)
-            ? fattn_variants_declined(p, CUDA_MMA_VARIANTS, msg)
-            : fattn_variants_declined(p, p->dtype == FATTN_F32 ? CUDA_SIMT_VARIANTS : 0, msg);
+    fattn_status st = wgmma_forced(s, p, msg);
+    if (st != FATTN_OK) return st;
+    st = mma_domain(s, p)
+             ? fattn_variants_declined(p, CUDA_MMA_VARIANTS, msg)
+             : fattn_variants_declined(p, p->dtype == FATTN_F32 ? CUDA_SIMT_VARIANTS : 0, msg);
     if (st == FATTN_OK) st = tiled_common(p, &dpad, msg);
     if (st != FATTN_OK) return st;
     if (mma_domain(s, p)) {
@@ -171,11 +246,13 @@ static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan
 
 /* Tried in this order for the problem's op: for FATTN_OP_FORWARD the
  * split-KV decode kernel where it pays (seq_q <= 16 and a long cache, or a
- * ragged batch: cuda_decode.c), then the tensor-core kernel where it serves
- * (f16/bf16, compute 8.0+), else the CUDA-core one; the CUDA-core row is
+ * ragged batch: cuda_decode.c), then the Hopper kernel where it serves
+ * (f16/bf16 on compute 9.0, dense, no variants), the tensor-core kernel
+ * where it serves (f16/bf16, compute 8.0+), else the CUDA-core one; the CUDA-core row is
  * last, so its reason is the one a caller sees when none runs. */
 static const fattn_variant cuda_variants[CUDA_VARIANT_COUNT] = {
     [CUDA_VARIANT_DECODE] = {"decode", FATTN_OP_FORWARD, cuda_decode_accept, cuda_decode_run},
+    [CUDA_VARIANT_WGMMA] = {"wgmma", FATTN_OP_FORWARD, accept_wgmma, cuda_run_wgmma},
     [CUDA_VARIANT_MMA] = {"mma", FATTN_OP_FORWARD, accept_mma, cuda_run_mma},
     [CUDA_VARIANT_SIMT] = {"simt", FATTN_OP_FORWARD, accept_simt, cuda_run_simt},
     [CUDA_VARIANT_NAIVE] = {"naive", FATTN_OP_FORWARD_NAIVE, accept_naive, cuda_run_naive},

@@ -80,6 +80,10 @@ typedef struct fattn_settings {
     const char *opencl_tiles;
     const char *decode_tune; /* FATTN_DECODE_TUNE: "name=value,..." for the decode paths */
     int cuda_small_tiles;
+    /* FATTN_CUDA_KERNEL: "auto" (NULL), "wgmma" or "mma": which CUDA kernel
+     * takes f16/bf16 prefill on compute 9.0 (backends/cuda/cuda_plan.c;
+     * auto is mma.sync while the wgmma kernel is brought up). */
+    const char *cuda_kernel;
     /* FATTN_OPENCL_MATRIX: "auto" (NULL), "off" or "emulate": the OpenCL
      * matrix path's primitive choice (backends/opencl/ocl_mma.c). */
     const char *opencl_matrix;
