@@ -171,23 +171,6 @@ template <typename T, int N> __device__ __forceinline__ void unpack(const uint32
     }
 }
 
-// Elements d0 .. d0+n-1 of a row (B: the storage type's bits, 2 or 4 bytes;
-// n at most 16 bytes' worth) as 16 bytes, zeros after them: element loads,
-// for rows that are not 16-byte aligned.
-template <typename B> __device__ __forceinline__ uint4 gather16(const void *row, int d0, int n) {
-    const B *p = static_cast<const B *>(row) + d0;
-    uint32_t w[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        if constexpr (sizeof(B) == 4) {
-            w[k] = k < n ? p[k] : 0u;
-        } else {
-            const uint32_t lo = 2 * k < n ? p[2 * k] : 0u, hi = 2 * k + 1 < n ? p[2 * k + 1] : 0u;
-            w[k] = lo | hi << 16;
-        }
-    }
-    return make_uint4(w[0], w[1], w[2], w[3]);
-}
 
 // 16 bytes global -> shared, of which the first `bytes` are read and the
 // rest zero-filled (0: no read, all zeros). dst and src 16-byte aligned;

@@ -157,6 +157,24 @@ __device__ __forceinline__ void cp_async16_part(void *dst, const void *src, int 
     for (int k = 0; k < 16; ++k) d[k] = k < bytes ? static_cast<const unsigned char *>(src)[k] : 0;
 #endif
 }
+// Elements d0 .. d0+n-1 of a row (B: the storage type's bits, 2 or 4 bytes;
+// n at most 16 bytes' worth) as 16 bytes, zeros after them: element loads,
+// for rows that are not 16-byte aligned.
+template <typename B> __device__ __forceinline__ uint4 gather16(const void *row, int d0, int n) {
+    const B *p = static_cast<const B *>(row) + d0;
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        if constexpr (sizeof(B) == 4) {
+            w[k] = k < n ? p[k] : 0u;
+        } else {
+            const uint32_t lo = 2 * k < n ? p[2 * k] : 0u, hi = 2 * k + 1 < n ? p[2 * k + 1] : 0u;
+            w[k] = lo | hi << 16;
+        }
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 __device__ __forceinline__ void cp_async_commit() {
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -11,7 +11,8 @@
 //   128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)): the
 //   canonical layout wgmma reads through a descriptor, K-major for Q and K,
 //   MN-major (transposed B) for V, filled by 16-byte cp.async from every
-//   thread (zero-filled past the head dim, seq_q and seq_kv).
+//   thread (zero-filled past the head dim, seq_q and seq_kv; element loads
+//   for an operand whose rows do not start on 16 bytes).
 // - S = Q K^T: DPAD / 16 wgmma m64n128k16 from shared memory; the online
 //   softmax on the accumulators (a row's 32 values live in a lane quad);
 //   P rounded to the storage type as wgmma's register A operand;
@@ -110,23 +111,28 @@ template <int N> struct Mma<__half, N> {
 
 // Rows [0, R) of a tile from global rows g (row stride ss elements), rows
 // at and past `valid` and elements at and past D zero-filled; each of the
-// NT threads moves chunks tid, tid + NT, ...
+// NT threads moves chunks tid, tid + NT, ... by 16-byte cp.async where the
+// rows start on 16 bytes (vec), else by element loads and a shared store.
 template <typename T, int DPAD, int R, int NT>
 __device__ __forceinline__ void load_tile(unsigned char *dst, const T *g, int64_t ss, int valid,
-                                          int D, int tid) {
+                                          int D, int tid, bool vec) {
     constexpr int CPR = DPAD / 8;   // chunks per row
 #pragma unroll
     for (int i = tid; i < R * CPR; i += NT) {
         const int r = i / CPR, c = i % CPR;
         const int n = r < valid ? min(max(D - c * 8, 0), 8) : 0;
-        const T *src = n ? g + r * ss + c * 8 : g;
-        cp_async16_part(dst + tile_off<R>(r, c), src, n * 2);
+        if (vec) {
+            cp_async16_part(dst + tile_off<R>(r, c), n ? g + r * ss + c * 8 : g, n * 2);
+        } else {
+            *reinterpret_cast<uint4 *>(dst + tile_off<R>(r, c)) =
+                gather16<uint16_t>(n ? g + r * ss : g, c * 8, n);
+        }
     }
 }
 
 template <typename T, int DPAD>
 __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
-    flash_wgmma_kernel(fattn_cuda_args a, Pairs pairs) {
+    flash_wgmma_kernel(fattn_cuda_args a, Pairs pairs, int vec) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using S = WgShape<DPAD>;
     constexpr int BM = S::BM, BN = S::BN, NT = S::NT, NS = BN / 8, ND = DPAD / 8;
@@ -154,14 +160,15 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     int jmask = seq_kv / BN;
     if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
 
-    load_tile<T, DPAD, BM, NT>(qs, qg, a.q_ss, seq_q - m0, D, tid);
+    load_tile<T, DPAD, BM, NT>(qs, qg, a.q_ss, seq_q - m0, D, tid, vec & 1);
     auto load_kv = [&](int j) {
         if (j < ntiles) {
             unsigned char *st = kv + (j % S::STAGES) * 2 * S::KV_BYTES;
             const int64_t k0 = (int64_t)j * BN;
-            load_tile<T, DPAD, BN, NT>(st, kg + k0 * a.k_ss, a.k_ss, (int)(seq_kv - k0), D, tid);
+            load_tile<T, DPAD, BN, NT>(st, kg + k0 * a.k_ss, a.k_ss, (int)(seq_kv - k0), D, tid,
+                                       vec & 2);
             load_tile<T, DPAD, BN, NT>(st + S::KV_BYTES, vg + k0 * a.v_ss, a.v_ss,
-                                       (int)(seq_kv - k0), D, tid);
+                                       (int)(seq_kv - k0), D, tid, vec & 4);
         }
         cp_async_commit();
     };
@@ -282,14 +289,26 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
 #endif
 }
 
+// Whether an operand's rows start on 16 bytes: its first element and each
+// stride whose index can be non-zero.
+inline bool rows16(const void *p, int64_t sb, int64_t nb, int64_t sh, int64_t nh, int64_t ss,
+                   int64_t ns) {
+    return (reinterpret_cast<uintptr_t>(p) & 15) == 0 && (nb <= 1 || sb % 8 == 0) &&
+           (nh <= 1 || sh % 8 == 0) && (ns <= 1 || ss % 8 == 0);
+}
+
 template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = WgShape<DPAD>;
+    const int64_t hkv = a->heads_q / a->group;
+    const int vec = (rows16(a->q, a->q_sb, a->batch, a->q_sh, a->heads_q, a->q_ss, a->seq_q) ? 1 : 0) |
+                    (rows16(a->k, a->k_sb, a->batch, a->k_sh, hkv, a->k_ss, a->seq_kv) ? 2 : 0) |
+                    (rows16(a->v, a->v_sb, a->batch, a->v_sh, hkv, a->v_ss, a->seq_kv) ? 4 : 0);
     auto kern = flash_wgmma_kernel<T, DPAD>;
     cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
     if (e != cudaSuccess) return e;
     const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + S::BM - 1) / S::BM);
     return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
-        flash_wgmma_kernel<T, DPAD><<<grid, S::NT, S::SMEM, stream>>>(*a, pairs);
+        flash_wgmma_kernel<T, DPAD><<<grid, S::NT, S::SMEM, stream>>>(*a, pairs, vec);
     });
 }
 

@@ -92,20 +92,10 @@ static void tiled_plan(const cuda_state *s, fattn_plan *plan, int dpad, int smal
     plan->tiling.workspace_bytes = 0;
 }
 
-/* Whether an operand's rows start on 16 bytes (2-byte elements): its first
- * element and every stride whose index can be non-zero. An operand without
- * memory (a memory report) counts as aligned. */
-static int rows16(const fattn_operand *op, int64_t nb, int64_t nh, int64_t ns) {
-    if (!op->mem) return 1;
-    const uintptr_t first = (uintptr_t)cuda_ptr(op) + (uintptr_t)op->offset * 2;
-    return first % 16 == 0 && (nb <= 1 || op->stride_batch % 8 == 0) &&
-           (nh <= 1 || op->stride_head % 8 == 0) && (ns <= 1 || op->stride_seq % 8 == 0);
-}
-
 /* The Hopper kernel (kernels_cu/flash_wgmma.cu): f16/bf16 on compute 9.0
  * (its sm_90a code runs nowhere else), a dense batch without variants, a
- * bucket it was built for, Q, K and V rows on 16 bytes (its 16-byte
- * copies); for now only where FATTN_CUDA_KERNEL=wgmma asks for it. */
+ * bucket it was built for; for now only where FATTN_CUDA_KERNEL=wgmma
+ * asks for it. */
 static fattn_status wgmma_check(const cuda_state *s, const fattn_problem *p, int *dpad, int *bm,
                                 int *bn, int *smem, fattn_msg *msg) {
     /* Opt-in while it is being brought up (issue 15): auto is mma.sync. */
@@ -122,12 +112,6 @@ static fattn_status wgmma_check(const cuda_state *s, const fattn_problem *p, int
     if (st == FATTN_OK) st = fattn_dense_only(p, "the wgmma kernel", msg);
     if (st == FATTN_OK) st = tiled_common(p, dpad, msg);
     if (st != FATTN_OK) return st;
-    if (!rows16(&p->q, p->batch, p->heads_q, p->seq_q) ||
-        !rows16(&p->k, p->batch, p->heads_kv, p->seq_kv) ||
-        !rows16(&p->v, p->batch, p->heads_kv, p->seq_kv))
-        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the wgmma kernel copies 16-byte pieces: Q, K and V need rows that "
-                          "start on 16 bytes (strides that are multiples of 8 elements)");
 #if FATTN_CUDA_WGMMA
     fattn_cuda_flash_wgmma_tiles(*dpad, bm, bn, smem);
 #else
