@@ -3,7 +3,9 @@
 // no variants (the planner routes the rest to flash_mma.cuh).
 //
 // Design (v0; TMA, warp specialisation and the FlashAttention-3 overlaps
-// are the next steps, see bench/NOTES.md):
+// are the next steps, see bench/NOTES.md; issuing Q K^T of tile j with P V
+// of tile j - 1 inside this lockstep two-warpgroup loop ran 25% slower,
+// call92):
 // - A block is two warpgroups (256 threads) over BM = 128 query rows,
 //   64 per warpgroup: wgmma's M. Keys come in tiles of BN = 128.
 // - Shared memory: Q, then STAGES stages of K and V, each tile stored as
@@ -17,12 +19,7 @@
 //   softmax on the accumulators (a row's 32 values live in a lane quad);
 //   P rounded to the storage type as wgmma's register A operand;
 //   O += P V: BN / 16 wgmma m64nDPADk16.
-// - Overlap inside a warpgroup (as FlashAttention-3 does): Q K^T of tile j
-//   and P V of tile j - 1 are issued together, and the softmax of tile j
-//   runs while P V is still on the tensor cores; O is rescaled once it has
-//   landed. K and V loads go a tile apart to match (group j: K of tile j, V
-//   of tile j - 1), so two stages hold what is read and what is loading.
-// - Both warpgroups share each K/V tile (two block barriers per tile).
+// - Both warpgroups share each K/V tile; tile j + 1 loads while j computes.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -78,8 +75,8 @@ __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.alig
 __device__ __forceinline__ void wg_commit() {
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-template <int N> __device__ __forceinline__ void wg_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+__device__ __forceinline__ void wg_wait0() {
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 }
 // The generic proxy's shared-memory writes (cp.async, stores) made visible
 // to the async proxy that wgmma reads through.
@@ -165,29 +162,19 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     int jmask = seq_kv / BN;
     if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
 
-    // Tile j's K and V: stage j % STAGES, K first. V is read one step after
-    // K (P V of tile j runs beside Q K^T of tile j + 1), so the loads go
-    // one tile apart too: group j brings K of tile j and V of tile j - 1.
-    auto k_at = [&](int j) { return kv + (j % S::STAGES) * 2 * S::KV_BYTES; };
-    auto load = [&](int jk, int jv) {
-        if (jk < ntiles) {
-            const int64_t k0 = (int64_t)jk * BN;
-            load_tile<T, DPAD, BN, NT>(k_at(jk), kg + k0 * a.k_ss, a.k_ss, (int)(seq_kv - k0), D,
-                                       tid, vec & 2);
-        }
-        if (jv >= 0 && jv < ntiles) {
-            const int64_t k0 = (int64_t)jv * BN;
-            load_tile<T, DPAD, BN, NT>(k_at(jv) + S::KV_BYTES, vg + k0 * a.v_ss, a.v_ss,
+    load_tile<T, DPAD, BM, NT>(qs, qg, a.q_ss, seq_q - m0, D, tid, vec & 1);
+    auto load_kv = [&](int j) {
+        if (j < ntiles) {
+            unsigned char *st = kv + (j % S::STAGES) * 2 * S::KV_BYTES;
+            const int64_t k0 = (int64_t)j * BN;
+            load_tile<T, DPAD, BN, NT>(st, kg + k0 * a.k_ss, a.k_ss, (int)(seq_kv - k0), D, tid,
+                                       vec & 2);
+            load_tile<T, DPAD, BN, NT>(st + S::KV_BYTES, vg + k0 * a.v_ss, a.v_ss,
                                        (int)(seq_kv - k0), D, tid, vec & 4);
         }
         cp_async_commit();
     };
-    // The copies of the last committed group but `pending` landed, for every thread.
-    auto landed = [&](auto pending) {
-        cp_wait<decltype(pending)::value>();
-        proxy_fence();
-        __syncthreads();
-    };
+    load_kv(0);   // with Q: one group
 
     // This thread's rows of the warpgroup's 64: r_lo and r_lo + 8 of warp's 16.
     const int r_lo = wg * 64 + warp * 16 + (lane >> 2);
@@ -199,12 +186,17 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     float s[BN / 2];   // the score tile's accumulators (the first k-step overwrites them)
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) s[i] = 0.f;
-    uint32_t pa[BN / 16][4];   // P of the previous tile, wgmma's A fragments
 
-    // S = Q K^T of tile j over DPAD / 16 k-steps (k-step kk reads bytes
-    // 32 (kk % 4) of column block kk / 4), issued, not waited for.
-    auto issue_s = [&](int j) {
-        const unsigned char *ks = k_at(j);
+    for (int j = 0; j < ntiles; j++) {
+        load_kv(j + 1);
+        cp_wait<1>();   // tile j (and Q) landed for this thread
+        proxy_fence();
+        __syncthreads();   // and for every thread
+        const unsigned char *ks = kv + (j % S::STAGES) * 2 * S::KV_BYTES, *vs = ks + S::KV_BYTES;
+
+        // S = Q K^T over DPAD / 16 k-steps: k-step kk reads bytes 32 (kk % 4)
+        // of column block kk / 4.
+        wg_fence();
 #pragma unroll
         for (int kk = 0; kk < DPAD / 16; kk++) {
             const uint64_t da =
@@ -213,24 +205,9 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             Mma<T, BN>::template ss<0>(s, da, db, kk > 0);
         }
         wg_commit();
-    };
-    // O += P V of tile j: BN / 16 k-steps of 16 keys; V is B in MN-major
-    // form (LBO: the stride between 64-column blocks, SBO: 8 keys).
-    auto issue_pv = [&](int j) {
-        const unsigned char *vs = k_at(j) + S::KV_BYTES;
-#pragma unroll
-        for (int kb = 0; kb < BN / 16; kb++) {
-            const uint64_t db = smem_desc(vs + kb * 16 * 128, BN * 128, 1024);
-            Mma<T, DPAD>::template rs<1>(o, pa[kb], db, 1);
-        }
-        wg_commit();
-    };
-    // Tile j's scores: masked where the tile needs it, then exponentiated in
-    // place against the new row maxima (log2 units); alpha: the factor the
-    // rows' O and l take, applied by the caller once P V of the previous
-    // tile has landed.
-    float alpha[2], psum[2];
-    auto softmax = [&](int j) {
+        wg_wait0();
+
+        // Mask (keys past seq_kv, causal) where the tile needs it.
         const int kv0 = j * BN;
         if (j >= jmask) {
 #pragma unroll
@@ -242,71 +219,45 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                     if (col >= seq_kv || (a.causal && col > row + off)) s[n * 4 + e] = -INFINITY;
                 }
         }
+        // Online softmax (log2 units) per row half hh; P into A fragments.
+        uint32_t pa[BN / 16][4];
 #pragma unroll
         for (int hh = 0; hh < 2; hh++) {
             float mx = -INFINITY;
 #pragma unroll
-            for (int n = 0; n < NS; n++)
-                mx = fmaxf(mx, fmaxf(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]));
+            for (int n = 0; n < NS; n++) mx = fmaxf(mx, fmaxf(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             const float mnew = fmaxf(mrow[hh], mx * sc);
             const float mu = mnew == -INFINITY ? 0.f : mnew;
-            alpha[hh] = ex2(mrow[hh] - mu);
+            const float alpha = ex2(mrow[hh] - mu);
             mrow[hh] = mnew;
             float sum = 0.f;
 #pragma unroll
             for (int n = 0; n < NS; n++) {
-                s[n * 4 + 2 * hh] = ex2(fmaf(s[n * 4 + 2 * hh], sc, -mu));
-                s[n * 4 + 2 * hh + 1] = ex2(fmaf(s[n * 4 + 2 * hh + 1], sc, -mu));
-                sum += s[n * 4 + 2 * hh] + s[n * 4 + 2 * hh + 1];
+                const float p0 = ex2(fmaf(s[n * 4 + 2 * hh], sc, -mu));
+                const float p1 = ex2(fmaf(s[n * 4 + 2 * hh + 1], sc, -mu));
+                sum += p0 + p1;
+                // Key block n / 2 (16 keys): registers 0/1 from its first 8
+                // columns, 2/3 from its second; hh picks the row half.
+                pa[n >> 1][(n & 1) * 2 + hh] = pack2<T>(p0, p1);
             }
-            psum[hh] = sum;
+            lrow[hh] = lrow[hh] * alpha + sum;
+#pragma unroll
+            for (int d = 0; d < ND; d++) o[d * 4 + 2 * hh] *= alpha, o[d * 4 + 2 * hh + 1] *= alpha;
         }
-    };
-    // O and l rescaled, and P packed into A fragments: key block n / 2 (16
-    // keys) takes registers 0/1 from its first 8 columns, 2/3 from its
-    // second; hh picks the row half.
-    auto rescale_pack = [&]() {
-#pragma unroll
-        for (int hh = 0; hh < 2; hh++) {
-            lrow[hh] = lrow[hh] * alpha[hh] + psum[hh];
-#pragma unroll
-            for (int d = 0; d < ND; d++) o[d * 4 + 2 * hh] *= alpha[hh], o[d * 4 + 2 * hh + 1] *= alpha[hh];
-#pragma unroll
-            for (int n = 0; n < NS; n++)
-                pa[n >> 1][(n & 1) * 2 + hh] = pack2<T>(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]);
-        }
-    };
 
-    if (ntiles > 0) {
-        load_tile<T, DPAD, BM, NT>(qs, qg, a.q_ss, seq_q - m0, D, tid, vec & 1);
-        load(0, -1);   // group 0: Q and K of tile 0
-        load(1, 0);   // group 1: K of tile 1, V of tile 0
-        landed(std::integral_constant<int, 1>{});
+        // O += P V: BN / 16 k-steps of 16 keys; V is B in MN-major form:
+        // LBO = the stride between 64-column blocks, SBO = 8 keys.
         wg_fence();
-        issue_s(0);
-        wg_wait<0>();
-        softmax(0);
-        rescale_pack();
-        for (int j = 1; j < ntiles; j++) {
-            // Every thread is done with tile j - 1's K and tile j - 2's V,
-            // whose stages group j + 1 refills.
-            __syncthreads();
-            load(j + 1, j);
-            landed(std::integral_constant<int, 1>{});   // group j: K of tile j, V of tile j - 1
-            wg_fence();
-            issue_s(j);
-            issue_pv(j - 1);
-            wg_wait<1>();   // S of tile j; P V of tile j - 1 runs on beside the softmax
-            softmax(j);
-            wg_wait<0>();
-            rescale_pack();
+#pragma unroll
+        for (int kb = 0; kb < BN / 16; kb++) {
+            const uint64_t db = smem_desc(vs + kb * 16 * 128, BN * 128, 1024);
+            Mma<T, DPAD>::template rs<1>(o, pa[kb], db, 1);
         }
-        landed(std::integral_constant<int, 0>{});   // V of the last tile
-        wg_fence();
-        issue_pv(ntiles - 1);
-        wg_wait<0>();
+        wg_commit();
+        wg_wait0();
+        __syncthreads();   // the stage is read before tile j + 2 overwrites it
     }
 
     // Epilogue: O = acc / l, rows below seq_q; lse = m + log2 l in natural units.

@@ -112,6 +112,8 @@ static fattn_status wgmma_check(const cuda_state *s, const fattn_problem *p, int
     if (st == FATTN_OK) st = fattn_dense_only(p, "the wgmma kernel", msg);
     if (st == FATTN_OK) st = tiled_common(p, dpad, msg);
     if (st != FATTN_OK) return st;
+    /* Head dims up to 32 run zero-padded in its 64 bucket. */
+    if (*dpad == 32 && fattn_cuda_dpad_built(64)) *dpad = 64;
 #if FATTN_CUDA_WGMMA
     fattn_cuda_flash_wgmma_tiles(*dpad, bm, bn, smem);
 #else
