@@ -33,8 +33,8 @@
 namespace fattn_wgmma_shapes {
 template <int DPAD> struct WgShape {
     static constexpr int BM = 128, BN = 128, NWG = 2, NT = 128 * NWG, STAGES = 2;
-    static constexpr int CB = DPAD / 64;          // 128-byte column blocks of a row
-    static constexpr int Q_BYTES = BM * DPAD * 2;  // one tile; K and V tiles: KV_BYTES each
+    static constexpr int CB = DPAD / 64;            // 128-byte column blocks of a row
+    static constexpr int Q_BYTES = BM * DPAD * 2;   // one tile; K and V tiles: KV_BYTES each
     static constexpr int KV_BYTES = BN * DPAD * 2;
     // +1024: the swizzle pattern repeats every 1024 bytes, and the dynamic
     // shared memory base is only promised 16-byte alignment.
@@ -71,7 +71,9 @@ __device__ __forceinline__ uint64_t smem_desc(const void *p, uint32_t lbo, uint3
            (uint64_t)1 << 62;
 }
 
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
 __device__ __forceinline__ void wg_commit() {
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
@@ -91,23 +93,37 @@ using namespace fattn_wgmma_dev;
 // Warpgroup-uniform accumulator wrappers per dtype and N.
 template <typename T, int N> struct Mma;
 template <int N> struct Mma<__nv_bfloat16, N> {
-    template <int TB> static __device__ __forceinline__ void ss(float (&d)[N / 2], uint64_t a, uint64_t b, int sc) {
-        if constexpr (N == 64) wgmma_ss_m64n64_bf16<TB>(d, a, b, sc);
-        else wgmma_ss_m64n128_bf16<TB>(d, a, b, sc);
+    template <int TB>
+    static __device__ __forceinline__ void ss(float (&d)[N / 2], uint64_t a, uint64_t b, int sc) {
+        if constexpr (N == 64)
+            wgmma_ss_m64n64_bf16<TB>(d, a, b, sc);
+        else
+            wgmma_ss_m64n128_bf16<TB>(d, a, b, sc);
     }
-    template <int TB> static __device__ __forceinline__ void rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b, int sc) {
-        if constexpr (N == 64) wgmma_rs_m64n64_bf16<TB>(d, a, b, sc);
-        else wgmma_rs_m64n128_bf16<TB>(d, a, b, sc);
+    template <int TB>
+    static __device__ __forceinline__ void rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b,
+                                              int sc) {
+        if constexpr (N == 64)
+            wgmma_rs_m64n64_bf16<TB>(d, a, b, sc);
+        else
+            wgmma_rs_m64n128_bf16<TB>(d, a, b, sc);
     }
 };
 template <int N> struct Mma<__half, N> {
-    template <int TB> static __device__ __forceinline__ void ss(float (&d)[N / 2], uint64_t a, uint64_t b, int sc) {
-        if constexpr (N == 64) wgmma_ss_m64n64_f16<TB>(d, a, b, sc);
-        else wgmma_ss_m64n128_f16<TB>(d, a, b, sc);
+    template <int TB>
+    static __device__ __forceinline__ void ss(float (&d)[N / 2], uint64_t a, uint64_t b, int sc) {
+        if constexpr (N == 64)
+            wgmma_ss_m64n64_f16<TB>(d, a, b, sc);
+        else
+            wgmma_ss_m64n128_f16<TB>(d, a, b, sc);
     }
-    template <int TB> static __device__ __forceinline__ void rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b, int sc) {
-        if constexpr (N == 64) wgmma_rs_m64n64_f16<TB>(d, a, b, sc);
-        else wgmma_rs_m64n128_f16<TB>(d, a, b, sc);
+    template <int TB>
+    static __device__ __forceinline__ void rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b,
+                                              int sc) {
+        if constexpr (N == 64)
+            wgmma_rs_m64n64_f16<TB>(d, a, b, sc);
+        else
+            wgmma_rs_m64n128_f16<TB>(d, a, b, sc);
     }
 };
 
@@ -225,7 +241,8 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         for (int hh = 0; hh < 2; hh++) {
             float mx = -INFINITY;
 #pragma unroll
-            for (int n = 0; n < NS; n++) mx = fmaxf(mx, fmaxf(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]));
+            for (int n = 0; n < NS; n++)
+                mx = fmaxf(mx, fmaxf(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             const float mnew = fmaxf(mrow[hh], mx * sc);
@@ -302,11 +319,13 @@ inline bool rows16(const void *p, int64_t sb, int64_t nb, int64_t sh, int64_t nh
 template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = WgShape<DPAD>;
     const int64_t hkv = a->heads_q / a->group;
-    const int vec = (rows16(a->q, a->q_sb, a->batch, a->q_sh, a->heads_q, a->q_ss, a->seq_q) ? 1 : 0) |
-                    (rows16(a->k, a->k_sb, a->batch, a->k_sh, hkv, a->k_ss, a->seq_kv) ? 2 : 0) |
-                    (rows16(a->v, a->v_sb, a->batch, a->v_sh, hkv, a->v_ss, a->seq_kv) ? 4 : 0);
+    const int vec =
+        (rows16(a->q, a->q_sb, a->batch, a->q_sh, a->heads_q, a->q_ss, a->seq_q) ? 1 : 0) |
+        (rows16(a->k, a->k_sb, a->batch, a->k_sh, hkv, a->k_ss, a->seq_kv) ? 2 : 0) |
+        (rows16(a->v, a->v_sb, a->batch, a->v_sh, hkv, a->v_ss, a->seq_kv) ? 4 : 0);
     auto kern = flash_wgmma_kernel<T, DPAD>;
-    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
+    cudaError_t e =
+        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
     if (e != cudaSuccess) return e;
     const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + S::BM - 1) / S::BM);
     return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
@@ -323,7 +342,8 @@ template <int DPAD> cudaError_t launch_dtype(const fattn_cuda_args *a, cudaStrea
 
 }   // namespace
 
-extern "C" void fattn_cuda_flash_wgmma_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes) {
+extern "C" void fattn_cuda_flash_wgmma_tiles(int dpad, int *block_m, int *block_n,
+                                             int *smem_bytes) {
     *block_m = *block_n = *smem_bytes = 0;
 #if FATTN_CUDA_DPAD_64
     if (dpad == 64)
@@ -336,7 +356,7 @@ extern "C" void fattn_cuda_flash_wgmma_tiles(int dpad, int *block_m, int *block_
 }
 
 extern "C" cudaError_t fattn_cuda_flash_wgmma(const fattn_cuda_args *a, int dpad,
-                                             cudaStream_t stream) {
+                                              cudaStream_t stream) {
     if (a->batch <= 0 || a->heads_q <= 0 || a->seq_q <= 0) return cudaSuccess;
     if (a->rag.on || a->var.on || a->head_dim_v != a->head_dim || a->head_dim > dpad ||
         (a->dtype != FATTN_F16 && a->dtype != FATTN_BF16))

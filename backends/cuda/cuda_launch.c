@@ -135,33 +135,35 @@ static fattn_status begin(cuda_state *s, const fattn_problem *p, fattn_cuda_args
     return st;
 }
 
-fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan *plan,
-                          fattn_msg *msg) {
+/* A tiled tensor-core kernel (launch) on the plan's bucket; what: its name
+ * for a failure's message. */
+static fattn_status run_tiled(void *state, const fattn_problem *p, const fattn_plan *plan,
+                              cudaError_t (*launch)(const fattn_cuda_args *, int, cudaStream_t),
+                              const char *what, fattn_msg *msg) {
     cuda_state *s = state;
     const cuda_plan *cp = FATTN_PLAN_AREA(plan, const cuda_plan);
     fattn_cuda_args a;
     fattn_status st = begin(s, p, &a, msg);
     if (st != FATTN_OK) return st;
     if (p->seq_kv == 0) return cuda_run_zero(s, &a, msg);
-    const cudaError_t err = fattn_cuda_flash_mma(&a, cp->dpad, s->stream);
-    return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the tensor-core attention kernel");
+    const cudaError_t err = launch(&a, cp->dpad, s->stream);
+    return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, what);
+}
+
+fattn_status cuda_run_mma(void *state, const fattn_problem *p, const fattn_plan *plan,
+                          fattn_msg *msg) {
+    return run_tiled(state, p, plan, fattn_cuda_flash_mma, "the tensor-core attention kernel", msg);
 }
 
 fattn_status cuda_run_wgmma(void *state, const fattn_problem *p, const fattn_plan *plan,
                             fattn_msg *msg) {
-    cuda_state *s = state;
-    const cuda_plan *cp = FATTN_PLAN_AREA(plan, const cuda_plan);
-    fattn_cuda_args a;
-    fattn_status st = begin(s, p, &a, msg);
-    if (st != FATTN_OK) return st;
-    if (p->seq_kv == 0) return cuda_run_zero(s, &a, msg);
 #if FATTN_CUDA_WGMMA
-    const cudaError_t err = fattn_cuda_flash_wgmma(&a, cp->dpad, s->stream);
+    return run_tiled(state, p, plan, fattn_cuda_flash_wgmma, "the wgmma attention kernel", msg);
 #else
-    const cudaError_t err = cudaErrorInvalidDeviceFunction; /* never planned */
-    (void)cp;
+    (void)state, (void)p, (void)plan; /* never planned: cuda_plan.c declines it */
+    return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                      "this build has no wgmma kernel (FATTN_CUDA_WGMMA=OFF)");
 #endif
-    return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, "the wgmma attention kernel");
 }
 
 fattn_status cuda_run_simt(void *state, const fattn_problem *p, const fattn_plan *plan,
