@@ -815,8 +815,10 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
 #pragma unroll
             for (int i = 0; i < KW / RPI; i++) {
                 const int key = i * RPI + lr;
-                const T *krow = static_cast<const T *>(a.k) + __shfl_sync(0xffffffffu, (long long)ko, key);
-                const T *vrow = static_cast<const T *>(a.v) + __shfl_sync(0xffffffffu, (long long)vo, key);
+                const T *krow =
+                    static_cast<const T *>(a.k) + __shfl_sync(0xffffffffu, (long long)ko, key);
+                const T *vrow =
+                    static_cast<const T *>(a.v) + __shfl_sync(0xffffffffu, (long long)vo, key);
                 const int n = kbase + key < k_hi ? min(max(D - d0, 0), CE) : 0;
                 const int pc = (lc ^ (key & 7)) * 16;
                 unsigned char *kdst = st + key * RB + pc, *vdst = st + (KW + key) * RB + pc;
@@ -855,7 +857,7 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     // the caller's buffers whatever the table holds): a round of table reads
     // less before the first copy. A bad page leaves the block no keys.
     if (!ragged_pages_stage(a, b, k0, k_hi, k_head, v_head, &pw)) {   // a barrier
-        cp_async_wait_all();                  // the ring is reused at the end
+        cp_async_wait_all();   // the ring is reused at the end
         k_hi = k0, nt = 0;
     }
     // The keys this lane's rows see (0 for rows past the tile).
@@ -870,84 +872,84 @@ __global__ void __launch_bounds__(MShape<DPAD, BR>::NT, FATTN_DECODE_MMA_MINB)
     // two issue paths in one loop made the dense b1 decode 3-7% slower at
     // d64 (call89).
     auto tiles = [&](auto staged) {
-    for (int t = 0; t < nt; t++) {
-        issue(t + C::STAGES - 1, staged);
-        cp_async_wait<C::STAGES - 1>();
-        __syncwarp();
-        const unsigned char *st = wring + (t % C::STAGES) * C::STAGE;
+        for (int t = 0; t < nt; t++) {
+            issue(t + C::STAGES - 1, staged);
+            cp_async_wait<C::STAGES - 1>();
+            __syncwarp();
+            const unsigned char *st = wring + (t % C::STAGES) * C::STAGE;
 
-        // S = Q K^T: two n-tiles of 8 keys; sc[n][2h + e] is row qr + 8h,
-        // key 8n + qc + e.
-        float sc[2][4];
+            // S = Q K^T: two n-tiles of 8 keys; sc[n][2h + e] is row qr + 8h,
+            // key 8n + qc + e.
+            float sc[2][4];
 #pragma unroll
-        for (int n = 0; n < 2; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+            for (int n = 0; n < 2; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
 #pragma unroll
-        for (int ks = 0; ks < KS; ks++) {
-            uint32_t kb[4];
-            ldsm_x4(kb, st + kk * RB + (((2 * ks + kh) ^ (kk & 7)) << 4));
-            mma16816<T>(sc[0], qa[ks], kb[0], kb[1]);
-            mma16816<T>(sc[1], qa[ks], kb[2], kb[3]);
-        }
+            for (int ks = 0; ks < KS; ks++) {
+                uint32_t kb[4];
+                ldsm_x4(kb, st + kk * RB + (((2 * ks + kh) ^ (kk & 7)) << 4));
+                mma16816<T>(sc[0], qa[ks], kb[0], kb[1]);
+                mma16816<T>(sc[1], qa[ks], kb[2], kb[3]);
+            }
 
-        // Online softmax per row; P as the A fragment of P.V.
-        const int kb0 = k0 + t * C::BKV + warp * KW + qc;
-        uint32_t pa[4] = {0u, 0u, 0u, 0u};
+            // Online softmax per row; P as the A fragment of P.V.
+            const int kb0 = k0 + t * C::BKV + warp * KW + qc;
+            uint32_t pa[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-        for (int h = 0; h < MH; h++) {
-            float x[4];
+            for (int h = 0; h < MH; h++) {
+                float x[4];
 #pragma unroll
-            for (int n = 0; n < 2; n++)
+                for (int n = 0; n < 2; n++)
 #pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int kj = kb0 + 8 * n + e;
-                    if constexpr (kScore) {
-                        float y = -INFINITY;
-                        if (kj < lim[h] && kj >= klo[h])
-                            y = dec_score(a, rs, sc[n][2 * h + e] * sl2, vsl[h], vdg[h] - kj,
-                                          vbb[h] + kj * a.var.bias_sd);
-                        x[2 * n + e] = y;
-                    } else {
-                        x[2 * n + e] =
-                            kj < lim[h] && kj >= klo[h] ? sc[n][2 * h + e] * sl2 : -INFINITY;
+                    for (int e = 0; e < 2; e++) {
+                        const int kj = kb0 + 8 * n + e;
+                        if constexpr (kScore) {
+                            float y = -INFINITY;
+                            if (kj < lim[h] && kj >= klo[h])
+                                y = dec_score(a, rs, sc[n][2 * h + e] * sl2, vsl[h], vdg[h] - kj,
+                                              vbb[h] + kj * a.var.bias_sd);
+                            x[2 * n + e] = y;
+                        } else {
+                            x[2 * n + e] =
+                                kj < lim[h] && kj >= klo[h] ? sc[n][2 * h + e] * sl2 : -INFINITY;
+                        }
                     }
-                }
-            float mx = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            // As in the CUDA-core kernel: while a row has seen no key, m
-            // stays -inf and exponents are taken against 0.
-            const float m_new = fmaxf(m[h], mx);
-            const float m_use = m_new == -INFINITY ? 0.f : m_new;
-            const float alpha = ex2(m[h] - m_use);
-            m[h] = m_new;
-            float p[4];
+                float mx = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                // As in the CUDA-core kernel: while a row has seen no key, m
+                // stays -inf and exponents are taken against 0.
+                const float m_new = fmaxf(m[h], mx);
+                const float m_use = m_new == -INFINITY ? 0.f : m_new;
+                const float alpha = ex2(m[h] - m_use);
+                m[h] = m_new;
+                float p[4];
 #pragma unroll
-            for (int k = 0; k < 4; k++) p[k] = ex2(x[k] - m_use);
-            l[h] = fmaf(l[h], alpha, (p[0] + p[1]) + (p[2] + p[3]));
-            pa[h] = pack2<T>(p[0], p[1]);
-            pa[2 + h] = pack2<T>(p[2], p[3]);
+                for (int k = 0; k < 4; k++) p[k] = ex2(x[k] - m_use);
+                l[h] = fmaf(l[h], alpha, (p[0] + p[1]) + (p[2] + p[3]));
+                pa[h] = pack2<T>(p[0], p[1]);
+                pa[2 + h] = pack2<T>(p[2], p[3]);
 #pragma unroll
-            for (int n = 0; n < NV; n++) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;
-        }
+                for (int n = 0; n < NV; n++) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;
+            }
 
-        // O += P V.
-        const unsigned char *vt = st + KW * RB;
+            // O += P V.
+            const unsigned char *vt = st + KW * RB;
 #pragma unroll
-        for (int v = 0; v < NV / 2; v++) {
-            uint32_t vb[4];
-            ldsm_x4_t(vb, vt + kv * RB + (((2 * v + vh) ^ (kv & 7)) << 4));
-            mma16816<T>(o[2 * v], pa, vb[0], vb[1]);
-            mma16816<T>(o[2 * v + 1], pa, vb[2], vb[3]);
+            for (int v = 0; v < NV / 2; v++) {
+                uint32_t vb[4];
+                ldsm_x4_t(vb, vt + kv * RB + (((2 * v + vh) ^ (kv & 7)) << 4));
+                mma16816<T>(o[2 * v], pa, vb[0], vb[1]);
+                mma16816<T>(o[2 * v + 1], pa, vb[2], vb[3]);
+            }
+            __syncwarp();   // the stage is read before it is written again
         }
-        __syncwarp();   // the stage is read before it is written again
-    }
     };
     if (pw.on)
         tiles(std::true_type{});
     else   // dense, varlen, or more pages than are staged
         tiles(std::false_type{});
 
-    // Merge the warps, as in the CUDA-core kernel.
+        // Merge the warps, as in the CUDA-core kernel.
 #pragma unroll
     for (int h = 0; h < MH; h++) {
         float x = l[h];

@@ -90,43 +90,6 @@ __device__ __forceinline__ void proxy_fence() {
 namespace {
 using namespace fattn_wgmma_dev;
 
-// Warpgroup-uniform accumulator wrappers per dtype and N.
-template <typename T, int N> struct Mma;
-template <int N> struct Mma<__nv_bfloat16, N> {
-    template <int TB>
-    static __device__ __forceinline__ void ss(float (&d)[N / 2], uint64_t a, uint64_t b, int sc) {
-        if constexpr (N == 64)
-            wgmma_ss_m64n64_bf16<TB>(d, a, b, sc);
-        else
-            wgmma_ss_m64n128_bf16<TB>(d, a, b, sc);
-    }
-    template <int TB>
-    static __device__ __forceinline__ void rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b,
-                                              int sc) {
-        if constexpr (N == 64)
-            wgmma_rs_m64n64_bf16<TB>(d, a, b, sc);
-        else
-            wgmma_rs_m64n128_bf16<TB>(d, a, b, sc);
-    }
-};
-template <int N> struct Mma<__half, N> {
-    template <int TB>
-    static __device__ __forceinline__ void ss(float (&d)[N / 2], uint64_t a, uint64_t b, int sc) {
-        if constexpr (N == 64)
-            wgmma_ss_m64n64_f16<TB>(d, a, b, sc);
-        else
-            wgmma_ss_m64n128_f16<TB>(d, a, b, sc);
-    }
-    template <int TB>
-    static __device__ __forceinline__ void rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b,
-                                              int sc) {
-        if constexpr (N == 64)
-            wgmma_rs_m64n64_f16<TB>(d, a, b, sc);
-        else
-            wgmma_rs_m64n128_f16<TB>(d, a, b, sc);
-    }
-};
-
 // Rows [0, R) of a tile from global rows g (row stride ss elements), rows
 // at and past `valid` and elements at and past D zero-filled; each of the
 // NT threads moves chunks tid, tid + NT, ... by 16-byte cp.async where the
@@ -218,7 +181,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             const uint64_t da =
                 smem_desc(qs + (kk >> 2) * (BM * 128) + wg * 64 * 128 + (kk & 3) * 32, 16, 1024);
             const uint64_t db = smem_desc(ks + (kk >> 2) * (BN * 128) + (kk & 3) * 32, 16, 1024);
-            Mma<T, BN>::template ss<0>(s, da, db, kk > 0);
+            Wgmma<T, BN>::template ss<0>(s, da, db, kk > 0);
         }
         wg_commit();
         wg_wait0();
@@ -270,7 +233,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
 #pragma unroll
         for (int kb = 0; kb < BN / 16; kb++) {
             const uint64_t db = smem_desc(vs + kb * 16 * 128, BN * 128, 1024);
-            Mma<T, DPAD>::template rs<1>(o, pa[kb], db, 1);
+            Wgmma<T, DPAD>::template rs<1>(o, pa[kb], db, 1);
         }
         wg_commit();
         wg_wait0();

@@ -76,24 +76,6 @@ __device__ __forceinline__ Seq ragged_seq(const fattn_cuda_args &a, int64_t b) {
     return s;
 }
 
-// Whether every page that keys [k0, k1) of sequence b lie in is in range,
-// checked by the whole block (every thread must call it, as __syncthreads);
-// a bad page is recorded. Dense and contiguous problems are always fine.
-__device__ __forceinline__ bool ragged_pages_ok(const fattn_cuda_args &a, int64_t b, int k0,
-                                                int k1) {
-    const fattn_cuda_ragged &r = a.rag;
-    if (!r.on || !r.page_size || k1 <= k0) return true;
-    const int p0 = k0 / r.page_size, p1 = (k1 - 1) / r.page_size;
-    int bad = 0;
-    for (int p = p0 + (int)threadIdx.x; p <= p1; p += (int)blockDim.x) {
-        const int64_t pg = r.table[b * r.table_sb + (int64_t)p * r.table_ss];
-        bad |= pg < 0 || pg >= r.num_pages;
-    }
-    bad = __syncthreads_or(bad);
-    if (bad && threadIdx.x == 0) ragged_fault(r, kFaultTable);
-    return !bad;
-}
-
 // A split's pages in shared memory, for the decode kernels' copies: entry
 // p - p0 holds page p's first element in K (k) and in V (v), the head's
 // offset included, so a key's rows cost one shared load each instead of a
@@ -107,27 +89,35 @@ struct PageWindow {
     bool on;   // the split's pages are staged
 };
 
-// ragged_pages_ok, staging the pages into w (w.k, w.v: kPageCap entries
-// each) as it vets them when they fit; w.on says whether they did. The
+// Whether every page that keys [k0, k1) of sequence b lie in is in range,
+// checked by the whole block (every thread must call it, as __syncthreads);
+// a bad page is recorded. Dense and contiguous problems are always fine.
+// With w, the pages are staged into it (w->k, w->v: kPageCap entries each)
+// as they are vetted, when they fit; w->on says whether they did, and the
 // barrier inside makes the entries visible to the block.
 __device__ __forceinline__ bool ragged_pages_stage(const fattn_cuda_args &a, int64_t b, int k0,
                                                    int k1, int64_t k_head, int64_t v_head,
                                                    PageWindow *w) {
     const fattn_cuda_ragged &r = a.rag;
-    w->on = false;
+    if (w) w->on = false;
     if (!r.on || !r.page_size || k1 <= k0) return true;
     const int p0 = k0 / r.page_size, p1 = (k1 - 1) / r.page_size;
-    w->p0 = p0;
-    w->on = p1 - p0 < kPageCap;
+    const bool stage = w && p1 - p0 < kPageCap;
+    if (w) w->p0 = p0, w->on = stage;
     int bad = 0;
     for (int p = p0 + (int)threadIdx.x; p <= p1; p += (int)blockDim.x) {
         const int64_t pg = r.table[b * r.table_sb + (int64_t)p * r.table_ss];
         bad |= pg < 0 || pg >= r.num_pages;
-        if (w->on) w->k[p - p0] = pg * a.k_sb + k_head, w->v[p - p0] = pg * a.v_sb + v_head;
+        if (stage) w->k[p - p0] = pg * a.k_sb + k_head, w->v[p - p0] = pg * a.v_sb + v_head;
     }
     bad = __syncthreads_or(bad);
     if (bad && threadIdx.x == 0) ragged_fault(r, kFaultTable);
     return !bad;
+}
+
+__device__ __forceinline__ bool ragged_pages_ok(const fattn_cuda_args &a, int64_t b, int k0,
+                                                int k1) {
+    return ragged_pages_stage(a, b, k0, k1, 0, 0, nullptr);
 }
 
 // Entry pi of sequence b's page table, clamped into 0..num_pages-1: the

@@ -45,7 +45,14 @@ static void run_table(void **state) {
                       harness_dtype_name(cs->dtype), dtypes);
         skip();
     }
-    int failures = 0;
+    /* FATTN_TEST_DECLINED_OK=1: a case the backend declines
+     * (FATTN_ERR_UNSUPPORTED: a kernel forced by the environment that does
+     * not take every case) is counted, and the run ends in a visible skip
+     * naming the first reason, not a failure; failing cases still fail. */
+    const char *dok = getenv("FATTN_TEST_DECLINED_OK");
+    const int declined_ok = dok && !strcmp(dok, "1");
+    int failures = 0, ran = 0, declined = 0;
+    char first_decline[512] = "";
     for (int dev = 0; dev < info.device_count; dev++) {
         fattn_context *ctx = NULL;
         fattn_status st = fattn_context_create(cs->kind, dev, &ctx);
@@ -72,7 +79,11 @@ static void run_table(void **state) {
                 fattn_context_free(ctx);
                 test_skip_unless_required(what, reason);
             }
-            if (st != FATTN_OK) {
+            if (st == FATTN_ERR_UNSUPPORTED && declined_ok) {
+                if (!declined++)
+                    snprintf(first_decline, sizeof first_decline, "'%s': %s", c->name,
+                             fattn_error_message(ctx));
+            } else if (st != FATTN_OK) {
                 print_error("case '%s': %s: %s\n", c->name, fattn_status_string(st),
                             fattn_error_message(ctx));
                 failures++;
@@ -83,9 +94,15 @@ static void run_table(void **state) {
                     c->name, (unsigned long long)r.seed, r.max_err, r.tol, r.lse_err, r.lse_tol,
                     (long long)r.nan_count, (long long)r.lse_mismatch, (long long)r.guard_broken);
                 failures++;
+            } else {
+                ran++;
             }
         }
         fattn_context_free(ctx);
+    }
+    if (declined_ok) {
+        test_finish_runs(info.name, "declined", ran, declined, failures, first_decline);
+        return;
     }
     assert_int_equal(failures, 0);
 }
