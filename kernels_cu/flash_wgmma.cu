@@ -1,46 +1,71 @@
-// The Hopper kernel (issue 15), first version: FlashAttention-2's loop with
-// both products on wgmma.mma_async (sm_90a), f16 and bf16, dense batches,
-// no variants (the planner routes the rest to flash_mma.cuh).
+// The Hopper kernel (issue 15): FlashAttention-3's design on wgmma
+// (sm_90a), f16 and bf16, dense batches, no variants (the planner routes
+// the rest to flash_mma.cuh).
 //
-// Design (v0; TMA, warp specialisation and the FlashAttention-3 overlaps
-// are the next steps, see bench/NOTES.md; issuing Q K^T of tile j with P V
-// of tile j - 1 inside this lockstep two-warpgroup loop ran 25% slower,
-// call92):
-// - A block is two warpgroups (256 threads) over BM = 128 query rows,
-//   64 per warpgroup: wgmma's M. Keys come in tiles of BN = 128.
-// - Shared memory: Q, then STAGES stages of K and V, each tile stored as
-//   DPAD / 64 column blocks of [rows][64 elements] (128-byte rows) with the
-//   128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)): the
-//   canonical layout wgmma reads through a descriptor, K-major for Q and K,
-//   MN-major (transposed B) for V, filled by 16-byte cp.async from every
-//   thread (zero-filled past the head dim, seq_q and seq_kv; element loads
-//   for an operand whose rows do not start on 16 bytes).
+// Design (v2; bench/NOTES.md has each version's numbers):
+// - A block is three warpgroups over BM = 128 query rows. Warpgroup 0 is the
+//   producer: it brings Q and the K/V tiles (BN = 128 keys) into shared
+//   memory and gives most of its registers to the two consumer warpgroups
+//   (setmaxnreg), which own 64 query rows each: wgmma's M.
+// - Loads: the tensor copy engine (TMA), one thread issuing a 64-column box
+//   per 128-byte column block, completing on an mbarrier with the tile's
+//   byte count; an operand whose rows do not start on 16 bytes (or that a
+//   tensor map cannot describe) is gathered by the producer's 128 threads
+//   with element loads instead, fenced to the async proxy, then arrived.
+//   Each of the STAGES stages has a full and an empty barrier for K and for
+//   V; the consumers release a stage once their wgmma that read it is done.
+// - Shared layout: each tile is DPAD / 64 column blocks of [rows][64]
+//   elements (128-byte rows) with the 128-byte swizzle (16-byte chunk c of
+//   row r at chunk c ^ (r % 8)), which is TMA's SWIZZLE_128B and the
+//   canonical layout wgmma reads: K-major for Q and K, MN-major (B
+//   transposed) for V.
+// - The consumers take turns (two named barriers, FlashAttention-3's
+//   ping-pong): one issues its GEMMs while the other runs its softmax.
+//   With FATTN_WGMMA_OVERLAP (default 1), a consumer also issues Q K^T of
+//   tile j with P V of tile j - 1 and runs tile j's softmax while P V runs.
 // - S = Q K^T: DPAD / 16 wgmma m64n128k16 from shared memory; the online
 //   softmax on the accumulators (a row's 32 values live in a lane quad);
 //   P rounded to the storage type as wgmma's register A operand;
 //   O += P V: BN / 16 wgmma m64nDPADk16.
-// - Both warpgroups share each K/V tile; tile j + 1 loads while j computes.
+#include <cuda.h>   // CUtensorMap; the encoder is reached through the runtime
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <limits.h>
+#include <string.h>
 
 #include <type_traits>
 
 #include "params.h"
 #include "device_util.cuh"
+#include "hopper_async.cuh"
 #include "mma_sm80.cuh"
 #include "wgmma_sm90.cuh"
 
+#ifndef FATTN_WGMMA_OVERLAP
+#define FATTN_WGMMA_OVERLAP 1
+#endif
+
 namespace fattn_wgmma_shapes {
 template <int DPAD> struct WgShape {
-    static constexpr int BM = 128, BN = 128, NWG = 2, NT = 128 * NWG, STAGES = 2;
-    static constexpr int CB = DPAD / 64;            // 128-byte column blocks of a row
+    static constexpr int BM = 128, BN = 128, NT = 384, STAGES = DPAD <= 64 ? 3 : 2;
     static constexpr int Q_BYTES = BM * DPAD * 2;   // one tile; K and V tiles: KV_BYTES each
     static constexpr int KV_BYTES = BN * DPAD * 2;
+    // mbarriers after the tiles: Q full, then per stage K full, V full,
+    // K empty, V empty.
+    static constexpr int BAR_OFF = Q_BYTES + STAGES * 2 * KV_BYTES, NBAR = 1 + 4 * STAGES;
     // +1024: the swizzle pattern repeats every 1024 bytes, and the dynamic
     // shared memory base is only promised 16-byte alignment.
-    static constexpr int SMEM = Q_BYTES + STAGES * 2 * KV_BYTES + 1024;
+    static constexpr int SMEM = BAR_OFF + NBAR * 8 + 1024;
+    // Registers per thread after setmaxnreg: 128 * 40 + 256 * 232 <= 65536.
+    static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 };
 }   // namespace fattn_wgmma_shapes
+
+// The three operands' tensor maps, a __grid_constant__ kernel parameter.
+struct WgMaps {
+    CUtensorMap q, k, v;
+};
 
 namespace {
 
@@ -48,251 +73,379 @@ using fattn_wgmma_shapes::WgShape;
 
 #if (FATTN_CUDA_DPAD_64 || FATTN_CUDA_DPAD_128)
 
-template <int N> __device__ __forceinline__ void cp_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 // Byte offset of 16-byte chunk c (of DPAD / 8) of row r in a tile of R rows
 // (the swizzled layout above).
 template <int R> __device__ __forceinline__ int tile_off(int r, int c) {
     return (c >> 3) * (R * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
 }
 
-}   // namespace
+using namespace fattn_hopper;
 
-// Device helpers, in a named namespace: in the anonymous one nvcc warns
-// (#177) about functions a compilation pass leaves unreferenced.
-namespace fattn_wgmma_dev {
-// A shared-memory matrix descriptor, 128-byte swizzle: start address,
-// leading and stride byte offsets (16-byte units).
-__device__ __forceinline__ uint64_t smem_desc(const void *p, uint32_t lbo, uint32_t sbo) {
-    const uint64_t a = (smem_u32(p) & 0x3FFFF) >> 4;
-    return a | (uint64_t)((lbo >> 4) & 0x3FFF) << 16 | (uint64_t)((sbo >> 4) & 0x3FFF) << 32 |
-           (uint64_t)1 << 62;
-}
-
-__device__ __forceinline__ void wg_fence() {
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wg_commit() {
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wg_wait0() {
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
-// The generic proxy's shared-memory writes (cp.async, stores) made visible
-// to the async proxy that wgmma reads through.
-__device__ __forceinline__ void proxy_fence() {
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-}   // namespace fattn_wgmma_dev
-
-namespace {
-using namespace fattn_wgmma_dev;
-
-// Rows [0, R) of a tile from global rows g (row stride ss elements), rows
-// at and past `valid` and elements at and past D zero-filled; each of the
-// NT threads moves chunks tid, tid + NT, ... by 16-byte cp.async where the
-// rows start on 16 bytes (vec), else by element loads and a shared store.
-template <typename T, int DPAD, int R, int NT>
-__device__ __forceinline__ void load_tile(unsigned char *dst, const T *g, int64_t ss, int valid,
-                                          int D, int tid, bool vec) {
+// Rows [0, R) of a tile from global rows g (row stride ss elements) by
+// element loads, rows at and past `valid` and elements at and past D zero;
+// thread t of NP moves chunks t, t + NP, ... The path for operands TMA
+// cannot load.
+template <int DPAD, int R, int NP>
+__device__ __forceinline__ void gather_tile(unsigned char *dst, const uint16_t *g, int64_t ss,
+                                            int valid, int D, int t) {
     constexpr int CPR = DPAD / 8;   // chunks per row
-#pragma unroll
-    for (int i = tid; i < R * CPR; i += NT) {
+    for (int i = t; i < R * CPR; i += NP) {
         const int r = i / CPR, c = i % CPR;
         const int n = r < valid ? min(max(D - c * 8, 0), 8) : 0;
-        if (vec) {
-            cp_async16_part(dst + tile_off<R>(r, c), n ? g + r * ss + c * 8 : g, n * 2);
-        } else {
-            *reinterpret_cast<uint4 *>(dst + tile_off<R>(r, c)) =
-                gather16<uint16_t>(n ? g + r * ss : g, c * 8, n);
-        }
+        *reinterpret_cast<uint4 *>(dst + tile_off<R>(r, c)) =
+            gather16<uint16_t>(n ? g + r * ss : g, c * 8, n);
     }
+    proxy_fence();
 }
 
-template <typename T, int DPAD>
+template <typename T, int DPAD, bool OVL>
 __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
-    flash_wgmma_kernel(fattn_cuda_args a, Pairs pairs, int vec) {
+    flash_wgmma_kernel(const __grid_constant__ fattn_cuda_args a, const __grid_constant__ WgMaps maps,
+                       Pairs pairs, int tma) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using S = WgShape<DPAD>;
-    constexpr int BM = S::BM, BN = S::BN, NT = S::NT, NS = BN / 8, ND = DPAD / 8;
+    constexpr int BM = S::BM, BN = S::BN, NS = BN / 8, ND = DPAD / 8, ST = S::STAGES;
+    constexpr int CB = DPAD / 64;   // 128-byte column blocks of a row
     extern __shared__ unsigned char smem_raw[];
     unsigned char *smem = reinterpret_cast<unsigned char *>(
         (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
     unsigned char *qs = smem, *kv = smem + S::Q_BYTES;   // stage s: K at kv + 2 s KV, V after it
+    const uint32_t bars = smem_u32(smem + S::BAR_OFF);
+    const uint32_t q_full = bars;
+    auto k_full = [&](int s) { return bars + 8 * (1 + s); };
+    auto v_full = [&](int s) { return bars + 8 * (1 + ST + s); };
+    auto k_empty = [&](int s) { return bars + 8 * (1 + 2 * ST + s); };
+    auto v_empty = [&](int s) { return bars + 8 * (1 + 3 * ST + s); };
 
-    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    const int tid = threadIdx.x, wg = tid >> 7;
     int64_t b, h, hk;
     block_pair(a, pairs, b, h, hk);
     // Heavy (late, for causal) query tiles first.
     const int m0 = (int)(gridDim.x - 1 - blockIdx.x) * BM;
     const int D = a.head_dim, seq_q = a.seq_q, seq_kv = a.seq_kv, off = a.causal_offset;
 
-    const T *qg = static_cast<const T *>(a.q) + b * a.q_sb + h * a.q_sh + (int64_t)m0 * a.q_ss;
-    const T *kg = static_cast<const T *>(a.k) + b * a.k_sb + hk * a.k_sh;
-    const T *vg = static_cast<const T *>(a.v) + b * a.v_sb + hk * a.v_sh;
-
-    // Keys past the last one the block's last stored row sees are skipped;
-    // tiles before jmask are visible to every row of the block.
+    // Keys past the last one the block's last stored row sees are skipped.
     int64_t kv_end = seq_kv;
     if (a.causal) kv_end = min(kv_end, min((int64_t)m0 + BM, (int64_t)seq_q) + off);
     const int ntiles = kv_end > 0 ? (int)((kv_end + BN - 1) / BN) : 0;
-    int jmask = seq_kv / BN;
-    if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
 
-    load_tile<T, DPAD, BM, NT>(qs, qg, a.q_ss, seq_q - m0, D, tid, vec & 1);
-    auto load_kv = [&](int j) {
-        if (j < ntiles) {
-            unsigned char *st = kv + (j % S::STAGES) * 2 * S::KV_BYTES;
-            const int64_t k0 = (int64_t)j * BN;
-            load_tile<T, DPAD, BN, NT>(st, kg + k0 * a.k_ss, a.k_ss, (int)(seq_kv - k0), D, tid,
-                                       vec & 2);
-            load_tile<T, DPAD, BN, NT>(st + S::KV_BYTES, vg + k0 * a.v_ss, a.v_ss,
-                                       (int)(seq_kv - k0), D, tid, vec & 4);
+    if (tid == 0) {
+        // A full barrier completes on one arrival and the TMA bytes, or on
+        // the 128 producer threads' arrivals for a gathered operand.
+        mbar_init(q_full, tma & 1 ? 1 : 128);
+        for (int s = 0; s < ST; s++) {
+            mbar_init(k_full(s), tma & 2 ? 1 : 128);
+            mbar_init(v_full(s), tma & 4 ? 1 : 128);
+            mbar_init(k_empty(s), 256);
+            mbar_init(v_empty(s), 256);
         }
-        cp_async_commit();
-    };
-    load_kv(0);   // with Q: one group
+        mbar_init_fence();
+    }
+    __syncthreads();
 
-    // This thread's rows of the warpgroup's 64: r_lo and r_lo + 8 of warp's 16.
-    const int r_lo = wg * 64 + warp * 16 + (lane >> 2);
-    float o[DPAD / 2];
+    if (wg == 0) {
+        // ---- producer -------------------------------------------------------
+        regs_dec<S::PRODUCER_REGS>();
+        if (tma == 7 && tid != 0) return;   // one thread drives the copy engine
+        const uint16_t *qg = static_cast<const uint16_t *>(a.q) + b * a.q_sb + h * a.q_sh;
+        const uint16_t *kg = static_cast<const uint16_t *>(a.k) + b * a.k_sb + hk * a.k_sh;
+        const uint16_t *vg = static_cast<const uint16_t *>(a.v) + b * a.v_sb + hk * a.v_sh;
+        // Tile rows [r0, r0 + R) of an operand into dst, completing on bar.
+        auto load = [&](auto rows, unsigned char *dst, int bit, const CUtensorMap *map,
+                        const uint16_t *g, int64_t ss, int64_t hh, int r0, int valid, uint32_t bar) {
+            constexpr int R = decltype(rows)::value;
+            if (tma & bit) {
+                if (tid != 0) return;
+                mbar_expect_tx(bar, R * DPAD * 2);
 #pragma unroll
-    for (int i = 0; i < DPAD / 2; i++) o[i] = 0.f;
-    float mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.f, 0.f};
-    const float sc = a.scale_log2;
-    float s[BN / 2];   // the score tile's accumulators (the first k-step overwrites them)
-#pragma unroll
-    for (int i = 0; i < BN / 2; i++) s[i] = 0.f;
+                for (int cb = 0; cb < CB; cb++)
+                    tma_load4(smem_u32(dst + cb * R * 128), map, cb * 64, r0, (int)hh, (int)b, bar);
+            } else {
+                gather_tile<DPAD, R, 128>(dst, g + (int64_t)r0 * ss, ss, valid, D, tid);
+                mbar_arrive(bar);
+            }
+        };
+        using RowsQ = std::integral_constant<int, BM>;
+        using RowsKV = std::integral_constant<int, BN>;
+        load(RowsQ{}, qs, 1, &maps.q, qg, a.q_ss, h, m0, seq_q - m0, q_full);
+        for (int j = 0; j < ntiles; j++) {
+            const int s = j % ST, k0 = j * BN;
+            const uint32_t parity = ((j / ST) & 1) ^ 1;   // the previous use's release
+            unsigned char *kst = kv + s * 2 * S::KV_BYTES;
+            if (j >= ST) mbar_wait(k_empty(s), parity);
+            load(RowsKV{}, kst, 2, &maps.k, kg, a.k_ss, hk, k0, seq_kv - k0, k_full(s));
+            if (j >= ST) mbar_wait(v_empty(s), parity);
+            load(RowsKV{}, kst + S::KV_BYTES, 4, &maps.v, vg, a.v_ss, hk, k0, seq_kv - k0,
+                 v_full(s));
+        }
+    } else {
+        // ---- consumers ------------------------------------------------------
+        regs_inc<S::CONSUMER_REGS>();
+        const int cw = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
+        // This thread's rows of the block: r_lo and r_lo + 8.
+        const int r_lo = cw * 64 + warp * 16 + (lane >> 2);
+        // Tiles before jmask are visible to every row of the block.
+        int jmask = seq_kv / BN;
+        if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
 
-    for (int j = 0; j < ntiles; j++) {
-        load_kv(j + 1);
-        cp_wait<1>();   // tile j (and Q) landed for this thread
-        proxy_fence();
-        __syncthreads();   // and for every thread
-        const unsigned char *ks = kv + (j % S::STAGES) * 2 * S::KV_BYTES, *vs = ks + S::KV_BYTES;
+        float o[DPAD / 2];
+#pragma unroll
+        for (int i = 0; i < DPAD / 2; i++) o[i] = 0.f;
+        float mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.f, 0.f};
+        const float sc = a.scale_log2;
+        float s[BN / 2];   // S, then P in float (the first k-step overwrites it)
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) s[i] = 0.f;
+        uint32_t pa[BN / 16][4];   // P as wgmma's A fragments
+
+        // Named barriers 1 and 2: consumer cw issues its GEMMs on 1 + cw.
+        auto my_turn = [&] { bar_sync<256>(1 + cw); };
+        auto pass_turn = [&] { bar_arrive<256>(2 - cw); };
+        auto stage = [&](int j) { return kv + (j % ST) * 2 * S::KV_BYTES; };
+        auto parity = [&](int j) { return (uint32_t)((j / ST) & 1); };
 
         // S = Q K^T over DPAD / 16 k-steps: k-step kk reads bytes 32 (kk % 4)
         // of column block kk / 4.
-        wg_fence();
+        auto qk = [&](int j) {
+            const unsigned char *ks = stage(j);
+            wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < DPAD / 16; kk++) {
-            const uint64_t da =
-                smem_desc(qs + (kk >> 2) * (BM * 128) + wg * 64 * 128 + (kk & 3) * 32, 16, 1024);
-            const uint64_t db = smem_desc(ks + (kk >> 2) * (BN * 128) + (kk & 3) * 32, 16, 1024);
-            Wgmma<T, BN>::template ss<0>(s, da, db, kk > 0);
-        }
-        wg_commit();
-        wg_wait0();
-
-        // Mask (keys past seq_kv, causal) where the tile needs it.
-        const int kv0 = j * BN;
-        if (j >= jmask) {
-#pragma unroll
-            for (int n = 0; n < NS; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int col = kv0 + n * 8 + (lane & 3) * 2 + (e & 1);
-                    const int64_t row = (int64_t)m0 + r_lo + (e >> 1) * 8;
-                    if (col >= seq_kv || (a.causal && col > row + off)) s[n * 4 + e] = -INFINITY;
-                }
-        }
-        // Online softmax (log2 units) per row half hh; P into A fragments.
-        uint32_t pa[BN / 16][4];
-#pragma unroll
-        for (int hh = 0; hh < 2; hh++) {
-            float mx = -INFINITY;
-#pragma unroll
-            for (int n = 0; n < NS; n++)
-                mx = fmaxf(mx, fmaxf(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float mnew = fmaxf(mrow[hh], mx * sc);
-            const float mu = mnew == -INFINITY ? 0.f : mnew;
-            const float alpha = ex2(mrow[hh] - mu);
-            mrow[hh] = mnew;
-            float sum = 0.f;
-#pragma unroll
-            for (int n = 0; n < NS; n++) {
-                const float p0 = ex2(fmaf(s[n * 4 + 2 * hh], sc, -mu));
-                const float p1 = ex2(fmaf(s[n * 4 + 2 * hh + 1], sc, -mu));
-                sum += p0 + p1;
-                // Key block n / 2 (16 keys): registers 0/1 from its first 8
-                // columns, 2/3 from its second; hh picks the row half.
-                pa[n >> 1][(n & 1) * 2 + hh] = pack2<T>(p0, p1);
+            for (int kk = 0; kk < DPAD / 16; kk++) {
+                const uint64_t da = smem_desc(qs + (kk >> 2) * (BM * 128) + cw * 64 * 128 +
+                                                  (kk & 3) * 32,
+                                              16, 1024);
+                const uint64_t db = smem_desc(ks + (kk >> 2) * (BN * 128) + (kk & 3) * 32, 16, 1024);
+                Wgmma<T, BN>::template ss<0>(s, da, db, kk > 0);
             }
-            lrow[hh] = lrow[hh] * alpha + sum;
-#pragma unroll
-            for (int d = 0; d < ND; d++) o[d * 4 + 2 * hh] *= alpha, o[d * 4 + 2 * hh + 1] *= alpha;
-        }
-
+            wg_commit();
+        };
         // O += P V: BN / 16 k-steps of 16 keys; V is B in MN-major form:
         // LBO = the stride between 64-column blocks, SBO = 8 keys.
-        wg_fence();
+        auto pv = [&](int j) {
+            const unsigned char *vs = stage(j) + S::KV_BYTES;
+            wg_fence();
 #pragma unroll
-        for (int kb = 0; kb < BN / 16; kb++) {
-            const uint64_t db = smem_desc(vs + kb * 16 * 128, BN * 128, 1024);
-            Wgmma<T, DPAD>::template rs<1>(o, pa[kb], db, 1);
-        }
-        wg_commit();
-        wg_wait0();
-        __syncthreads();   // the stage is read before tile j + 2 overwrites it
-    }
-
-    // Epilogue: O = acc / l, rows below seq_q; lse = m + log2 l in natural units.
-    T *og = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh;
-#pragma unroll
-    for (int hh = 0; hh < 2; hh++) {
-        float l = lrow[hh];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const int64_t i = (int64_t)m0 + r_lo + hh * 8;
-        if (i >= seq_q) continue;
-        const float inv = l == 0.f ? 0.f : 1.f / l;
-        T *orow = og + i * a.o_ss;
-#pragma unroll
-        for (int d8 = 0; d8 < ND; d8++) {
-            const int d = d8 * 8 + (lane & 3) * 2;
-            const float v0 = o[d8 * 4 + 2 * hh] * inv, v1 = o[d8 * 4 + 2 * hh + 1] * inv;
-            const uint32_t w = pack2<T>(v0, v1);
-            if (d + 1 < D && (reinterpret_cast<uintptr_t>(orow + d) & 3) == 0) {
-                *reinterpret_cast<uint32_t *>(orow + d) = w;
-            } else {
-                uint16_t *o16 = reinterpret_cast<uint16_t *>(orow);
-                if (d < D) o16[d] = (uint16_t)(w & 0xFFFFu);
-                if (d + 1 < D) o16[d + 1] = (uint16_t)(w >> 16);
+            for (int kb = 0; kb < BN / 16; kb++) {
+                const uint64_t db = smem_desc(vs + kb * 16 * 128, BN * 128, 1024);
+                Wgmma<T, DPAD>::template rs<1>(o, pa[kb], db, 1);
             }
+            wg_commit();
+        };
+        // Tile j's mask (keys past seq_kv, causal) where it needs one, and
+        // the online softmax in log2 units: s becomes P, alpha the factor
+        // O is rescaled by once no P V is in flight.
+        auto softmax = [&](int j, float (&alpha)[2]) {
+            if (j >= jmask) {
+                const int kv0 = j * BN;
+#pragma unroll
+                for (int n = 0; n < NS; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int col = kv0 + n * 8 + (lane & 3) * 2 + (e & 1);
+                        const int64_t row = (int64_t)m0 + r_lo + (e >> 1) * 8;
+                        if (col >= seq_kv || (a.causal && col > row + off))
+                            s[n * 4 + e] = -INFINITY;
+                    }
+            }
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                float mx = -INFINITY;
+#pragma unroll
+                for (int n = 0; n < NS; n++)
+                    mx = fmaxf(mx, fmaxf(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float mnew = fmaxf(mrow[hh], mx * sc);
+                const float mu = mnew == -INFINITY ? 0.f : mnew;
+                alpha[hh] = ex2(mrow[hh] - mu);
+                mrow[hh] = mnew;
+                float sum = 0.f;
+#pragma unroll
+                for (int n = 0; n < NS; n++) {
+                    float &p0 = s[n * 4 + 2 * hh], &p1 = s[n * 4 + 2 * hh + 1];
+                    p0 = ex2(fmaf(p0, sc, -mu));
+                    p1 = ex2(fmaf(p1, sc, -mu));
+                    sum += p0 + p1;
+                }
+                lrow[hh] = lrow[hh] * alpha[hh] + sum;
+            }
+        };
+        // O *= alpha, and P into A fragments: key block n / 2 (16 keys),
+        // registers 0/1 from its first 8 columns, 2/3 from its second; hh
+        // picks the row half.
+        auto rescale_pack = [&](const float (&alpha)[2]) {
+#pragma unroll
+            for (int d = 0; d < ND; d++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) o[d * 4 + e] *= alpha[e >> 1];
+#pragma unroll
+            for (int n = 0; n < NS; n++)
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++)
+                    pa[n >> 1][(n & 1) * 2 + hh] = pack2<T>(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]);
+        };
+
+        mbar_wait(q_full, 0);
+        float alpha[2];
+        if constexpr (!OVL) {
+            // Turn: P V of tile j - 1 and Q K^T of tile j. Consumer 1's first
+            // arrival lets consumer 0 start; consumer 1 gives no turn after
+            // its last, which nobody would take.
+            if (cw == 1) pass_turn();
+            my_turn();
+            for (int j = 0; j < ntiles; j++) {
+                mbar_wait(k_full(j % ST), parity(j));
+                qk(j);
+                pass_turn();
+                wg_wait<0>();
+                mbar_arrive(k_empty(j % ST));
+                softmax(j, alpha);
+                rescale_pack(alpha);
+                mbar_wait(v_full(j % ST), parity(j));
+                my_turn();
+                pv(j);
+                wg_wait<0>();
+                mbar_arrive(v_empty(j % ST));
+            }
+            if (cw == 0) pass_turn();
+        } else if (ntiles > 0) {
+            // Turn: Q K^T of tile j and P V of tile j - 1; tile j's softmax
+            // runs while that P V does.
+            if (cw == 1) pass_turn();
+            mbar_wait(k_full(0), 0);
+            my_turn();
+            qk(0);
+            if (cw == 0 || ntiles > 1) pass_turn();
+            wg_wait<0>();
+            mbar_arrive(k_empty(0));
+            softmax(0, alpha);
+            rescale_pack(alpha);
+            for (int j = 1; j < ntiles; j++) {
+                mbar_wait(k_full(j % ST), parity(j));
+                my_turn();
+                qk(j);
+                mbar_wait(v_full((j - 1) % ST), parity(j - 1));
+                pv(j - 1);
+                if (cw == 0 || j + 1 < ntiles) pass_turn();
+                wg_wait<1>();
+                mbar_arrive(k_empty(j % ST));
+                softmax(j, alpha);
+                wg_wait<0>();
+                mbar_arrive(v_empty((j - 1) % ST));
+                rescale_pack(alpha);
+            }
+            mbar_wait(v_full((ntiles - 1) % ST), parity(ntiles - 1));
+            pv(ntiles - 1);
+            wg_wait<0>();
+            mbar_arrive(v_empty((ntiles - 1) % ST));
         }
-        if (a.lse && (lane & 3) == 0)
-            a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
-                l == 0.f ? -INFINITY : (mrow[hh] + log2f(l)) * kLn2;
+
+        // Epilogue: O = acc / l, rows below seq_q; lse = m + log2 l in natural units.
+        T *og = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh;
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            float l = lrow[hh];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            const int64_t i = (int64_t)m0 + r_lo + hh * 8;
+            if (i >= seq_q) continue;
+            const float inv = l == 0.f ? 0.f : 1.f / l;
+            T *orow = og + i * a.o_ss;
+#pragma unroll
+            for (int d8 = 0; d8 < ND; d8++) {
+                const int d = d8 * 8 + (lane & 3) * 2;
+                const float v0 = o[d8 * 4 + 2 * hh] * inv, v1 = o[d8 * 4 + 2 * hh + 1] * inv;
+                const uint32_t w = pack2<T>(v0, v1);
+                if (d + 1 < D && (reinterpret_cast<uintptr_t>(orow + d) & 3) == 0) {
+                    *reinterpret_cast<uint32_t *>(orow + d) = w;
+                } else {
+                    uint16_t *o16 = reinterpret_cast<uint16_t *>(orow);
+                    if (d < D) o16[d] = (uint16_t)(w & 0xFFFFu);
+                    if (d + 1 < D) o16[d + 1] = (uint16_t)(w >> 16);
+                }
+            }
+            if (a.lse && (lane & 3) == 0)
+                a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
+                    l == 0.f ? -INFINITY : (mrow[hh] + log2f(l)) * kLn2;
+        }
     }
 #endif
 }
 
-// Whether an operand's rows start on 16 bytes: its first element and each
-// stride whose index can be non-zero.
-inline bool rows16(const void *p, int64_t sb, int64_t nb, int64_t sh, int64_t nh, int64_t ss,
-                   int64_t ns) {
-    return (reinterpret_cast<uintptr_t>(p) & 15) == 0 && (nb <= 1 || sb % 8 == 0) &&
-           (nh <= 1 || sh % 8 == 0) && (ns <= 1 || ss % 8 == 0);
+// ---- host: tensor maps ------------------------------------------------------
+
+typedef CUresult (*EncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// The driver's cuTensorMapEncodeTiled through the runtime (the module links
+// no driver library), looked up once; NULL where the driver lacks it.
+EncodeTiled encoder() {
+    static const EncodeTiled fn = [] {
+        void *p = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                             &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess) {
+            cudaGetLastError();   // not sticky; the gather path runs instead
+            return (EncodeTiled) nullptr;
+        }
+        return reinterpret_cast<EncodeTiled>(p);
+    }();
+    return fn;
+}
+
+// A map of one operand, element (b, h, r, c) at p + b sb + h sh + r ss + c,
+// whose box is 64 columns by `rows` rows (the 128-byte swizzle). False where
+// TMA cannot describe it: an address or a stride not on 16 bytes, a stride
+// of 2^40 bytes or more, or a size past its int32 coordinates; the operand
+// is gathered then.
+bool make_map(CUtensorMap *m, const void *p, fattn_dtype dt, int D, int64_t seq, int64_t heads,
+              int64_t batch, int64_t ss, int64_t sh, int64_t sb, int rows) {
+    const EncodeTiled enc = encoder();
+    if (!enc || (reinterpret_cast<uintptr_t>(p) & 15) || seq > INT_MAX || heads > INT_MAX ||
+        batch > INT_MAX)
+        return false;
+    const cuuint64_t dim[4] = {(cuuint64_t)D, (cuuint64_t)seq, (cuuint64_t)heads,
+                               (cuuint64_t)batch};
+    const int64_t st[3] = {ss, sh, sb};
+    cuuint64_t stride[3];
+    cuuint64_t prev = ((cuuint64_t)D * 2 + 15) & ~(cuuint64_t)15;
+    for (int i = 0; i < 3; i++) {
+        if (dim[i + 1] <= 1) {   // coordinate 0 only: any valid stride
+            stride[i] = prev;
+            continue;
+        }
+        if (st[i] <= 0 || st[i] % 8 || st[i] >= ((int64_t)1 << 39)) return false;
+        stride[i] = prev = (cuuint64_t)st[i] * 2;
+    }
+    const cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1}, estride[4] = {1, 1, 1, 1};
+    return enc(m, dt == FATTN_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+               4, const_cast<void *>(p), dim, stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = WgShape<DPAD>;
     const int64_t hkv = a->heads_q / a->group;
-    const int vec =
-        (rows16(a->q, a->q_sb, a->batch, a->q_sh, a->heads_q, a->q_ss, a->seq_q) ? 1 : 0) |
-        (rows16(a->k, a->k_sb, a->batch, a->k_sh, hkv, a->k_ss, a->seq_kv) ? 2 : 0) |
-        (rows16(a->v, a->v_sb, a->batch, a->v_sh, hkv, a->v_ss, a->seq_kv) ? 4 : 0);
-    auto kern = flash_wgmma_kernel<T, DPAD>;
+    WgMaps maps;
+    memset(&maps, 0, sizeof maps);
+    const int tma =
+        (make_map(&maps.q, a->q, a->dtype, a->head_dim, a->seq_q, a->heads_q, a->batch, a->q_ss,
+                  a->q_sh, a->q_sb, S::BM) ? 1 : 0) |
+        (make_map(&maps.k, a->k, a->dtype, a->head_dim, a->seq_kv, hkv, a->batch, a->k_ss, a->k_sh,
+                  a->k_sb, S::BN) ? 2 : 0) |
+        (make_map(&maps.v, a->v, a->dtype, a->head_dim, a->seq_kv, hkv, a->batch, a->v_ss, a->v_sh,
+                  a->v_sb, S::BN) ? 4 : 0);
+    auto kern = flash_wgmma_kernel<T, DPAD, FATTN_WGMMA_OVERLAP != 0>;
     cudaError_t e =
         cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
     if (e != cudaSuccess) return e;
     const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + S::BM - 1) / S::BM);
     return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
-        flash_wgmma_kernel<T, DPAD><<<grid, S::NT, S::SMEM, stream>>>(*a, pairs, vec);
+        kern<<<grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tma);
     });
 }
 
