@@ -6,7 +6,8 @@
 // - A block is three warpgroups over BM = 128 query rows. Warpgroup 0 is the
 //   producer: it brings Q and the K/V tiles (BN = 128 keys) into shared
 //   memory and gives most of its registers to the two consumer warpgroups
-//   (setmaxnreg), which own 64 query rows each: wgmma's M.
+//   (setmaxnreg), which own 64 query rows each: wgmma's M. Head dim 256
+//   takes 64-key tiles.
 // - Loads: the tensor copy engine (TMA), one thread issuing a 64-column box
 //   per 128-byte column block, completing on an mbarrier with the tile's
 //   byte count; an operand whose rows do not start on 16 bytes (or that a
@@ -21,10 +22,11 @@
 //   transposed) for V.
 // - The consumers take turns (two named barriers, FlashAttention-3's
 //   ping-pong): one issues its GEMMs while the other runs its softmax.
-//   With FATTN_WGMMA_OVERLAP (default 1), a consumer also issues Q K^T of
-//   tile j with P V of tile j - 1 and runs tile j's softmax while P V runs.
-// - S = Q K^T: DPAD / 16 wgmma m64n128k16 from shared memory; the online
-//   softmax on the accumulators (a row's 32 values live in a lane quad);
+//   Where WgShape::OVERLAP (head dims 128 and 256), a consumer also issues
+//   Q K^T of tile j with P V of tile j - 1 and runs tile j's softmax while
+//   that P V runs.
+// - S = Q K^T: DPAD / 16 wgmma m64nBNk16 from shared memory; the online
+//   softmax on the accumulators (a row's BN values spread over a lane quad);
 //   P rounded to the storage type as wgmma's register A operand;
 //   O += P V: BN / 16 wgmma m64nDPADk16.
 #include <cuda.h>   // CUtensorMap; the encoder is reached through the runtime
@@ -42,13 +44,21 @@
 #include "mma_sm80.cuh"
 #include "wgmma_sm90.cuh"
 
+// FATTN_WGMMA_OVERLAP: 1 or 0 overrides each bucket's choice (WgShape::OVERLAP),
+// for measuring one against the other.
 #ifndef FATTN_WGMMA_OVERLAP
-#define FATTN_WGMMA_OVERLAP 1
+#define FATTN_WGMMA_OVERLAP -1
 #endif
 
 namespace fattn_wgmma_shapes {
 template <int DPAD> struct WgShape {
-    static constexpr int BM = 128, BN = 128, NT = 384, STAGES = DPAD <= 64 ? 3 : 2;
+    // Head dim 256 takes 64-key tiles: its O accumulators are 128 registers
+    // a thread, and Q plus two stages fill 192 KiB.
+    static constexpr int BM = 128, BN = DPAD == 256 ? 64 : 128, NT = 384;
+    static constexpr int STAGES = DPAD <= 64 ? 3 : 2;
+    // The in-warpgroup overlap paid at head dim 128 and cost 2-6% at 64 (call94).
+    static constexpr bool OVERLAP =
+        FATTN_WGMMA_OVERLAP >= 0 ? FATTN_WGMMA_OVERLAP != 0 : DPAD >= 128;
     static constexpr int Q_BYTES = BM * DPAD * 2;   // one tile; K and V tiles: KV_BYTES each
     static constexpr int KV_BYTES = BN * DPAD * 2;
     // mbarriers after the tiles: Q full, then per stage K full, V full,
@@ -71,7 +81,7 @@ namespace {
 
 using fattn_wgmma_shapes::WgShape;
 
-#if (FATTN_CUDA_DPAD_64 || FATTN_CUDA_DPAD_128)
+#if (FATTN_CUDA_DPAD_64 || FATTN_CUDA_DPAD_128 || FATTN_CUDA_DPAD_256)
 
 // Byte offset of 16-byte chunk c (of DPAD / 8) of row r in a tile of R rows
 // (the swizzled layout above).
@@ -98,7 +108,7 @@ __device__ __forceinline__ void gather_tile(unsigned char *dst, const uint16_t *
     proxy_fence();
 }
 
-template <typename T, int DPAD, bool OVL>
+template <typename T, int DPAD>
 __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     flash_wgmma_kernel(const __grid_constant__ fattn_cuda_args a, const __grid_constant__ WgMaps maps,
                        Pairs pairs, int tma) {
@@ -287,7 +297,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
 
         mbar_wait(q_full, 0);
         float alpha[2];
-        if constexpr (!OVL) {
+        if constexpr (!S::OVERLAP) {
             // Turn: P V of tile j - 1 and Q K^T of tile j. Consumer 1's first
             // arrival lets consumer 0 start; consumer 1 gives no turn after
             // its last, which nobody would take.
@@ -439,7 +449,7 @@ template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cud
                   a->k_sb, S::BN) ? 2 : 0) |
         (make_map(&maps.v, a->v, a->dtype, a->head_dim, a->seq_kv, hkv, a->batch, a->v_ss, a->v_sh,
                   a->v_sb, S::BN) ? 4 : 0);
-    auto kern = flash_wgmma_kernel<T, DPAD, FATTN_WGMMA_OVERLAP != 0>;
+    auto kern = flash_wgmma_kernel<T, DPAD>;
     cudaError_t e =
         cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
     if (e != cudaSuccess) return e;
@@ -469,6 +479,10 @@ extern "C" void fattn_cuda_flash_wgmma_tiles(int dpad, int *block_m, int *block_
     if (dpad == 128)
         *block_m = WgShape<128>::BM, *block_n = WgShape<128>::BN, *smem_bytes = WgShape<128>::SMEM;
 #endif
+#if FATTN_CUDA_DPAD_256
+    if (dpad == 256)
+        *block_m = WgShape<256>::BM, *block_n = WgShape<256>::BN, *smem_bytes = WgShape<256>::SMEM;
+#endif
 }
 
 extern "C" cudaError_t fattn_cuda_flash_wgmma(const fattn_cuda_args *a, int dpad,
@@ -482,6 +496,9 @@ extern "C" cudaError_t fattn_cuda_flash_wgmma(const fattn_cuda_args *a, int dpad
 #endif
 #if FATTN_CUDA_DPAD_128
     if (dpad == 128) return launch_dtype<128>(a, stream);
+#endif
+#if FATTN_CUDA_DPAD_256
+    if (dpad == 256) return launch_dtype<256>(a, stream);
 #endif
     return cudaErrorInvalidValue;
 }

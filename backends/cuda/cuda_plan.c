@@ -94,14 +94,13 @@ static void tiled_plan(const cuda_state *s, fattn_plan *plan, int dpad, int smal
 
 /* The Hopper kernel (kernels_cu/flash_wgmma.cu): f16/bf16 on compute 9.0
  * (its sm_90a code runs nowhere else), a dense batch without variants, a
- * bucket it was built for; for now only where FATTN_CUDA_KERNEL=wgmma
- * asks for it. */
+ * bucket it was built for, unless FATTN_CUDA_KERNEL=mma asks for the
+ * mma.sync kernel. */
 static fattn_status wgmma_check(const cuda_state *s, const fattn_problem *p, int *dpad, int *bm,
                                 int *bn, int *smem, fattn_msg *msg) {
-    /* Opt-in while it is being brought up (issue 15): auto is mma.sync. */
-    if (s->kernel != CUDA_KERNEL_WGMMA)
+    if (s->kernel == CUDA_KERNEL_MMA)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the wgmma kernel runs only when asked for (FATTN_CUDA_KERNEL=wgmma)");
+                          "FATTN_CUDA_KERNEL=mma: the mma.sync kernel runs instead of wgmma");
     if (!mma_domain(s, p) || s->prop.major != 9 || s->prop.minor != 0)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "the wgmma kernel takes f16/bf16 on compute 9.0; this is %s on %s "
