@@ -3,11 +3,11 @@
 // the rest to flash_mma.cuh).
 //
 // Design (v2; bench/NOTES.md has each version's numbers):
-// - A block is three warpgroups over BM = 128 query rows. Warpgroup 0 is the
-//   producer: it brings Q and the K/V tiles (BN = 128 keys) into shared
-//   memory and gives most of its registers to the two consumer warpgroups
-//   (setmaxnreg), which own 64 query rows each: wgmma's M. Head dim 256
-//   takes 64-key tiles.
+// - A block is a producer warpgroup and NWG consumer warpgroups of 64
+//   query rows each (wgmma's M): BM = 64 NWG rows, three consumers at head
+//   dim 64 and two above. The producer brings Q and the K/V tiles (BN =
+//   128 keys; 64 at head dim 256) into shared memory and gives most of its
+//   registers to the consumers (setmaxnreg).
 // - Loads: the tensor copy engine (TMA), one thread issuing a 64-column box
 //   per 128-byte column block, completing on an mbarrier with the tile's
 //   byte count; an operand whose rows do not start on 16 bytes (or that a
@@ -20,8 +20,9 @@
 //   row r at chunk c ^ (r % 8)), which is TMA's SWIZZLE_128B and the
 //   canonical layout wgmma reads: K-major for Q and K, MN-major (B
 //   transposed) for V.
-// - The consumers take turns (two named barriers, FlashAttention-3's
-//   ping-pong): one issues its GEMMs while the other runs its softmax.
+// - The consumers take turns (a named barrier each, FlashAttention-3's
+//   ping-pong, in a ring): one issues its GEMMs while the others run their
+//   softmax.
 //   Where WgShape::OVERLAP (head dims 128 and 256), a consumer also issues
 //   Q K^T of tile j with P V of tile j - 1 and runs tile j's softmax while
 //   that P V runs.
@@ -44,17 +45,22 @@
 #include "mma_sm80.cuh"
 #include "wgmma_sm90.cuh"
 
-// FATTN_WGMMA_OVERLAP: 1 or 0 overrides each bucket's choice (WgShape::OVERLAP),
-// for measuring one against the other.
+// FATTN_WGMMA_OVERLAP: 1 or 0 overrides each bucket's choice (WgShape::OVERLAP);
+// FATTN_WGMMA_NWG64: the consumer warpgroups at head dim 64. For measuring
+// one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
+#endif
+#ifndef FATTN_WGMMA_NWG64
+#define FATTN_WGMMA_NWG64 3
 #endif
 
 namespace fattn_wgmma_shapes {
 template <int DPAD> struct WgShape {
     // Head dim 256 takes 64-key tiles: its O accumulators are 128 registers
     // a thread, and Q plus two stages fill 192 KiB.
-    static constexpr int BM = 128, BN = DPAD == 256 ? 64 : 128, NT = 384;
+    static constexpr int NWG = DPAD == 64 ? FATTN_WGMMA_NWG64 : 2;
+    static constexpr int BM = 64 * NWG, BN = DPAD == 256 ? 64 : 128, NT = 128 * (NWG + 1);
     static constexpr int STAGES = DPAD <= 64 ? 3 : 2;
     // The in-warpgroup overlap paid at head dim 128 and cost 2-6% at 64 (call94).
     static constexpr bool OVERLAP =
@@ -67,8 +73,9 @@ template <int DPAD> struct WgShape {
     // +1024: the swizzle pattern repeats every 1024 bytes, and the dynamic
     // shared memory base is only promised 16-byte alignment.
     static constexpr int SMEM = BAR_OFF + NBAR * 8 + 1024;
-    // Registers per thread after setmaxnreg: 128 * 40 + 256 * 232 <= 65536.
-    static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+    // Registers per thread after setmaxnreg, within 65536: 128 * 40 +
+    // 256 * 232, or 128 * 32 + 384 * 160 with three consumers.
+    static constexpr int PRODUCER_REGS = NWG == 2 ? 40 : 32, CONSUMER_REGS = NWG == 2 ? 232 : 160;
 };
 }   // namespace fattn_wgmma_shapes
 
@@ -146,8 +153,8 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         for (int s = 0; s < ST; s++) {
             mbar_init(k_full(s), tma & 2 ? 1 : 128);
             mbar_init(v_full(s), tma & 4 ? 1 : 128);
-            mbar_init(k_empty(s), 256);
-            mbar_init(v_empty(s), 256);
+            mbar_init(k_empty(s), 128 * S::NWG);
+            mbar_init(v_empty(s), 128 * S::NWG);
         }
         mbar_init_fence();
     }
@@ -208,9 +215,12 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         for (int i = 0; i < BN / 2; i++) s[i] = 0.f;
         uint32_t pa[BN / 16][4];   // P as wgmma's A fragments
 
-        // Named barriers 1 and 2: consumer cw issues its GEMMs on 1 + cw.
+        // Named barrier 1 + cw: consumer cw's turn to issue its GEMMs; the
+        // consumer before it in the ring (cw - 1, the last before 0) gives it.
+        constexpr int NWG = S::NWG;
+        const bool last = cw == NWG - 1;
         auto my_turn = [&] { bar_sync<256>(1 + cw); };
-        auto pass_turn = [&] { bar_arrive<256>(2 - cw); };
+        auto pass_turn = [&] { bar_arrive<256>(1 + (cw + 1) % NWG); };
         auto stage = [&](int j) { return kv + (j % ST) * 2 * S::KV_BYTES; };
         auto parity = [&](int j) { return (uint32_t)((j / ST) & 1); };
 
@@ -298,10 +308,10 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         mbar_wait(q_full, 0);
         float alpha[2];
         if constexpr (!S::OVERLAP) {
-            // Turn: P V of tile j - 1 and Q K^T of tile j. Consumer 1's first
-            // arrival lets consumer 0 start; consumer 1 gives no turn after
-            // its last, which nobody would take.
-            if (cw == 1) pass_turn();
+            // Turn: P V of tile j - 1 and Q K^T of tile j. The last
+            // consumer's first arrival lets consumer 0 start; it gives no
+            // turn after its last, which nobody would take.
+            if (last) pass_turn();
             my_turn();
             for (int j = 0; j < ntiles; j++) {
                 mbar_wait(k_full(j % ST), parity(j));
@@ -317,15 +327,15 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 wg_wait<0>();
                 mbar_arrive(v_empty(j % ST));
             }
-            if (cw == 0) pass_turn();
+            if (!last) pass_turn();
         } else if (ntiles > 0) {
             // Turn: Q K^T of tile j and P V of tile j - 1; tile j's softmax
             // runs while that P V does.
-            if (cw == 1) pass_turn();
+            if (last) pass_turn();
             mbar_wait(k_full(0), 0);
             my_turn();
             qk(0);
-            if (cw == 0 || ntiles > 1) pass_turn();
+            if (!last || ntiles > 1) pass_turn();
             wg_wait<0>();
             mbar_arrive(k_empty(0));
             softmax(0, alpha);
@@ -336,7 +346,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 qk(j);
                 mbar_wait(v_full((j - 1) % ST), parity(j - 1));
                 pv(j - 1);
-                if (cw == 0 || j + 1 < ntiles) pass_turn();
+                if (!last || j + 1 < ntiles) pass_turn();
                 wg_wait<1>();
                 mbar_arrive(k_empty(j % ST));
                 softmax(j, alpha);
