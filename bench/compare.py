@@ -25,7 +25,9 @@ set against the peers' contiguous time). Varied-length batches (kv_lens) are
 in the table only. Rows without heads_kv / seq_kv (older files) are square;
 without kv_layout, dense.
 
-Usage: bench/compare.py FATTN_JSONL... [PEERS_JSONL] --out DIR [--hbm GBPS]
+--peak TFLOPS draws the device's dense matrix peak on the throughput charts.
+
+Usage: bench/compare.py FATTN_JSONL... [PEERS_JSONL] --out DIR [--hbm GBPS] [--peak TFLOPS]
 (every file may hold fattn rows or peer rows: a row with "peer" is a peer's).
 """
 import argparse
@@ -125,7 +127,7 @@ def num(y):
     return f"{y:.0f}" if y >= 10 else f"{y:.2g}"
 
 
-def charts(fattn, peers, out):
+def charts(fattn, peers, out, peak=None):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -171,6 +173,9 @@ def charts(fattn, peers, out):
                     ax.bar_label(bars, labels=[num(y) if y else cell(r) if r else "" for y, r in zip(ys, got)],
                                  fontsize=6, rotation=90, padding=2)
                 ax.set_xticks([x + w * (len(impls) - 1) / 2 for x in range(len(seqs))], [str(s) for s in seqs])
+                if peak:
+                    ax.axhline(peak * factor, color="0.3", linestyle="--", linewidth=1,
+                               label=f"dense peak {num(peak * factor)} {unit}")
                 ax.set_xlabel("sequence length")
                 ax.set_ylabel(unit)
                 ax.margins(y=0.15)
@@ -191,9 +196,9 @@ def charts(fattn, peers, out):
     # Memory: the device memory each path held while it ran, for the first GPU backend.
     gpu = [r for r in fattn if r["backend"] == "cuda"] or [r for r in fattn if r["backend"] == "opencl"]
     mem = [r for r in gpu if r["dim"] == max(x["dim"] for x in gpu) and r["causal"] == 0 and r["device"] == gpu[0]["device"]
-           and r["dtype"] == gpu[0]["dtype"] and r.get("status") == "ok"] if gpu else []
+           and r["dtype"] == gpu[0]["dtype"] and r.get("status") == "ok" and "naive_bytes" in r] if gpu else []
     if not mem:
-        print("compare.py: no memory chart: no cell measured on a CUDA or OpenCL device")
+        print("compare.py: no memory chart: no cell with its byte counts measured on a CUDA or OpenCL device")
     if mem:
         fig, ax = plt.subplots(figsize=(9, 4.5))
         seqs = [r["seq"] for r in mem]
@@ -463,6 +468,9 @@ def main():
     ap.add_argument("--hbm", type=float, default=None,
                     help="the GPU's memory bandwidth in GB/s, drawn on the decode charts (default: the "
                          "rows' bw_ref_gbps, from fattn_bench --hbm-gbps)")
+    ap.add_argument("--peak", type=float, default=None,
+                    help="the device's dense matrix peak in TFLOP/s (989 for an H200 in f16/bf16), "
+                         "drawn as a dashed line on the throughput charts")
     args = ap.parse_args()
     rows = [r for path in args.files for r in load(path)]
     fattn, peers = [r for r in rows if "peer" not in r], [r for r in rows if "peer" in r]
@@ -478,7 +486,7 @@ def main():
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(text)
     print(text)
-    made = charts(sq_fattn, sq_peers, args.out) if sq_fattn else []
+    made = charts(sq_fattn, sq_peers, args.out, args.peak) if sq_fattn else []
     if gen_fattn:
         made += decode_charts(gen_fattn, gen_peers, args.out, args.hbm)
     for p in made:

@@ -123,7 +123,20 @@ static fattn_status wgmma_check(const cuda_state *s, const fattn_problem *p, int
                           "head dim %lld (bucket %d): the wgmma kernel was not built for it%s",
                           (long long)p->head_dim, *dpad,
                           FATTN_CUDA_WGMMA ? "" : " (FATTN_CUDA_WGMMA=OFF)");
-    return fits(s, p, "wgmma", *bm, *bn, *smem, msg);
+    if ((st = fits(s, p, "wgmma", *bm, *bn, *smem, msg)) != FATTN_OK) return st;
+    /* Small problems stay on mma.sync under auto: a wgmma block (one per SM)
+     * sets up its barriers and fills its pipeline before the first product,
+     * which two key tiles do not pay back, and a grid under one wave leaves
+     * SMs idle that the smaller mma.sync blocks fill (H200, call96: 0.85-0.90x
+     * mma.sync at seq_kv 100-200, 1.0x at seq 128, 1.3-2.3x from seq 512 on). */
+    const int64_t blocks = (p->seq_q + *bm - 1) / *bm * p->batch * p->heads_q;
+    if (s->kernel == CUDA_KERNEL_AUTO &&
+        (p->seq_kv <= 256 || blocks < (int64_t)s->prop.multiProcessorCount))
+        return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                          "seq_kv %lld, %lld blocks of %d rows: the mma.sync kernel is faster on "
+                          "problems this small (FATTN_CUDA_KERNEL=wgmma forces wgmma)",
+                          (long long)p->seq_kv, (long long)blocks, *bm);
+    return FATTN_OK;
 }
 
 static fattn_status accept_wgmma(void *state, const fattn_problem *p, fattn_plan *plan,
