@@ -6,7 +6,7 @@
 // - A block is a producer warpgroup and NWG consumer warpgroups of 64
 //   query rows each (wgmma's M): BM = 64 NWG rows, three consumers at head
 //   dim 64 and two above. The producer brings Q and the K/V tiles (BN =
-//   128 keys; 64 at head dim 256) into shared memory and gives most of its
+//   128 keys; 80 at head dim 256) into shared memory and gives most of its
 //   registers to the consumers (setmaxnreg).
 // - Loads: the tensor copy engine (TMA), one thread issuing a 64-column box
 //   per 128-byte column block, completing on an mbarrier with the tile's
@@ -46,7 +46,9 @@
 #include "wgmma_sm90.cuh"
 
 // FATTN_WGMMA_OVERLAP: 1 or 0 overrides each bucket's choice (WgShape::OVERLAP);
-// FATTN_WGMMA_NWG64: the consumer warpgroups at head dim 64. For measuring
+// FATTN_WGMMA_NWG64: the consumer warpgroups at head dim 64; FATTN_WGMMA_BN256:
+// the key tile at head dim 256 (64 or 80); FATTN_WGMMA_PERSISTENT 0: a block
+// per work tile instead of one per SM. For measuring
 // one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
@@ -54,13 +56,20 @@
 #ifndef FATTN_WGMMA_NWG64
 #define FATTN_WGMMA_NWG64 3
 #endif
+#ifndef FATTN_WGMMA_BN256
+#define FATTN_WGMMA_BN256 80
+#endif
+#ifndef FATTN_WGMMA_PERSISTENT
+#define FATTN_WGMMA_PERSISTENT 1
+#endif
 
 namespace fattn_wgmma_shapes {
 template <int DPAD> struct WgShape {
-    // Head dim 256 takes 64-key tiles: its O accumulators are 128 registers
-    // a thread, and Q plus two stages fill 192 KiB.
+    // Head dim 256 takes 80-key tiles (FATTN_WGMMA_BN256): its O
+    // accumulators are 128 registers a thread, and Q plus two stages fill
+    // 224 KiB.
     static constexpr int NWG = DPAD == 64 ? FATTN_WGMMA_NWG64 : 2;
-    static constexpr int BM = 64 * NWG, BN = DPAD == 256 ? 64 : 128, NT = 128 * (NWG + 1);
+    static constexpr int BM = 64 * NWG, BN = DPAD == 256 ? FATTN_WGMMA_BN256 : 128, NT = 128 * (NWG + 1);
     static constexpr int STAGES = DPAD <= 64 ? 3 : 2;
     // The in-warpgroup overlap paid at head dim 128 and cost 2-6% at 64 (call94).
     static constexpr bool OVERLAP =
@@ -68,8 +77,8 @@ template <int DPAD> struct WgShape {
     static constexpr int Q_BYTES = BM * DPAD * 2;   // one tile; K and V tiles: KV_BYTES each
     static constexpr int KV_BYTES = BN * DPAD * 2;
     // mbarriers after the tiles: Q full, then per stage K full, V full,
-    // K empty, V empty.
-    static constexpr int BAR_OFF = Q_BYTES + STAGES * 2 * KV_BYTES, NBAR = 1 + 4 * STAGES;
+    // K empty, V empty, then Q empty.
+    static constexpr int BAR_OFF = Q_BYTES + STAGES * 2 * KV_BYTES, NBAR = 2 + 4 * STAGES;
     // +1024: the swizzle pattern repeats every 1024 bytes, and the dynamic
     // shared memory base is only promised 16-byte alignment.
     static constexpr int SMEM = BAR_OFF + NBAR * 8 + 1024;
@@ -118,7 +127,7 @@ __device__ __forceinline__ void gather_tile(unsigned char *dst, const uint16_t *
 template <typename T, int DPAD>
 __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     flash_wgmma_kernel(const __grid_constant__ fattn_cuda_args a, const __grid_constant__ WgMaps maps,
-                       Pairs pairs, int tma) {
+                       Pairs pairs, int tiles_q, int tma) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using S = WgShape<DPAD>;
     constexpr int BM = S::BM, BN = S::BN, NS = BN / 8, ND = DPAD / 8, ST = S::STAGES;
@@ -133,18 +142,29 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     auto v_full = [&](int s) { return bars + 8 * (1 + ST + s); };
     auto k_empty = [&](int s) { return bars + 8 * (1 + 2 * ST + s); };
     auto v_empty = [&](int s) { return bars + 8 * (1 + 3 * ST + s); };
+    const uint32_t q_empty = bars + 8 * (1 + 4 * ST);
 
     const int tid = threadIdx.x, wg = tid >> 7;
-    int64_t b, h, hk;
-    block_pair(a, pairs, b, h, hk);
-    // Heavy (late, for causal) query tiles first.
-    const int m0 = (int)(gridDim.x - 1 - blockIdx.x) * BM;
     const int D = a.head_dim, seq_q = a.seq_q, seq_kv = a.seq_kv, off = a.causal_offset;
-
-    // Keys past the last one the block's last stored row sees are skipped.
-    int64_t kv_end = seq_kv;
-    if (a.causal) kv_end = min(kv_end, min((int64_t)m0 + BM, (int64_t)seq_q) + off);
-    const int ntiles = kv_end > 0 ? (int)((kv_end + BN - 1) / BN) : 0;
+    // Work tile t (of tiles_q query tiles times the pairs) of a block that
+    // takes t = blockIdx.x, + gridDim.x, ...: a pair's query tiles run
+    // together (they share its K and V in L2), heavy (late, for causal)
+    // ones first. Its keys stop at the last one its last stored row sees.
+    struct Tile {
+        int64_t b, h, hk;
+        int m0, ntiles;
+    };
+    const int64_t total = (int64_t)tiles_q * pairs.count;
+    auto tile_at = [&](int64_t t) {
+        Tile w;
+        const int64_t bh = t / tiles_q;
+        w.m0 = (int)(tiles_q - 1 - (t - bh * tiles_q)) * BM;
+        block_pair_at(a, pairs, bh, w.b, w.h, w.hk);
+        int64_t kv_end = seq_kv;
+        if (a.causal) kv_end = min(kv_end, min((int64_t)w.m0 + BM, (int64_t)seq_q) + off);
+        w.ntiles = kv_end > 0 ? (int)((kv_end + BN - 1) / BN) : 0;
+        return w;
+    };
 
     if (tid == 0) {
         // A full barrier completes on one arrival and the TMA bytes, or on
@@ -156,6 +176,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             mbar_init(k_empty(s), 128 * S::NWG);
             mbar_init(v_empty(s), 128 * S::NWG);
         }
+        mbar_init(q_empty, 128 * S::NWG);
         mbar_init_fence();
     }
     __syncthreads();
@@ -164,19 +185,19 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // ---- producer -------------------------------------------------------
         regs_dec<S::PRODUCER_REGS>();
         if (tma == 7 && tid != 0) return;   // one thread drives the copy engine
-        const uint16_t *qg = static_cast<const uint16_t *>(a.q) + b * a.q_sb + h * a.q_sh;
-        const uint16_t *kg = static_cast<const uint16_t *>(a.k) + b * a.k_sb + hk * a.k_sh;
-        const uint16_t *vg = static_cast<const uint16_t *>(a.v) + b * a.v_sb + hk * a.v_sh;
-        // Tile rows [r0, r0 + R) of an operand into dst, completing on bar.
+        // Tile rows [r0, r0 + R) of an operand (batch b, head hh) into dst,
+        // completing on bar.
         auto load = [&](auto rows, unsigned char *dst, int bit, const CUtensorMap *map,
-                        const uint16_t *g, int64_t ss, int64_t hh, int r0, int valid, uint32_t bar) {
+                        const uint16_t *g, int64_t ss, int64_t b, int64_t hh, int r0, int valid,
+                        uint32_t bar) {
             constexpr int R = decltype(rows)::value;
             if (tma & bit) {
                 if (tid != 0) return;
                 mbar_expect_tx(bar, R * DPAD * 2);
 #pragma unroll
                 for (int cb = 0; cb < CB; cb++)
-                    tma_load4(smem_u32(dst + cb * R * 128), map, cb * 64, r0, (int)hh, (int)b, bar);
+                    tma_load4(smem_u32(dst + cb * R * 128), map, cb * 64, r0, (int)hh, (int)b,
+                              bar);
             } else {
                 gather_tile<DPAD, R, 128>(dst, g + (int64_t)r0 * ss, ss, valid, D, tid);
                 mbar_arrive(bar);
@@ -184,16 +205,24 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         };
         using RowsQ = std::integral_constant<int, BM>;
         using RowsKV = std::integral_constant<int, BN>;
-        load(RowsQ{}, qs, 1, &maps.q, qg, a.q_ss, h, m0, seq_q - m0, q_full);
-        for (int j = 0; j < ntiles; j++) {
-            const int s = j % ST, k0 = j * BN;
-            const uint32_t parity = ((j / ST) & 1) ^ 1;   // the previous use's release
-            unsigned char *kst = kv + s * 2 * S::KV_BYTES;
-            if (j >= ST) mbar_wait(k_empty(s), parity);
-            load(RowsKV{}, kst, 2, &maps.k, kg, a.k_ss, hk, k0, seq_kv - k0, k_full(s));
-            if (j >= ST) mbar_wait(v_empty(s), parity);
-            load(RowsKV{}, kst + S::KV_BYTES, 4, &maps.v, vg, a.v_ss, hk, k0, seq_kv - k0,
-                 v_full(s));
+        int it = 0, ti = 0;   // K/V tiles (stage it % ST) and work tiles loaded so far
+        for (int64_t t = blockIdx.x; t < total; t += gridDim.x, ti++) {
+            const Tile w = tile_at(t);
+            const uint16_t *qg = static_cast<const uint16_t *>(a.q) + w.b * a.q_sb + w.h * a.q_sh;
+            const uint16_t *kg = static_cast<const uint16_t *>(a.k) + w.b * a.k_sb + w.hk * a.k_sh;
+            const uint16_t *vg = static_cast<const uint16_t *>(a.v) + w.b * a.v_sb + w.hk * a.v_sh;
+            if (ti > 0) mbar_wait(q_empty, (ti - 1) & 1);   // the last tile's Q K^T is done
+            load(RowsQ{}, qs, 1, &maps.q, qg, a.q_ss, w.b, w.h, w.m0, seq_q - w.m0, q_full);
+            for (int j = 0; j < w.ntiles; j++, it++) {
+                const int s = it % ST, k0 = j * BN;
+                const uint32_t parity = ((it / ST) & 1) ^ 1;   // the previous use's release
+                unsigned char *kst = kv + s * 2 * S::KV_BYTES;
+                if (it >= ST) mbar_wait(k_empty(s), parity);
+                load(RowsKV{}, kst, 2, &maps.k, kg, a.k_ss, w.b, w.hk, k0, seq_kv - k0, k_full(s));
+                if (it >= ST) mbar_wait(v_empty(s), parity);
+                load(RowsKV{}, kst + S::KV_BYTES, 4, &maps.v, vg, a.v_ss, w.b, w.hk, k0,
+                     seq_kv - k0, v_full(s));
+            }
         }
     } else {
         // ---- consumers ------------------------------------------------------
@@ -201,14 +230,12 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         const int cw = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
         // This thread's rows of the block: r_lo and r_lo + 8.
         const int r_lo = cw * 64 + warp * 16 + (lane >> 2);
-        // Tiles before jmask are visible to every row of the block.
-        int jmask = seq_kv / BN;
-        if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
-
-        float o[DPAD / 2];
-#pragma unroll
-        for (int i = 0; i < DPAD / 2; i++) o[i] = 0.f;
-        float mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.f, 0.f};
+        // The work tile's batch, head, first row and key tiles; key tiles
+        // before jmask are visible to all its rows; `it` K/V tiles were
+        // consumed before its first (stage it % ST).
+        int64_t b = 0, h = 0;
+        int m0 = 0, ntiles = 0, jmask = 0, it = 0;
+        float o[DPAD / 2], mrow[2], lrow[2];
         const float sc = a.scale_log2;
         float s[BN / 2];   // S, then P in float (the first k-step overwrites it)
 #pragma unroll
@@ -221,8 +248,9 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         const bool last = cw == NWG - 1;
         auto my_turn = [&] { bar_sync<256>(1 + cw); };
         auto pass_turn = [&] { bar_arrive<256>(1 + (cw + 1) % NWG); };
-        auto stage = [&](int j) { return kv + (j % ST) * 2 * S::KV_BYTES; };
-        auto parity = [&](int j) { return (uint32_t)((j / ST) & 1); };
+        auto slot = [&](int j) { return (it + j) % ST; };   // key tile j's stage
+        auto parity = [&](int j) { return (uint32_t)(((it + j) / ST) & 1); };
+        auto stage = [&](int j) { return kv + slot(j) * 2 * S::KV_BYTES; };
 
         // S = Q K^T over DPAD / 16 k-steps: k-step kk reads bytes 32 (kk % 4)
         // of column block kk / 4.
@@ -305,8 +333,18 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                     pa[n >> 1][(n & 1) * 2 + hh] = pack2<T>(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]);
         };
 
-        mbar_wait(q_full, 0);
         float alpha[2];
+        int ti = 0;
+        for (int64_t t = blockIdx.x; t < total; t += gridDim.x, ti++) {
+        const Tile w = tile_at(t);
+        b = w.b, h = w.h, m0 = w.m0, ntiles = w.ntiles;
+        jmask = seq_kv / BN;
+        if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
+#pragma unroll
+        for (int i = 0; i < DPAD / 2; i++) o[i] = 0.f;
+        mrow[0] = mrow[1] = -INFINITY;
+        lrow[0] = lrow[1] = 0.f;
+        mbar_wait(q_full, ti & 1);
         if constexpr (!S::OVERLAP) {
             // Turn: P V of tile j - 1 and Q K^T of tile j. The last
             // consumer's first arrival lets consumer 0 start; it gives no
@@ -314,51 +352,55 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             if (last) pass_turn();
             my_turn();
             for (int j = 0; j < ntiles; j++) {
-                mbar_wait(k_full(j % ST), parity(j));
+                mbar_wait(k_full(slot(j)), parity(j));
                 qk(j);
                 pass_turn();
                 wg_wait<0>();
-                mbar_arrive(k_empty(j % ST));
+                mbar_arrive(k_empty(slot(j)));
+                if (j == ntiles - 1) mbar_arrive(q_empty);   // Q is read for the last time
                 softmax(j, alpha);
                 rescale_pack(alpha);
-                mbar_wait(v_full(j % ST), parity(j));
+                mbar_wait(v_full(slot(j)), parity(j));
                 my_turn();
                 pv(j);
                 wg_wait<0>();
-                mbar_arrive(v_empty(j % ST));
+                mbar_arrive(v_empty(slot(j)));
             }
             if (!last) pass_turn();
         } else if (ntiles > 0) {
             // Turn: Q K^T of tile j and P V of tile j - 1; tile j's softmax
             // runs while that P V does.
             if (last) pass_turn();
-            mbar_wait(k_full(0), 0);
+            mbar_wait(k_full(slot(0)), parity(0));
             my_turn();
             qk(0);
             if (!last || ntiles > 1) pass_turn();
             wg_wait<0>();
-            mbar_arrive(k_empty(0));
+            mbar_arrive(k_empty(slot(0)));
+            if (ntiles == 1) mbar_arrive(q_empty);
             softmax(0, alpha);
             rescale_pack(alpha);
             for (int j = 1; j < ntiles; j++) {
-                mbar_wait(k_full(j % ST), parity(j));
+                mbar_wait(k_full(slot(j)), parity(j));
                 my_turn();
                 qk(j);
-                mbar_wait(v_full((j - 1) % ST), parity(j - 1));
+                mbar_wait(v_full(slot(j - 1)), parity(j - 1));
                 pv(j - 1);
                 if (!last || j + 1 < ntiles) pass_turn();
                 wg_wait<1>();
-                mbar_arrive(k_empty(j % ST));
+                mbar_arrive(k_empty(slot(j)));
+                if (j == ntiles - 1) mbar_arrive(q_empty);
                 softmax(j, alpha);
                 wg_wait<0>();
-                mbar_arrive(v_empty((j - 1) % ST));
+                mbar_arrive(v_empty(slot(j - 1)));
                 rescale_pack(alpha);
             }
-            mbar_wait(v_full((ntiles - 1) % ST), parity(ntiles - 1));
+            mbar_wait(v_full(slot(ntiles - 1)), parity(ntiles - 1));
             pv(ntiles - 1);
             wg_wait<0>();
-            mbar_arrive(v_empty((ntiles - 1) % ST));
+            mbar_arrive(v_empty(slot(ntiles - 1)));
         }
+        if (ntiles == 0) mbar_arrive(q_empty);
 
         // Epilogue: O = acc / l, rows below seq_q; lse = m + log2 l in natural units.
         T *og = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh;
@@ -387,6 +429,8 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             if (a.lse && (lane & 3) == 0)
                 a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
                     l == 0.f ? -INFINITY : (mrow[hh] + log2f(l)) * kLn2;
+        }
+        it += ntiles;
         }
     }
 #endif
@@ -463,10 +507,19 @@ template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cud
     cudaError_t e =
         cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
     if (e != cudaSuccess) return e;
-    const unsigned tiles_q = (unsigned)(((int64_t)a->seq_q + S::BM - 1) / S::BM);
-    return launch_pairs(*a, tiles_q, [&](const Pairs &pairs, dim3 grid) {
-        kern<<<grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tma);
-    });
+    // A persistent grid: a block per SM walks the work tiles (one block fits
+    // an SM), so one tile's epilogue overlaps the next one's loads.
+    int dev = 0, sms = 0;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
+        return e;
+    const int tiles_q = (int)(((int64_t)a->seq_q + S::BM - 1) / S::BM);
+    const Pairs pairs{0, a->batch * a->heads_q, make_divisor((uint64_t)a->heads_q),
+                      make_divisor((uint64_t)a->group)};
+    const int64_t total = (int64_t)tiles_q * pairs.count;
+    const int64_t grid = FATTN_WGMMA_PERSISTENT ? min(total, (int64_t)sms) : min(total, (int64_t)INT_MAX);
+    kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma);
+    return cudaGetLastError();
 }
 
 template <int DPAD> cudaError_t launch_dtype(const fattn_cuda_args *a, cudaStream_t stream) {
