@@ -507,8 +507,11 @@ template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cud
     cudaError_t e =
         cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
     if (e != cudaSuccess) return e;
-    // A persistent grid: a block per SM walks the work tiles (one block fits
-    // an SM), so one tile's epilogue overlaps the next one's loads.
+    // Without a causal mask, a persistent grid: a block per SM (one fits an
+    // SM) walks the work tiles, so one tile's epilogue overlaps the next
+    // one's loads (+1-14%, call97). Causal tiles differ in cost, and a
+    // static walk left SMs idle (0.59-0.74x at 8k-16k): there a block per
+    // tile, which the hardware hands out as SMs free up.
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
         (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
@@ -517,7 +520,8 @@ template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cud
     const Pairs pairs{0, a->batch * a->heads_q, make_divisor((uint64_t)a->heads_q),
                       make_divisor((uint64_t)a->group)};
     const int64_t total = (int64_t)tiles_q * pairs.count;
-    const int64_t grid = FATTN_WGMMA_PERSISTENT ? min(total, (int64_t)sms) : min(total, (int64_t)INT_MAX);
+    const int64_t grid = FATTN_WGMMA_PERSISTENT && !a->causal ? min(total, (int64_t)sms)
+                                                                : min(total, (int64_t)INT_MAX);
     kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma);
     return cudaGetLastError();
 }
