@@ -128,13 +128,17 @@ static fattn_status wgmma_check(const cuda_state *s, const fattn_problem *p, int
      * sets up its barriers and fills its pipeline before the first product,
      * which two key tiles do not pay back, and a grid under one wave leaves
      * SMs idle that the smaller mma.sync blocks fill (H200, call96: 0.85-0.90x
-     * mma.sync at seq_kv 100-200, 1.0x at seq 128, 1.3-2.3x from seq 512 on). */
+     * mma.sync at seq_kv 100-200, 1.0x at seq 128, 1.3-2.3x from seq 512 on).
+     * Causal head dim 64 up to 512 keys too: its 192-row tiles waste more of
+     * the diagonal (call98: 0.92x at seq 512, 1.21x at 2048). */
     const int64_t blocks = (p->seq_q + *bm - 1) / *bm * p->batch * p->heads_q;
     if (s->kernel == CUDA_KERNEL_AUTO &&
-        (p->seq_kv <= 256 || blocks < (int64_t)s->prop.multiProcessorCount))
+        (p->seq_kv <= 256 || blocks < (int64_t)s->prop.multiProcessorCount ||
+         (p->causal && *dpad == 64 && p->seq_kv <= 512)))
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
                           "seq_kv %lld, %lld blocks of %d rows: the mma.sync kernel is faster on "
-                          "problems this small (FATTN_CUDA_KERNEL=wgmma forces wgmma)",
+                          "problems this small, and on causal head dim 64 up to 512 keys "
+                          "(FATTN_CUDA_KERNEL=wgmma forces wgmma)",
                           (long long)p->seq_kv, (long long)blocks, *bm);
     return FATTN_OK;
 }
