@@ -48,7 +48,8 @@
 // FATTN_WGMMA_OVERLAP: 1 or 0 overrides each bucket's choice (WgShape::OVERLAP);
 // FATTN_WGMMA_NWG64: the consumer warpgroups at head dim 64; FATTN_WGMMA_BN256:
 // the key tile at head dim 256 (64 or 80); FATTN_WGMMA_PERSISTENT 0: a block
-// per work tile instead of one per SM. For measuring
+// per work tile instead of one per SM; FATTN_WGMMA_SKIP 0: every consumer
+// issues every key tile's GEMMs. For measuring
 // one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
@@ -62,6 +63,9 @@
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
 #endif
+#ifndef FATTN_WGMMA_SKIP
+#define FATTN_WGMMA_SKIP 1
+#endif
 
 namespace fattn_wgmma_shapes {
 template <int DPAD> struct WgShape {
@@ -69,7 +73,8 @@ template <int DPAD> struct WgShape {
     // accumulators are 128 registers a thread, and Q plus two stages fill
     // 224 KiB.
     static constexpr int NWG = DPAD == 64 ? FATTN_WGMMA_NWG64 : 2;
-    static constexpr int BM = 64 * NWG, BN = DPAD == 256 ? FATTN_WGMMA_BN256 : 128, NT = 128 * (NWG + 1);
+    static constexpr int BM = 64 * NWG, BN = DPAD == 256 ? FATTN_WGMMA_BN256 : 128,
+                         NT = 128 * (NWG + 1);
     static constexpr int STAGES = DPAD <= 64 ? 3 : 2;
     // The in-warpgroup overlap paid at head dim 128 and cost 2-6% at 64 (call94).
     static constexpr bool OVERLAP =
@@ -126,8 +131,8 @@ __device__ __forceinline__ void gather_tile(unsigned char *dst, const uint16_t *
 
 template <typename T, int DPAD>
 __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
-    flash_wgmma_kernel(const __grid_constant__ fattn_cuda_args a, const __grid_constant__ WgMaps maps,
-                       Pairs pairs, int tiles_q, int tma) {
+    flash_wgmma_kernel(const __grid_constant__ fattn_cuda_args a,
+                       const __grid_constant__ WgMaps maps, Pairs pairs, int tiles_q, int tma) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using S = WgShape<DPAD>;
     constexpr int BM = S::BM, BN = S::BN, NS = BN / 8, ND = DPAD / 8, ST = S::STAGES;
@@ -196,8 +201,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 mbar_expect_tx(bar, R * DPAD * 2);
 #pragma unroll
                 for (int cb = 0; cb < CB; cb++)
-                    tma_load4(smem_u32(dst + cb * R * 128), map, cb * 64, r0, (int)hh, (int)b,
-                              bar);
+                    tma_load4(smem_u32(dst + cb * R * 128), map, cb * 64, r0, (int)hh, (int)b, bar);
             } else {
                 gather_tile<DPAD, R, 128>(dst, g + (int64_t)r0 * ss, ss, valid, D, tid);
                 mbar_arrive(bar);
@@ -259,10 +263,10 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             wg_fence();
 #pragma unroll
             for (int kk = 0; kk < DPAD / 16; kk++) {
-                const uint64_t da = smem_desc(qs + (kk >> 2) * (BM * 128) + cw * 64 * 128 +
-                                                  (kk & 3) * 32,
-                                              16, 1024);
-                const uint64_t db = smem_desc(ks + (kk >> 2) * (BN * 128) + (kk & 3) * 32, 16, 1024);
+                const uint64_t da = smem_desc(
+                    qs + (kk >> 2) * (BM * 128) + cw * 64 * 128 + (kk & 3) * 32, 16, 1024);
+                const uint64_t db =
+                    smem_desc(ks + (kk >> 2) * (BN * 128) + (kk & 3) * 32, 16, 1024);
                 Wgmma<T, BN>::template ss<0>(s, da, db, kk > 0);
             }
             wg_commit();
@@ -282,7 +286,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // Tile j's mask (keys past seq_kv, causal) where it needs one, and
         // the online softmax in log2 units: s becomes P, alpha the factor
         // O is rescaled by once no P V is in flight.
-        auto softmax = [&](int j, float (&alpha)[2]) {
+        auto softmax = [&](int j, float(&alpha)[2]) {
             if (j >= jmask) {
                 const int kv0 = j * BN;
 #pragma unroll
@@ -321,7 +325,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // O *= alpha, and P into A fragments: key block n / 2 (16 keys),
         // registers 0/1 from its first 8 columns, 2/3 from its second; hh
         // picks the row half.
-        auto rescale_pack = [&](const float (&alpha)[2]) {
+        auto rescale_pack = [&](const float(&alpha)[2]) {
 #pragma unroll
             for (int d = 0; d < ND; d++)
 #pragma unroll
@@ -330,107 +334,128 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             for (int n = 0; n < NS; n++)
 #pragma unroll
                 for (int hh = 0; hh < 2; hh++)
-                    pa[n >> 1][(n & 1) * 2 + hh] = pack2<T>(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]);
+                    pa[n >> 1][(n & 1) * 2 + hh] =
+                        pack2<T>(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]);
         };
 
         float alpha[2];
         int ti = 0;
         for (int64_t t = blockIdx.x; t < total; t += gridDim.x, ti++) {
-        const Tile w = tile_at(t);
-        b = w.b, h = w.h, m0 = w.m0, ntiles = w.ntiles;
-        jmask = seq_kv / BN;
-        if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
+            const Tile w = tile_at(t);
+            b = w.b, h = w.h, m0 = w.m0, ntiles = w.ntiles;
+            jmask = seq_kv / BN;
+            if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
 #pragma unroll
-        for (int i = 0; i < DPAD / 2; i++) o[i] = 0.f;
-        mrow[0] = mrow[1] = -INFINITY;
-        lrow[0] = lrow[1] = 0.f;
-        mbar_wait(q_full, ti & 1);
-        if constexpr (!S::OVERLAP) {
-            // Turn: P V of tile j - 1 and Q K^T of tile j. The last
-            // consumer's first arrival lets consumer 0 start; it gives no
-            // turn after its last, which nobody would take.
-            if (last) pass_turn();
-            my_turn();
-            for (int j = 0; j < ntiles; j++) {
-                mbar_wait(k_full(slot(j)), parity(j));
-                qk(j);
-                pass_turn();
-                wg_wait<0>();
-                mbar_arrive(k_empty(slot(j)));
-                if (j == ntiles - 1) mbar_arrive(q_empty);   // Q is read for the last time
-                softmax(j, alpha);
-                rescale_pack(alpha);
-                mbar_wait(v_full(slot(j)), parity(j));
-                my_turn();
-                pv(j);
-                wg_wait<0>();
-                mbar_arrive(v_empty(slot(j)));
-            }
-            if (!last) pass_turn();
-        } else if (ntiles > 0) {
-            // Turn: Q K^T of tile j and P V of tile j - 1; tile j's softmax
-            // runs while that P V does.
-            if (last) pass_turn();
-            mbar_wait(k_full(slot(0)), parity(0));
-            my_turn();
-            qk(0);
-            if (!last || ntiles > 1) pass_turn();
-            wg_wait<0>();
-            mbar_arrive(k_empty(slot(0)));
-            if (ntiles == 1) mbar_arrive(q_empty);
-            softmax(0, alpha);
-            rescale_pack(alpha);
-            for (int j = 1; j < ntiles; j++) {
-                mbar_wait(k_full(slot(j)), parity(j));
-                my_turn();
-                qk(j);
-                mbar_wait(v_full(slot(j - 1)), parity(j - 1));
-                pv(j - 1);
-                if (!last || j + 1 < ntiles) pass_turn();
-                wg_wait<1>();
-                mbar_arrive(k_empty(slot(j)));
-                if (j == ntiles - 1) mbar_arrive(q_empty);
-                softmax(j, alpha);
-                wg_wait<0>();
-                mbar_arrive(v_empty(slot(j - 1)));
-                rescale_pack(alpha);
-            }
-            mbar_wait(v_full(slot(ntiles - 1)), parity(ntiles - 1));
-            pv(ntiles - 1);
-            wg_wait<0>();
-            mbar_arrive(v_empty(slot(ntiles - 1)));
-        }
-        if (ntiles == 0) mbar_arrive(q_empty);
-
-        // Epilogue: O = acc / l, rows below seq_q; lse = m + log2 l in natural units.
-        T *og = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh;
-#pragma unroll
-        for (int hh = 0; hh < 2; hh++) {
-            float l = lrow[hh];
-            l += __shfl_xor_sync(0xffffffffu, l, 1);
-            l += __shfl_xor_sync(0xffffffffu, l, 2);
-            const int64_t i = (int64_t)m0 + r_lo + hh * 8;
-            if (i >= seq_q) continue;
-            const float inv = l == 0.f ? 0.f : 1.f / l;
-            T *orow = og + i * a.o_ss;
-#pragma unroll
-            for (int d8 = 0; d8 < ND; d8++) {
-                const int d = d8 * 8 + (lane & 3) * 2;
-                const float v0 = o[d8 * 4 + 2 * hh] * inv, v1 = o[d8 * 4 + 2 * hh + 1] * inv;
-                const uint32_t w = pack2<T>(v0, v1);
-                if (d + 1 < D && (reinterpret_cast<uintptr_t>(orow + d) & 3) == 0) {
-                    *reinterpret_cast<uint32_t *>(orow + d) = w;
-                } else {
-                    uint16_t *o16 = reinterpret_cast<uint16_t *>(orow);
-                    if (d < D) o16[d] = (uint16_t)(w & 0xFFFFu);
-                    if (d + 1 < D) o16[d + 1] = (uint16_t)(w >> 16);
+            for (int i = 0; i < DPAD / 2; i++) o[i] = 0.f;
+            mrow[0] = mrow[1] = -INFINITY;
+            lrow[0] = lrow[1] = 0.f;
+            // The key tiles this warpgroup's rows see: j < nlive. Rows past
+            // seq_q need none, and with a causal mask none lies past the last
+            // row's diagonal. Past nlive it still waits for and releases each
+            // stage and takes its turns (the ring and the stage counts stay in
+            // step) but issues no GEMM. Not in the overlapped loop: there ptxas
+            // cannot tell the skipped GEMMs' accumulators apart and serialises
+            // every wgmma (C7514).
+            int nlive = ntiles;
+            if (FATTN_WGMMA_SKIP) {
+                const int64_t r0 = (int64_t)m0 + cw * 64;
+                if (r0 >= seq_q) {
+                    nlive = 0;
+                } else if (a.causal) {
+                    const int64_t hi = min(r0 + 63, (int64_t)seq_q - 1) + off;
+                    nlive = hi < 0 ? 0 : (int)min((int64_t)ntiles, hi / BN + 1);
                 }
             }
-            if (a.lse && (lane & 3) == 0)
-                a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
-                    l == 0.f ? -INFINITY : (mrow[hh] + log2f(l)) * kLn2;
-        }
-        it += ntiles;
+            mbar_wait(q_full, ti & 1);
+            if constexpr (!S::OVERLAP) {
+                // Turn: P V of tile j - 1 and Q K^T of tile j. The last
+                // consumer's first arrival lets consumer 0 start; it gives no
+                // turn after its last, which nobody would take.
+                if (last) pass_turn();
+                my_turn();
+                for (int j = 0; j < ntiles; j++) {
+                    const bool live = j < nlive;
+                    mbar_wait(k_full(slot(j)), parity(j));
+                    if (live) qk(j);
+                    pass_turn();
+                    wg_wait<0>();
+                    mbar_arrive(k_empty(slot(j)));
+                    if (j == ntiles - 1) mbar_arrive(q_empty);   // Q is read for the last time
+                    if (live) {
+                        softmax(j, alpha);
+                        rescale_pack(alpha);
+                    }
+                    mbar_wait(v_full(slot(j)), parity(j));
+                    my_turn();
+                    if (live) pv(j);
+                    wg_wait<0>();
+                    mbar_arrive(v_empty(slot(j)));
+                }
+                if (!last) pass_turn();
+            } else if (ntiles > 0) {
+                // Turn: Q K^T of tile j and P V of tile j - 1; tile j's softmax
+                // runs while that P V does.
+                if (last) pass_turn();
+                mbar_wait(k_full(slot(0)), parity(0));
+                my_turn();
+                qk(0);
+                if (!last || ntiles > 1) pass_turn();
+                wg_wait<0>();
+                mbar_arrive(k_empty(slot(0)));
+                if (ntiles == 1) mbar_arrive(q_empty);
+                softmax(0, alpha);
+                rescale_pack(alpha);
+                for (int j = 1; j < ntiles; j++) {
+                    mbar_wait(k_full(slot(j)), parity(j));
+                    my_turn();
+                    qk(j);
+                    mbar_wait(v_full(slot(j - 1)), parity(j - 1));
+                    pv(j - 1);
+                    if (!last || j + 1 < ntiles) pass_turn();
+                    wg_wait<1>();
+                    mbar_arrive(k_empty(slot(j)));
+                    if (j == ntiles - 1) mbar_arrive(q_empty);
+                    softmax(j, alpha);
+                    wg_wait<0>();
+                    mbar_arrive(v_empty(slot(j - 1)));
+                    rescale_pack(alpha);
+                }
+                mbar_wait(v_full(slot(ntiles - 1)), parity(ntiles - 1));
+                pv(ntiles - 1);
+                wg_wait<0>();
+                mbar_arrive(v_empty(slot(ntiles - 1)));
+            }
+            if (ntiles == 0) mbar_arrive(q_empty);
+
+            // Epilogue: O = acc / l, rows below seq_q; lse = m + log2 l in natural units.
+            T *og = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh;
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                float l = lrow[hh];
+                l += __shfl_xor_sync(0xffffffffu, l, 1);
+                l += __shfl_xor_sync(0xffffffffu, l, 2);
+                const int64_t i = (int64_t)m0 + r_lo + hh * 8;
+                if (i >= seq_q) continue;
+                const float inv = l == 0.f ? 0.f : 1.f / l;
+                T *orow = og + i * a.o_ss;
+#pragma unroll
+                for (int d8 = 0; d8 < ND; d8++) {
+                    const int d = d8 * 8 + (lane & 3) * 2;
+                    const float v0 = o[d8 * 4 + 2 * hh] * inv, v1 = o[d8 * 4 + 2 * hh + 1] * inv;
+                    const uint32_t w = pack2<T>(v0, v1);
+                    if (d + 1 < D && (reinterpret_cast<uintptr_t>(orow + d) & 3) == 0) {
+                        *reinterpret_cast<uint32_t *>(orow + d) = w;
+                    } else {
+                        uint16_t *o16 = reinterpret_cast<uint16_t *>(orow);
+                        if (d < D) o16[d] = (uint16_t)(w & 0xFFFFu);
+                        if (d + 1 < D) o16[d + 1] = (uint16_t)(w >> 16);
+                    }
+                }
+                if (a.lse && (lane & 3) == 0)
+                    a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
+                        l == 0.f ? -INFINITY : (mrow[hh] + log2f(l)) * kLn2;
+            }
+            it += ntiles;
         }
     }
 #endif
@@ -485,7 +510,8 @@ bool make_map(CUtensorMap *m, const void *p, fattn_dtype dt, int D, int64_t seq,
         stride[i] = prev = (cuuint64_t)st[i] * 2;
     }
     const cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1}, estride[4] = {1, 1, 1, 1};
-    return enc(m, dt == FATTN_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+    return enc(m,
+               dt == FATTN_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                4, const_cast<void *>(p), dim, stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
@@ -496,13 +522,18 @@ template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cud
     const int64_t hkv = a->heads_q / a->group;
     WgMaps maps;
     memset(&maps, 0, sizeof maps);
-    const int tma =
-        (make_map(&maps.q, a->q, a->dtype, a->head_dim, a->seq_q, a->heads_q, a->batch, a->q_ss,
-                  a->q_sh, a->q_sb, S::BM) ? 1 : 0) |
-        (make_map(&maps.k, a->k, a->dtype, a->head_dim, a->seq_kv, hkv, a->batch, a->k_ss, a->k_sh,
-                  a->k_sb, S::BN) ? 2 : 0) |
-        (make_map(&maps.v, a->v, a->dtype, a->head_dim, a->seq_kv, hkv, a->batch, a->v_ss, a->v_sh,
-                  a->v_sb, S::BN) ? 4 : 0);
+    const int tma = (make_map(&maps.q, a->q, a->dtype, a->head_dim, a->seq_q, a->heads_q, a->batch,
+                              a->q_ss, a->q_sh, a->q_sb, S::BM)
+                         ? 1
+                         : 0) |
+                    (make_map(&maps.k, a->k, a->dtype, a->head_dim, a->seq_kv, hkv, a->batch,
+                              a->k_ss, a->k_sh, a->k_sb, S::BN)
+                         ? 2
+                         : 0) |
+                    (make_map(&maps.v, a->v, a->dtype, a->head_dim, a->seq_kv, hkv, a->batch,
+                              a->v_ss, a->v_sh, a->v_sb, S::BN)
+                         ? 4
+                         : 0);
     auto kern = flash_wgmma_kernel<T, DPAD>;
     cudaError_t e =
         cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
@@ -521,7 +552,7 @@ template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cud
                       make_divisor((uint64_t)a->group)};
     const int64_t total = (int64_t)tiles_q * pairs.count;
     const int64_t grid = FATTN_WGMMA_PERSISTENT && !a->causal ? min(total, (int64_t)sms)
-                                                                : min(total, (int64_t)INT_MAX);
+                                                              : min(total, (int64_t)INT_MAX);
     kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma);
     return cudaGetLastError();
 }
