@@ -48,8 +48,7 @@
 // FATTN_WGMMA_OVERLAP: 1 or 0 overrides each bucket's choice (WgShape::OVERLAP);
 // FATTN_WGMMA_NWG64: the consumer warpgroups at head dim 64; FATTN_WGMMA_BN256:
 // the key tile at head dim 256 (64 or 80); FATTN_WGMMA_PERSISTENT 0: a block
-// per work tile instead of one per SM; FATTN_WGMMA_SKIP 0: every consumer
-// issues every key tile's GEMMs. For measuring
+// per work tile instead of one per SM. For measuring
 // one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
@@ -62,9 +61,6 @@
 #endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
-#endif
-#ifndef FATTN_WGMMA_SKIP
-#define FATTN_WGMMA_SKIP 1
 #endif
 
 namespace fattn_wgmma_shapes {
@@ -349,23 +345,6 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             for (int i = 0; i < DPAD / 2; i++) o[i] = 0.f;
             mrow[0] = mrow[1] = -INFINITY;
             lrow[0] = lrow[1] = 0.f;
-            // The key tiles this warpgroup's rows see: j < nlive. Rows past
-            // seq_q need none, and with a causal mask none lies past the last
-            // row's diagonal. Past nlive it still waits for and releases each
-            // stage and takes its turns (the ring and the stage counts stay in
-            // step) but issues no GEMM. Not in the overlapped loop: there ptxas
-            // cannot tell the skipped GEMMs' accumulators apart and serialises
-            // every wgmma (C7514).
-            int nlive = ntiles;
-            if (FATTN_WGMMA_SKIP) {
-                const int64_t r0 = (int64_t)m0 + cw * 64;
-                if (r0 >= seq_q) {
-                    nlive = 0;
-                } else if (a.causal) {
-                    const int64_t hi = min(r0 + 63, (int64_t)seq_q - 1) + off;
-                    nlive = hi < 0 ? 0 : (int)min((int64_t)ntiles, hi / BN + 1);
-                }
-            }
             mbar_wait(q_full, ti & 1);
             if constexpr (!S::OVERLAP) {
                 // Turn: P V of tile j - 1 and Q K^T of tile j. The last
@@ -374,20 +353,17 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 if (last) pass_turn();
                 my_turn();
                 for (int j = 0; j < ntiles; j++) {
-                    const bool live = j < nlive;
                     mbar_wait(k_full(slot(j)), parity(j));
-                    if (live) qk(j);
+                    qk(j);
                     pass_turn();
                     wg_wait<0>();
                     mbar_arrive(k_empty(slot(j)));
                     if (j == ntiles - 1) mbar_arrive(q_empty);   // Q is read for the last time
-                    if (live) {
-                        softmax(j, alpha);
-                        rescale_pack(alpha);
-                    }
+                    softmax(j, alpha);
+                    rescale_pack(alpha);
                     mbar_wait(v_full(slot(j)), parity(j));
                     my_turn();
-                    if (live) pv(j);
+                    pv(j);
                     wg_wait<0>();
                     mbar_arrive(v_empty(slot(j)));
                 }
