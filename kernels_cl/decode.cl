@@ -524,6 +524,21 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     if (badpg) rag_fault(rg_fault, RAG_FAULT_TABLE);
 #endif
 
+    /* The accumulators, copied once into an array of their own that is
+     * born after the key loop: the lane-by-lane sum below reads them after
+     * one to VK barriers. Read from acc itself (an array live since the
+     * kernel's start, across the key loop's barriers), PoCL 5.0's loops
+     * method gave the key lanes after the first stale values in the ragged
+     * build whenever a work-item holds more than one row (VRPT > 1: O wrong
+     * by up to 4-6 while l and lse were right; cbs was right, and so was
+     * PoCL 3.1). Elsewhere the copy costs nothing (registers). */
+    kvf_t accr[VRPT][VCPT];
+    float lr[VRPT];
+    for (int ii = 0; ii < VRPT; ii++) {
+        lr[ii] = l_i[ii];
+        for (int cc = 0; cc < VCPT; cc++) accr[ii][cc] = acc[ii][cc];
+    }
+
     /* Sum the key lanes into Qs (Q is no longer read) and rowl, lane by lane
      * (a fixed order: the result is deterministic). */
     for (int w = 0; w < VK; w++) {
@@ -532,9 +547,9 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
                 const int r = vy + ii * VR;
                 for (int cc = 0; cc < VCPT; cc++) {
                     const int c = vc + cc * VC;
-                    Qs[r][c] = w == 0 ? acc[ii][cc] : Qs[r][c] + acc[ii][cc];
+                    Qs[r][c] = w == 0 ? accr[ii][cc] : Qs[r][c] + accr[ii][cc];
                 }
-                if (vc == 0) rowl[r] = w == 0 ? l_i[ii] : rowl[r] + l_i[ii];
+                if (vc == 0) rowl[r] = w == 0 ? lr[ii] : rowl[r] + lr[ii];
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
