@@ -2,7 +2,7 @@
 // (sm_90a), f16 and bf16, dense batches, no variants (the planner routes
 // the rest to flash_mma.cuh).
 //
-// Design (v2; bench/NOTES.md has each version's numbers):
+// Design (v3; bench/NOTES.md has each version's numbers):
 // - A block is a producer warpgroup and NWG consumer warpgroups of 64
 //   query rows each (wgmma's M): BM = 64 NWG rows, three consumers at head
 //   dim 64 and two above. The producer brings Q and the K/V tiles (BN =
@@ -26,6 +26,10 @@
 //   Where WgShape::OVERLAP (head dims 128 and 256), a consumer also issues
 //   Q K^T of tile j with P V of tile j - 1 and runs tile j's softmax while
 //   that P V runs.
+// - Without a causal mask the grid is persistent: a block per SM walks the
+//   work tiles (query tile x batch x head), the stage ring runs on across
+//   them, and a Q-empty barrier lets the next tile's Q load while the
+//   consumers finish this one. Causal problems get a block per tile.
 // - S = Q K^T: DPAD / 16 wgmma m64nBNk16 from shared memory; the online
 //   softmax on the accumulators (a row's BN values spread over a lane quad);
 //   P rounded to the storage type as wgmma's register A operand;
