@@ -79,9 +79,6 @@ __device__ __forceinline__ void tma_load4(uint32_t dst, const void *map, int c0,
                  "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
                  : "memory");
 }
-__device__ __forceinline__ void tma_prefetch_map(const void *map) {
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
-}
 
 // ---- named barriers (0 is __syncthreads') ----------------------------------
 template <int N> __device__ __forceinline__ void bar_sync(int id) {
