@@ -102,6 +102,9 @@
 #ifndef KV_VEC
 #define KV_VEC 0 /* 1: K/V rows are 16-byte aligned and D % CE == 0 (the host checks) */
 #endif
+#ifndef ACC_COPY
+#define ACC_COPY 0 /* 1: the key-lane sum reads a copy of the accumulators (CPU devices) */
+#endif
 
 /* A K/V chunk is 16 bytes: CE elements, kept in local memory in the storage
  * dtype (chunk_t) and widened to CE floats (kvf_t) where it is used. */
@@ -524,20 +527,29 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
     if (badpg) rag_fault(rg_fault, RAG_FAULT_TABLE);
 #endif
 
-    /* The accumulators, copied once into an array of their own that is
-     * born after the key loop: the lane-by-lane sum below reads them after
-     * one to VK barriers. Read from acc itself (an array live since the
-     * kernel's start, across the key loop's barriers), PoCL 5.0's loops
-     * method gave the key lanes after the first stale values in the ragged
-     * build whenever a work-item holds more than one row (VRPT > 1: O wrong
-     * by up to 4-6 while l and lse were right; cbs was right, and so was
-     * PoCL 3.1). Elsewhere the copy costs nothing (registers). */
+    /* ACC_COPY (the host sets it on CPU devices): the accumulators, copied
+     * once into an array of their own that is born after the key loop, for
+     * the lane-by-lane sum below, which reads them after one to VK barriers.
+     * Read from acc itself (an array live since the kernel's start, across
+     * the key loop's barriers), PoCL 5.0's loops method gave the key lanes
+     * after the first stale values in the ragged build whenever a
+     * work-item holds more than one row (VRPT > 1: O wrong by up to 4-6
+     * while l and lse were right; cbs was right, and so was PoCL 3.1). On
+     * NVIDIA's OpenCL the copy made f32 head-dim-64 decoding at batch 1
+     * 10-16% slower (call101), so GPUs read acc. */
+#if ACC_COPY
     kvf_t accr[VRPT][VCPT];
     float lr[VRPT];
     for (int ii = 0; ii < VRPT; ii++) {
         lr[ii] = l_i[ii];
         for (int cc = 0; cc < VCPT; cc++) accr[ii][cc] = acc[ii][cc];
     }
+#define ACC_SUM(ii, cc) accr[ii][cc]
+#define L_SUM(ii) lr[ii]
+#else
+#define ACC_SUM(ii, cc) acc[ii][cc]
+#define L_SUM(ii) l_i[ii]
+#endif
 
     /* Sum the key lanes into Qs (Q is no longer read) and rowl, lane by lane
      * (a fixed order: the result is deterministic). */
@@ -547,9 +559,9 @@ void decode(__global const elem_t *q, long q_off, long q_sb, long q_sh, long q_s
                 const int r = vy + ii * VR;
                 for (int cc = 0; cc < VCPT; cc++) {
                     const int c = vc + cc * VC;
-                    Qs[r][c] = w == 0 ? accr[ii][cc] : Qs[r][c] + accr[ii][cc];
+                    Qs[r][c] = w == 0 ? ACC_SUM(ii, cc) : Qs[r][c] + ACC_SUM(ii, cc);
                 }
-                if (vc == 0) rowl[r] = w == 0 ? lr[ii] : rowl[r] + lr[ii];
+                if (vc == 0) rowl[r] = w == 0 ? L_SUM(ii) : rowl[r] + L_SUM(ii);
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);

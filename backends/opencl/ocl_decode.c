@@ -178,9 +178,9 @@ static fattn_status decode_kernel(ocl_state *s, const fattn_problem *p, const oc
     ocl_variant_options(p, d->var, d->dvpad, var, sizeof var);
     snprintf(options, sizeof options,
              "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBR=%d -DBKV=%d -DNT=%d -DSR=%d -DSK=%d -DVR=%d "
-             "-DVC=%d -DVK=%d -DKV_VEC=%d%s%s",
+             "-DVC=%d -DVK=%d -DKV_VEC=%d -DACC_COPY=%d%s%s",
              (int)p->dtype, d->dpad, d->br, d->bkv, d->nt, d->sr, d->sk, d->vr, d->vc, d->vk,
-             d->vec, ocl_ragged_option(p), var);
+             d->vec, (s->dev.type & CL_DEVICE_TYPE_CPU) != 0, ocl_ragged_option(p), var);
     return ocl_get_kernel(&s->cache, s->context, s->dev.device, "decode_split.cl+decode.cl",
                           "decode", options, k, msg);
 }
