@@ -687,6 +687,113 @@ FATTN_API fattn_status fattn_combine(fattn_context *ctx, const fattn_combine_des
                                      const fattn_tensor *o_parts, const fattn_tensor *lse_parts,
                                      const fattn_tensor *o, const fattn_tensor *lse);
 
+/* ---- Context parallelism: one sequence over several GPUs ------------------ */
+
+/* Each of R ranks (one per GPU) holds a slice of every batch's sequence:
+ * its queries, keys and values for the same positions, L = seq_total / R
+ * tokens. fattn_cp_forward computes the exact attention of the rank's queries
+ * against the whole sequence: the K/V slices travel around the ring (rank r
+ * sends to r + 1 and receives from r - 1, modulo R) while each rank computes
+ * against the slice it holds, or are all-gathered first when they are small
+ * (GQA with few K/V heads), and the partial results are merged by
+ * fattn_combine's log-sum-exp rule.
+ *
+ * Which positions rank r holds (fattn_cp_slices computes it):
+ *   FATTN_CP_CONTIGUOUS  positions [r L, (r + 1) L). With a causal mask the
+ *                        last rank does R times the first's work.
+ *   FATTN_CP_ZIGZAG      the sequence cut into 2R chunks of C = L / 2: rank r
+ *                        holds chunk r (local rows 0..C-1) then chunk 2R-1-r
+ *                        (local rows C..L-1), so every rank does the same
+ *                        causal work (Megatron's and ring-flash-attention's
+ *                        layout). L must be even. */
+typedef enum fattn_cp_layout {
+    FATTN_CP_CONTIGUOUS = 0,
+    FATTN_CP_ZIGZAG = 1
+} fattn_cp_layout;
+
+/* How the K/V slices move. AUTO takes the all-gather when all of them, R
+ * times a rank's K and V bytes, take no more memory than the rank's Q (GQA
+ * with heads_q >= 2 R heads_kv and equal head dims), else the ring;
+ * fattn_cp_get_info says which ran. */
+typedef enum fattn_cp_transfer {
+    FATTN_CP_TRANSFER_AUTO = 0,
+    FATTN_CP_TRANSFER_RING = 1,      /* R - 1 steps, each overlapped with the compute */
+    FATTN_CP_TRANSFER_ALLGATHER = 2  /* one all-gather, overlapped with the rank's own slice */
+} fattn_cp_transfer;
+
+typedef struct fattn_cp_desc {
+    size_t size;                  /* sizeof(fattn_cp_desc): FATTN_CP_DESC_INIT */
+    fattn_cp_layout layout;
+    fattn_cp_transfer transfer;
+} fattn_cp_desc;
+#define FATTN_CP_DESC_INIT {sizeof(fattn_cp_desc), FATTN_CP_CONTIGUOUS, FATTN_CP_TRANSFER_AUTO}
+
+/* A rank's handle: its fattn context (one device), the communicator, the
+ * transfer queue and the workspace, kept between calls. */
+typedef struct fattn_cp fattn_cp;
+
+/* Binds ctx (a CUDA context on this rank's GPU) to the caller's NCCL
+ * communicator (an ncclComm_t, one rank per GPU, made however the
+ * application makes it: MPI, a shared file, PyTorch). fattn finds the NCCL
+ * library that made the communicator in the process (libnccl.so.2) at run
+ * time; fattn itself does not link NCCL. The work runs on the context's
+ * stream (fattn_context_set_stream gives it yours); transfers run on a
+ * stream of the handle's own, ordered against it with events.
+ * FATTN_ERR_UNSUPPORTED where the backend has no NCCL transport (the CPU and
+ * OpenCL backends, or a CUDA module built without NCCL's header) or NCCL
+ * cannot be loaded. ctx must outlive the handle. */
+FATTN_API fattn_status fattn_cp_create_nccl(fattn_context *ctx, void *nccl_comm, fattn_cp **out);
+FATTN_API void fattn_cp_free(fattn_cp *cp);
+
+/* Exact attention of this rank's queries against the whole sequence; every
+ * rank calls it with the same descriptions (a collective). desc describes
+ * the rank's slices: seq_q = seq_kv = L, the other sizes as for
+ * fattn_forward; q, k, v, o and lse are the rank's local tensors, with the
+ * same strides on every rank. K and V must each be dense (their elements
+ * fill one span of their buffer without gaps: any of the layouts
+ * fattn_tensor_init makes), since the span is what travels.
+ * Semantics are fattn_forward's over the whole sequence of R L tokens
+ * (seq_q = seq_kv there, so both causal alignments agree): causal, the
+ * window, softcap, sinks, GQA, head_dim_v, the lse and f32/f16/bf16 work as
+ * on one GPU. ALiBi, a bias, varlen, paged caches and append are
+ * FATTN_ERR_UNSUPPORTED here. The partial results are kept and merged in
+ * desc->dtype (one rounding per merge; a row takes at most 2R - 1).
+ * Asynchronous like fattn_forward. */
+FATTN_API fattn_status fattn_cp_forward(fattn_cp *cp, const fattn_cp_desc *cp_desc,
+                                        const fattn_attention_desc *desc, const fattn_tensor *q,
+                                        const fattn_tensor *k, const fattn_tensor *v,
+                                        const fattn_tensor *o, const fattn_tensor *lse);
+
+/* What the last fattn_cp_forward on the handle did. */
+typedef struct fattn_cp_info {
+    size_t size;                  /* sizeof(fattn_cp_info): FATTN_CP_INFO_INIT */
+    int ranks, rank;
+    fattn_cp_transfer transfer;   /* RING or ALLGATHER: what ran */
+    int64_t calls;                /* fattn_forward calls this rank made */
+    uint64_t workspace_bytes;     /* the handle's device memory */
+    uint64_t bytes_sent;          /* by this rank */
+} fattn_cp_info;
+#define FATTN_CP_INFO_INIT {sizeof(fattn_cp_info), 0, 0, FATTN_CP_TRANSFER_AUTO, 0, 0, 0}
+FATTN_API fattn_status fattn_cp_get_info(const fattn_cp *cp, fattn_cp_info *out);
+
+/* The global positions rank `rank` of `ranks` holds under `layout` in a
+ * sequence of seq_total tokens: *count ranges (1 or 2), range i starting at
+ * start[i] with len[i] tokens, in local row order. seq_total must be a
+ * multiple of ranks (of 2 ranks for ZIGZAG). [thread slot] */
+FATTN_API fattn_status fattn_cp_slices(fattn_cp_layout layout, int ranks, int rank,
+                                       int64_t seq_total, int64_t start[2], int64_t len[2],
+                                       int *count);
+
+/* Copies rank `rank`'s slice between a whole-sequence tensor `whole`
+ * ([batch, heads, seq_total, dim]) and the rank's local tensor `local`
+ * ([batch, heads, seq_total / ranks, dim]), both on ctx, in one dtype:
+ * to_local 1 gathers the slice into local, 0 scatters local back into
+ * whole. Asynchronous on GPU backends. */
+FATTN_API fattn_status fattn_cp_shard(fattn_context *ctx, fattn_cp_layout layout, int ranks,
+                                      int rank, int64_t batch, int64_t heads, int64_t seq_total,
+                                      int64_t dim, const fattn_tensor *whole,
+                                      const fattn_tensor *local, int to_local);
+
 /* ---- Accounting (pure, backend-neutral) ------------------------------------ */
 
 /* How a backend tiles the problem; zeros mean "not known": tile sizes then

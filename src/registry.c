@@ -113,6 +113,10 @@ static const char *table_problem(const fattn_backend_vtable *vt, fattn_backend_k
     const int marks = (vt->mark != NULL) + (vt->mark_elapsed != NULL) + (vt->mark_free != NULL);
     if (marks != 0 && marks != 3)
         return "its table has some but not all of mark, mark_elapsed, mark_free";
+    const int cps = (vt->cp_open != NULL) + (vt->cp_close != NULL) + (vt->cp_sendrecv != NULL) +
+                    (vt->cp_allgather != NULL) + (vt->cp_wait != NULL);
+    if (cps != 0 && cps != 5)
+        return "its table has some but not all of the cp_ transfer slots";
     return NULL;
 }
 

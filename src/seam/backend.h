@@ -14,7 +14,7 @@
 
 /* Bumped whenever this header changes incompatibly; the core refuses a
  * module built against another value. */
-#define FATTN_BACKEND_ABI 12
+#define FATTN_BACKEND_ABI 13
 /* The one symbol a backend module exports: const fattn_backend_vtable *f(void). */
 #define FATTN_MODULE_SYMBOL "fattn_backend_module_v1"
 
@@ -492,6 +492,12 @@ static inline int64_t fattn_esize(fattn_dtype t) {
     return t == FATTN_F32 || t == FATTN_I32 ? 4 : 2;
 }
 
+/* A byte range of a backend buffer (its mem handle), for transfers. */
+typedef struct fattn_cp_span {
+    void *mem;
+    uint64_t offset, bytes;
+} fattn_cp_span;
+
 typedef struct fattn_backend_vtable {
     int abi; /* FATTN_BACKEND_ABI */
     /* sizeof(fattn_backend_vtable) where the module was built: the core
@@ -578,6 +584,26 @@ typedef struct fattn_backend_vtable {
      * follows on the same queue; the core calls it after plan() accepted.
      * NULL: desc->append is FATTN_ERR_UNSUPPORTED. */
     fattn_status (*append)(void *state, const fattn_problem *p, fattn_msg *msg);
+
+    /* Optional, all five or none: context parallelism's transfers
+     * (fattn_cp_*, src/cp.c) over a communicator the caller made. cp_open
+     * binds `comm` (NCCL's ncclComm_t on CUDA) to the state and says this
+     * rank's place; the handle it returns goes to the others. Transfers run
+     * on a queue of the handle's own, each after everything enqueued on the
+     * context's queue before it was called. */
+    fattn_status (*cp_open)(void *state, void *comm, void **link, int *ranks, int *rank,
+                            fattn_msg *msg);
+    void (*cp_close)(void *state, void *link);
+    /* n sends of send[i] to rank `to` and n receives into recv[i] (the same
+     * bytes) from rank `from`, as one group. */
+    fattn_status (*cp_sendrecv)(void *state, void *link, int n, const fattn_cp_span *send,
+                                const fattn_cp_span *recv, int to, int from, fattn_msg *msg);
+    /* n all-gathers: every rank's send[i] lands at recv[i] + rank * bytes. */
+    fattn_status (*cp_allgather)(void *state, void *link, int n, const fattn_cp_span *send,
+                                 const fattn_cp_span *recv, fattn_msg *msg);
+    /* The context's queue waits for the transfers enqueued so far; reports
+     * a failed transfer the communicator knows of. */
+    fattn_status (*cp_wait)(void *state, void *link, fattn_msg *msg);
 } fattn_backend_vtable;
 
 typedef const fattn_backend_vtable *(*fattn_backend_module_fn)(void);
