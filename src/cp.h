@@ -73,4 +73,9 @@ fattn_status fattn_cp_forward_local(fattn_context *const *ctxs, int ranks,
                                     const fattn_tensor *const *v, const fattn_tensor *const *o,
                                     const fattn_tensor *const *lse, fattn_cp_info *info);
 
+/* Measurement only (bench/cp_bench.c): when set, fattn_cp_forward computes
+ * every step on the rank's own K/V and transfers nothing, the same work
+ * without the waits; its results are wrong. */
+extern int fattn_cp_skip_transfers;
+
 #endif /* FATTN_CP_H */

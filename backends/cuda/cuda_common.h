@@ -9,6 +9,8 @@
  *   cuda_naive.c   the cuBLAS baseline;
  *   cuda_combine.c fattn_combine's row (kernels_cu/combine.cu);
  *   cuda_plan.c    the variant table: which kernel runs, and how;
+ *   cuda_cp.c      context parallelism's transfers over NCCL (beside the
+ *                  kernels: it uses only the device layer);
  *   cuda_module.c  the vtable, the module's one exported symbol.
  * The kernels (kernels_cu/) are reached through kernels_cu/params.h. */
 #ifndef FATTN_CUDA_COMMON_H
@@ -183,6 +185,21 @@ fattn_status cuda_combine_accept(void *state, const fattn_problem *p, fattn_plan
                                  fattn_msg *msg);
 fattn_status cuda_combine_run(void *state, const fattn_problem *p, const fattn_plan *plan,
                               fattn_msg *msg);
+
+/* ---- cuda_cp.c ----------------------------------------------------------- */
+
+/* The vtable's cp_ slots (src/seam/backend.h), where NCCL's header was
+ * found at build time (FATTN_CUDA_NCCL). */
+#if FATTN_CUDA_NCCL
+fattn_status cuda_cp_open(void *state, void *comm, void **link, int *ranks, int *rank,
+                          fattn_msg *msg);
+void cuda_cp_close(void *state, void *link);
+fattn_status cuda_cp_sendrecv(void *state, void *link, int n, const fattn_cp_span *send,
+                              const fattn_cp_span *recv, int to, int from, fattn_msg *msg);
+fattn_status cuda_cp_allgather(void *state, void *link, int n, const fattn_cp_span *send,
+                               const fattn_cp_span *recv, fattn_msg *msg);
+fattn_status cuda_cp_wait(void *state, void *link, fattn_msg *msg);
+#endif
 
 /* ---- cuda_plan.c --------------------------------------------------------- */
 

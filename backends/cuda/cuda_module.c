@@ -41,6 +41,14 @@ static const fattn_backend_vtable cuda_vtable = {
      * cuda_combine.c */
     .plan = cuda_plan_problem,
     .run = cuda_run,
+#if FATTN_CUDA_NCCL
+    /* cuda_cp.c */
+    .cp_open = cuda_cp_open,
+    .cp_close = cuda_cp_close,
+    .cp_sendrecv = cuda_cp_sendrecv,
+    .cp_allgather = cuda_cp_allgather,
+    .cp_wait = cuda_cp_wait,
+#endif
 };
 
 __attribute__((visibility("default"))) const fattn_backend_vtable *fattn_backend_module_v1(void) {
