@@ -245,8 +245,69 @@ static int check(const cfg *c) {
     return ok;
 }
 
+/* ---- --emulate ------------------------------------------------------------------ */
+
+/* One GPU times every rank's compute for R ranks (fattn_cp_create_solo:
+ * the rank's schedule on its own K/V, no transfers), so the scaling the
+ * compute allows, max over ranks against one GPU, shows for any R; the
+ * per-step compute is what a link must beat to hide a slice's transfer. */
+static void emulate(const int64_t *seqs, int nseq, const int *Rs, int nR, const char *layouts,
+                    int iters) {
+    printf("ranks,layout,seq,ms_one_gpu,ms_rank_max,ms_rank_min,speedup_bound,ms_per_step,"
+           "slice_kv_bytes\n");
+    for (int s = 0; s < nseq; s++)
+        for (const char *lp = layouts; *lp;) {
+            const int zig = !strncmp(lp, "zigzag", 6);
+            cfg c = {1, 16, 16, 128, seqs[s], FATTN_BF16, 1, -1,
+                     zig ? FATTN_CP_ZIGZAG : FATTN_CP_CONTIGUOUS, FATTN_CP_TRANSFER_RING};
+            set whole;
+            set_alloc(ctxs[0], &c, c.n, &whole);
+            for (int x = 0; x < 3; x++) fill(whole.b[x], c.dt, 7 + (uint64_t)x);
+            const double one = run_single(&c, &whole, iters);
+            set_free(&whole);
+            for (int ri = 0; ri < nR; ri++) {
+                const int R = Rs[ri];
+                if (c.n % (2 * R)) continue;
+                const int64_t L = c.n / R;
+                double mx = 0, mn = 1e30;
+                set loc;
+                set_alloc(ctxs[0], &c, L, &loc);
+                for (int x = 0; x < 3; x++) fill(loc.b[x], c.dt, 7 + (uint64_t)x);
+                fattn_mask_desc m;
+                fattn_attention_desc d = desc_of(&c, L, &m);
+                fattn_cp_desc cd = FATTN_CP_DESC_INIT;
+                cd.layout = c.layout, cd.transfer = c.transfer;
+                for (int r = 0; r < R; r++) {
+                    fattn_cp *cp = NULL;
+                    TRY(fattn_cp_create_solo(ctxs[0], R, r, &cp));
+                    double ms = 0;
+                    /* One warm-up, for the first rank only: every rank runs
+                     * the same kernels. */
+                    for (int it = r || ri ? 0 : -1; it < iters; it++) {
+                        const double t0 = now();
+                        TRY(fattn_cp_forward(cp, &cd, &d, &loc.t[0], &loc.t[1], &loc.t[2], &loc.t[3],
+                                             &loc.t[4]));
+                        TRY(fattn_context_synchronize(ctxs[0]));
+                        if (it >= 0) ms += (now() - t0) * 1e3 / iters;
+                    }
+                    fattn_cp_free(cp);
+                    if (ms > mx) mx = ms;
+                    if (ms < mn) mn = ms;
+                }
+                set_free(&loc);
+                printf("%d,%s,%lld,%.2f,%.2f,%.2f,%.3f,%.2f,%llu\n", R, zig ? "zigzag" : "contiguous",
+                       (long long)c.n, one, mx, mn, one / mx, mx / R,
+                       (unsigned long long)(2 * L * c.hkv * c.d * 2));
+                fflush(stdout);
+            }
+            lp = strchr(lp, ',');
+            if (!lp) break;
+            lp++;
+        }
+}
+
 int main(int argc, char **argv) {
-    int do_check = 0, iters = 3, single_iters = 2;
+    int do_check = 0, iters = 3, single_iters = 2, Rs[8] = {0}, nR = 0;
     int64_t seqs[16] = {131072, 524288, 1048576};
     int nseq = 3;
     const char *layouts = "zigzag";
@@ -254,6 +315,12 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--check")) do_check = 1;
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--layouts") && i + 1 < argc) layouts = argv[++i];
+        else if (!strcmp(argv[i], "--emulate") && i + 1 < argc) {
+            for (char *p = argv[++i]; *p && nR < 8; p++) {
+                Rs[nR++] = (int)strtol(p, &p, 10);
+                if (!*p) break;
+            }
+        }
         else if (!strcmp(argv[i], "--seqs") && i + 1 < argc) {
             nseq = 0;
             for (char *p = argv[++i]; *p && nseq < 16; p++) {
@@ -261,7 +328,8 @@ int main(int argc, char **argv) {
                 if (!*p) break;
             }
         } else {
-            fprintf(stderr, "usage: cp_bench [--check] [--seqs a,b,c] [--iters n] [--layouts zigzag,contiguous]\n");
+            fprintf(stderr, "usage: cp_bench [--check | --emulate R1,R2,..] [--seqs a,b,c] [--iters n] "
+                            "[--layouts zigzag,contiguous]\n");
             return 2;
         }
     }
@@ -273,6 +341,13 @@ int main(int argc, char **argv) {
     if (G < 1) {
         fprintf(stderr, "no CUDA device\n");
         return 2;
+    }
+    if (nR) {
+        TRY(fattn_context_create(FATTN_BACKEND_CUDA, 0, &ctxs[0]));
+        printf("# emulated ranks on one GPU: %s\n", fattn_context_device_name(ctxs[0]));
+        emulate(seqs, nseq, Rs, nR, layouts, iters);
+        fattn_context_free(ctxs[0]);
+        return 0;
     }
     void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
     if (!h) {

@@ -27,7 +27,7 @@ int fattn_cp_skip_transfers = 0;
 
 struct fattn_cp {
     fattn_context *ctx;
-    void *link; /* the backend's transport, from cp_open */
+    void *link; /* the backend's transport, from cp_open; NULL: solo */
     int ranks, rank;
     fattn_buffer *ws;
     fattn_cp_info info;
@@ -53,6 +53,9 @@ struct cp_run {
     int init[2];
     int64_t calls;
 };
+
+static fattn_status check_layout_args(fattn_context *ctx, fattn_cp_layout layout, int ranks,
+                                      int rank, int64_t seq_total);
 
 static uint64_t up(uint64_t x) { return (x + CP_ALIGN - 1) / CP_ALIGN * CP_ALIGN; }
 
@@ -332,8 +335,21 @@ fattn_status fattn_cp_create_nccl(fattn_context *ctx, void *nccl_comm, fattn_cp 
 void fattn_cp_free(fattn_cp *cp) {
     if (!cp) return;
     if (cp->ws) fattn_buffer_free(cp->ws);
-    cp->ctx->vt->cp_close(cp->ctx->state, cp->link);
+    if (cp->link) cp->ctx->vt->cp_close(cp->ctx->state, cp->link);
     free(cp);
+}
+
+fattn_status fattn_cp_create_solo(fattn_context *ctx, int ranks, int rank, fattn_cp **out) {
+    if (!ctx || !out) return fattn_ctx_fail(ctx, FATTN_ERR_NULL_POINTER, "ctx or out is NULL");
+    fattn_status st = check_layout_args(ctx, FATTN_CP_CONTIGUOUS, ranks, rank, ranks);
+    if (st) return st;
+    fattn_cp *cp = calloc(1, sizeof *cp);
+    if (!cp) return fattn_ctx_fail(ctx, FATTN_ERR_OUT_OF_MEMORY, "the context-parallel handle");
+    cp->ctx = ctx, cp->ranks = ranks, cp->rank = rank;
+    cp->info = (fattn_cp_info)FATTN_CP_INFO_INIT;
+    cp->info.ranks = ranks, cp->info.rank = rank;
+    *out = cp;
+    return FATTN_OK;
 }
 
 /* A K or V span as the transport sees it. */
@@ -359,7 +375,7 @@ fattn_status fattn_cp_forward(fattn_cp *cp, const fattn_cp_desc *cp_desc,
     }
     x.ws = cp->ws;
     const int R = cp->ranks, r = cp->rank;
-    const int skip = fattn_cp_skip_transfers;
+    const int skip = fattn_cp_skip_transfers || !cp->link;
     const cp_kv own = {x.k, x.v};
     uint64_t sent = 0;
     if (R > 1 && x.transfer == FATTN_CP_TRANSFER_ALLGATHER) {

@@ -78,4 +78,9 @@ fattn_status fattn_cp_forward_local(fattn_context *const *ctxs, int ranks,
  * without the waits; its results are wrong. */
 extern int fattn_cp_skip_transfers;
 
+/* Measurement only: a handle for rank `rank` of `ranks` with no transport,
+ * whose fattn_cp_forward runs that rank's schedule on its own K/V (as with
+ * fattn_cp_skip_transfers), so one device can time every rank's compute. */
+fattn_status fattn_cp_create_solo(fattn_context *ctx, int ranks, int rank, fattn_cp **out);
+
 #endif /* FATTN_CP_H */

@@ -11,6 +11,8 @@
  *      file's double reference, causal and not, zigzag and contiguous, with
  *      GQA, windows, softcap, sinks, head_dim_v != head_dim, the lse and
  *      f32/f16/bf16. Outputs start poisoned.
+ *      The CPU runs every case; CUDA and OpenCL (several ranks on one
+ *      device) run them too where present, a visible skip elsewhere.
  *   3. Bad calls get specific statuses; the NCCL entry point refuses a
  *      CPU context. */
 #define _POSIX_C_SOURCE 200809L
@@ -28,6 +30,7 @@
 #include "cp.h"
 #include "fattn.h"
 #include "half.h"
+#include "test_backend.h"
 #include "test_util.h"
 
 /* ---- 1. The plan ---------------------------------------------------------------- */
@@ -354,16 +357,19 @@ static void run_case(fattn_context *ctx, const cpcase *c, fattn_dtype t, int R,
     free(part), free(cp_o);
 }
 
-static void matches_one_call(void **state) {
-    (void)state;
+/* Every case on `kind`'s first device, for the rank counts in Rs. */
+static void run_all(fattn_backend_kind kind, const int *Rs, int nR) {
+    fattn_backend_info info;
+    test_use_backend(kind, &info);
     fattn_context *ctx = NULL;
-    assert_int_equal(fattn_context_create(FATTN_BACKEND_CPU, 0, &ctx), FATTN_OK);
+    assert_int_equal(fattn_context_create(kind, 0, &ctx), FATTN_OK);
     uint64_t seed = 0x5eed0c9u;
     int runs = 0;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
-        for (int R = 1; R <= 5; R++)
+        for (int ri = 0; ri < nR; ri++)
             for (int lay = 0; lay < 2; lay++) {
                 const cpcase *c = &cases[ci];
+                const int R = Rs[ri];
                 if (lay && c->L % 2) continue;
                 /* Every dtype on some ranks, f32 on all; both transfers. */
                 const fattn_dtype t = dtypes[(ci + (size_t)R + (size_t)lay) % 3];
@@ -376,8 +382,29 @@ static void matches_one_call(void **state) {
                              seed++);
                 runs++;
             }
-    print_message("%d splits checked\n", runs);
+    print_message("%s: %d splits checked (%s)\n", info.name, runs, fattn_context_device_name(ctx));
     fattn_context_free(ctx);
+}
+
+static void matches_one_call_cpu(void **state) {
+    (void)state;
+    const int Rs[] = {1, 2, 3, 4, 5};
+    run_all(FATTN_BACKEND_CPU, Rs, 5);
+}
+
+/* The GPU backends stand in for ranks too (several ranks on one device,
+ * slices through the host): their forward, combine and shard kernels under
+ * the step machine. */
+static void matches_one_call_cuda(void **state) {
+    (void)state;
+    const int Rs[] = {1, 2, 3, 5};
+    run_all(FATTN_BACKEND_CUDA, Rs, 4);
+}
+
+static void matches_one_call_opencl(void **state) {
+    (void)state;
+    const int Rs[] = {2, 3};
+    run_all(FATTN_BACKEND_OPENCL, Rs, 2);
 }
 
 /* ---- 3. Bad calls ----------------------------------------------------------------- */
@@ -495,7 +522,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plan_covers_each_pair_once),
         cmocka_unit_test(plan_zigzag_causal_is_one_call_per_step),
-        cmocka_unit_test(matches_one_call),
+        cmocka_unit_test(matches_one_call_cpu),
+        cmocka_unit_test(matches_one_call_cuda),
+        cmocka_unit_test(matches_one_call_opencl),
         cmocka_unit_test(bad_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
