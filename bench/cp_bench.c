@@ -138,6 +138,7 @@ static void *rank_main(void *arg) {
         pthread_barrier_wait(&bar);
         if (it >= 0) j->ms += (now() - t0) * 1e3 / j->iters;
     }
+    j->info = (fattn_cp_info)FATTN_CP_INFO_INIT;
     TRY(fattn_cp_get_info(j->cp, &j->info));
     return NULL;
 }

@@ -50,7 +50,8 @@ struct cp_run {
     int64_t slot_o, slot_l; /* elements per slot */
     int kv_slots;           /* 2 (ring) or ranks (all-gather) */
     fattn_cp_transfer transfer;
-    int init[2];
+    int init[2]; /* a chunk's rows hold a result in acc */
+    int done[2]; /* a chunk's rows are in the caller's O and lse */
     int64_t calls;
 };
 
@@ -132,19 +133,28 @@ static fattn_status combine(cp_run *x, int from, int parts, int64_t row, int64_t
     return fattn_combine(x->ctx, &c, &po, &pl, o, lse);
 }
 
-/* acc rows [row, row + n) take part's: merged when they hold a result,
- * copied when they are new. */
-static fattn_status fold(cp_run *x, int64_t row, int64_t n, int merge) {
-    fattn_status st;
-    fattn_tensor ao = slot_o(x, ACC, row), al = slot_l(x, ACC, row);
-    if (!merge) return combine(x, PART, 1, row, n, &ao, &al);
-    fattn_tensor to = slot_o(x, TMP, row), tl = slot_l(x, TMP, row);
-    if ((st = combine(x, ACC, 2, row, n, &to, &tl))) return st;
-    return combine(x, TMP, 1, row, n, &ao, &al);
+/* Part's rows [row, row + n) go into acc, merged with what acc holds when
+ * `merge`, else copied; with `final`, into the caller's O and lse instead
+ * (the rows' last contribution). */
+static fattn_status fold(cp_run *x, int64_t row, int64_t n, int merge, int final) {
+    const fattn_tensor uo = rows(x->o, row), ul = rows(x->lse, row);
+    const fattn_tensor ao = slot_o(x, ACC, row), al = slot_l(x, ACC, row);
+    const fattn_tensor *o = final ? &uo : &ao, *l = final ? (x->has_lse ? &ul : NULL) : &al;
+    if (!merge) return combine(x, PART, 1, row, n, o, l);
+    if (final) return combine(x, ACC, 2, row, n, o, l);
+    const fattn_tensor to = slot_o(x, TMP, row), tl = slot_l(x, TMP, row);
+    fattn_status st = combine(x, ACC, 2, row, n, &to, &tl);
+    return st ? st : combine(x, TMP, 1, row, n, &ao, &al);
 }
 
-/* One step: this rank's queries against the slice of rank src. */
-static fattn_status cp_step(cp_run *x, int src, const cp_kv *kv) {
+/* Whether call c's rows hold chunk a's whole. */
+static int covers(const cp_call *c, const cp_chunk *a) {
+    return c->q_row <= a->local0 && a->local0 + a->len <= c->q_row + c->q_len;
+}
+
+/* One step: this rank's queries against the slice of rank src; `last`:
+ * the rank's final step, whose last call on a chunk writes the caller's O. */
+static fattn_status cp_step(cp_run *x, int src, const cp_kv *kv, int last) {
     cp_call calls[CP_MAX_CALLS];
     cp_chunk qc[2];
     cp_chunks(x->cd.layout, x->ranks, x->rank, x->L, qc);
@@ -161,28 +171,42 @@ static fattn_status cp_step(cp_run *x, int src, const cp_kv *kv) {
         m.window_right = c->causal ? -1 : c->right;
         if (!c->sinks) m.sinks = NULL;
         d.mask = m.window_left < 0 && m.window_right < 0 && m.softcap == 0.f && !m.sinks ? NULL : &m;
-        int fresh = 1, old = 1;
-        for (int a = c->q_first; a <= c->q_last; a++) fresh &= !x->init[a], old &= x->init[a];
+        /* Per chunk: whether its rows held a result, and whether this call
+         * is their last (the final step, no later call on the chunk). */
+        int fresh = 1, old = 1, all_final = 1, final[2] = {0, 0};
+        for (int a = c->q_first; a <= c->q_last; a++) {
+            fresh &= !x->init[a], old &= x->init[a];
+            final[a] = last && covers(c, &qc[a]);
+            for (int j = i + 1; j < n; j++)
+                if (calls[j].q_first <= a && a <= calls[j].q_last) final[a] = 0;
+            all_final &= final[a];
+        }
         const int whole = c->q_len == qc[c->q_last].local0 + qc[c->q_last].len - qc[c->q_first].local0;
         if (!old && !whole)
             return fattn_ctx_fail(x->ctx, FATTN_ERR_INTERNAL,
                                   "context parallelism: a trimmed call reached rows no call began");
         const fattn_tensor qv = rows(x->q, c->q_row), kv_k = rows(kv->k, c->k_row),
                            kv_v = rows(kv->v, c->k_row);
-        const fattn_tensor ov = slot_o(x, fresh ? ACC : PART, c->q_row),
-                           lv = slot_l(x, fresh ? ACC : PART, c->q_row);
-        fattn_status st = fattn_forward(x->ctx, &d, &qv, &kv_k, &kv_v, &ov, &lv);
+        fattn_tensor ov = slot_o(x, fresh ? ACC : PART, c->q_row),
+                     lv = slot_l(x, fresh ? ACC : PART, c->q_row);
+        const fattn_tensor *lp = &lv;
+        if (fresh && all_final) { /* the rows' only call: straight to the caller */
+            ov = rows(x->o, c->q_row), lv = rows(x->lse, c->q_row);
+            lp = x->has_lse ? &lv : NULL;
+        }
+        fattn_status st = fattn_forward(x->ctx, &d, &qv, &kv_k, &kv_v, &ov, lp);
         if (st) return st;
         x->calls++;
-        if (!fresh) {
-            /* Per chunk: rows that held a result merge, new ones are copied. */
-            for (int a = c->q_first; a <= c->q_last; a++) {
+        for (int a = c->q_first; a <= c->q_last; a++) {
+            if (!fresh) {
+                /* Rows that held a result merge, new ones are copied. */
                 const int64_t lo = qc[a].local0 > c->q_row ? qc[a].local0 : c->q_row;
                 const int64_t e1 = qc[a].local0 + qc[a].len, e2 = c->q_row + c->q_len;
-                if ((st = fold(x, lo, (e1 < e2 ? e1 : e2) - lo, x->init[a]))) return st;
+                if ((st = fold(x, lo, (e1 < e2 ? e1 : e2) - lo, x->init[a], final[a]))) return st;
             }
+            x->init[a] = 1;
+            x->done[a] |= final[a] && (!fresh || all_final);
         }
-        for (int a = c->q_first; a <= c->q_last; a++) x->init[a] = 1;
     }
     return FATTN_OK;
 }
@@ -291,9 +315,17 @@ static fattn_status cp_prepare(cp_run *x, fattn_context *ctx, int ranks, int ran
     return FATTN_OK;
 }
 
-/* Copies acc to the caller's O and lse. */
+/* Copies acc to the caller's O and lse, for the chunks no final call wrote. */
 static fattn_status cp_finish(cp_run *x) {
-    return combine(x, ACC, 1, 0, x->L, &x->o, x->has_lse ? &x->lse : NULL);
+    cp_chunk qc[2];
+    const int n = cp_chunks(x->cd.layout, x->ranks, x->rank, x->L, qc);
+    for (int a = 0; a < n; a++) {
+        if (x->done[a]) continue;
+        const fattn_tensor uo = rows(x->o, qc[a].local0), ul = rows(x->lse, qc[a].local0);
+        fattn_status st = combine(x, ACC, 1, qc[a].local0, qc[a].len, &uo, x->has_lse ? &ul : NULL);
+        if (st) return st;
+    }
+    return FATTN_OK;
 }
 
 /* ---- fattn_cp_forward over the backend's transport ------------------------ */
@@ -386,12 +418,12 @@ fattn_status fattn_cp_forward(fattn_cp *cp, const fattn_cp_desc *cp_desc,
         if (!skip && (st = vt->cp_allgather(ctx->state, cp->link, 2, send, recv, &ctx->msg)))
             return st;
         sent = (uint64_t)(R - 1) * (x.k_bytes + x.v_bytes);
-        if ((st = cp_step(&x, r, &own))) return st;
+        if ((st = cp_step(&x, r, &own, R == 1))) return st;
         if (!skip && (st = vt->cp_wait(ctx->state, cp->link, &ctx->msg))) return st;
         for (int s = 1; s < R && !st; s++) {
             const int src = (r - s + R) % R;
             const cp_kv kv = skip ? own : kv_slot(&x, src);
-            st = cp_step(&x, src, &kv);
+            st = cp_step(&x, src, &kv, s == R - 1);
         }
     } else {
         cp_kv cur = own;
@@ -408,7 +440,7 @@ fattn_status fattn_cp_forward(fattn_cp *cp, const fattn_cp_desc *cp_desc,
                     return st;
                 sent += x.k_bytes + x.v_bytes;
             }
-            if ((st = cp_step(&x, src, skip ? &own : &cur))) return st;
+            if ((st = cp_step(&x, src, skip ? &own : &cur, s == R - 1))) return st;
             if (s < R - 1 && !skip && (st = vt->cp_wait(ctx->state, cp->link, &ctx->msg)))
                 return st;
             cur = next;
@@ -480,13 +512,13 @@ fattn_status fattn_cp_forward_local(fattn_context *const *ctxs, int ranks,
             for (int r = 0; r < ranks && !st; r++) {
                 const int src = (r - s + ranks) % ranks;
                 const cp_kv own = {x[r].k, x[r].v}, g = kv_slot(&x[r], src);
-                st = cp_step(&x[r], src, s ? &g : &own);
+                st = cp_step(&x[r], src, s ? &g : &own, s == ranks - 1);
             }
     } else if (!st) {
         for (int s = 0; s < ranks && !st; s++) {
             for (int r = 0; r < ranks && !st; r++) {
                 const cp_kv own = {x[r].k, x[r].v}, cur = kv_slot(&x[r], (s + 1) % 2);
-                st = cp_step(&x[r], (r - s + ranks) % ranks, s ? &cur : &own);
+                st = cp_step(&x[r], (r - s + ranks) % ranks, s ? &cur : &own, s == ranks - 1);
             }
             /* Each rank passes what it computed on to the next, which
              * receives into its other slot. */
