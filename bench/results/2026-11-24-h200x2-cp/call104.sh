@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 18, one H200: the final step writing the caller's O directly (no
-# copy of acc at the end) against the state of call103 (.old, 2c0e1f0's
+# copy of acc at the end) against the state of call103 (.old, cfae414's
 # core), --emulate in the same call, both binaries on the same CUDA module;
 # cp_bench --check with a one-rank NCCL communicator.
 source .devkit/env.sh
