@@ -1,6 +1,8 @@
 // The Hopper kernel (issue 15): FlashAttention-3's design on wgmma
-// (sm_90a), f16 and bf16, dense batches, no variants (the planner routes
-// the rest to flash_mma.cuh).
+// (sm_90a), f16 and bf16, dense batches, with the variants that act on a
+// score in registers: the window, softcap or ALiBi, sinks (WgVar below; the
+// planner routes the bias, softcap with ALiBi, head_dim_v and ragged
+// batches to flash_mma.cuh).
 //
 // Design (v3; bench/NOTES.md has each version's numbers):
 // - A block is a producer warpgroup and NWG consumer warpgroups of 64
@@ -26,10 +28,15 @@
 //   Where WgShape::OVERLAP (head dims 128 and 256), a consumer also issues
 //   Q K^T of tile j with P V of tile j - 1 and runs tile j's softmax while
 //   that P V runs.
-// - Without a causal mask the grid is persistent: a block per SM walks the
-//   work tiles (query tile x batch x head), the stage ring runs on across
-//   them, and a Q-empty barrier lets the next tile's Q load while the
-//   consumers finish this one. Causal problems get a block per tile.
+// - Without a causal mask or a window the grid is persistent: a block per
+//   SM walks the work tiles (query tile x batch x head), the stage ring runs
+//   on across them, and a Q-empty barrier lets the next tile's Q load while
+//   the consumers finish this one. Causal and windowed problems, whose
+//   tiles differ in cost, get a block per tile.
+// - Variants: key tiles outside a block's window are never loaded; a
+//   consumer masks per element only the tiles that cut one of its rows'
+//   key ranges; softcap and ALiBi rescore every score in log2 units before
+//   the softmax; a sink joins each row's denominator in the epilogue.
 // - S = Q K^T: DPAD / 16 wgmma m64nBNk16 from shared memory; the online
 //   softmax on the accumulators (a row's BN values spread over a lane quad);
 //   P rounded to the storage type as wgmma's register A operand;
@@ -47,6 +54,7 @@
 #include "device_util.cuh"
 #include "hopper_async.cuh"
 #include "mma_sm80.cuh"
+#include "variants.cuh"
 #include "wgmma_sm90.cuh"
 
 // FATTN_WGMMA_OVERLAP: 1 or 0 overrides each bucket's choice (WgShape::OVERLAP);
@@ -98,6 +106,15 @@ struct WgMaps {
     CUtensorMap q, k, v;
 };
 
+// The instance families (the kernel's kV; variants.cuh has the rules).
+// kWgNone: plain attention. kWgMask: the window and sinks, which change no
+// score. kWgCap, kWgAlibi: the softcap or ALiBi on top (as models use them,
+// one at a time). kWgCapFixed: kWgCap in bf16 where the cap allows a fixed
+// softmax offset instead of the row max (flash_mma.cuh's kFixedCap: capped
+// scores lie in [-c2, c2], so terms 2^(s - mu) with mu = c2 - K, K = max(0,
+// 2 c2 - 120) <= 30, stay within bf16's range, and O is never rescaled).
+enum WgVar { kWgNone, kWgMask, kWgCap, kWgCapFixed, kWgAlibi };
+
 namespace {
 
 using fattn_wgmma_shapes::WgShape;
@@ -129,7 +146,7 @@ __device__ __forceinline__ void gather_tile(unsigned char *dst, const uint16_t *
     proxy_fence();
 }
 
-template <typename T, int DPAD>
+template <typename T, int DPAD, int kV>
 __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     flash_wgmma_kernel(const __grid_constant__ fattn_cuda_args a,
                        const __grid_constant__ WgMaps maps, Pairs pairs, int tiles_q, int tma) {
@@ -151,13 +168,19 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
 
     const int tid = threadIdx.x, wg = tid >> 7;
     const int D = a.head_dim, seq_q = a.seq_q, seq_kv = a.seq_kv, off = a.causal_offset;
+    // The window's sides (-1 unbounded; the host clamps them, so int64 sums
+    // of a row, woff and a side cannot overflow) and its offset.
+    const int64_t wl = kV != kWgNone ? a.var.window_left : -1;
+    const int64_t wr = kV != kWgNone ? a.var.window_right : -1;
+    const int64_t woff = (int64_t)seq_kv - seq_q;
     // Work tile t (of tiles_q query tiles times the pairs) of a block that
     // takes t = blockIdx.x, + gridDim.x, ...: a pair's query tiles run
     // together (they share its K and V in L2), heavy (late, for causal)
-    // ones first. Its keys stop at the last one its last stored row sees.
+    // ones first. Its key tiles [j0, j1): from the first key its first row
+    // sees to the last one its last stored row sees.
     struct Tile {
         int64_t b, h, hk;
-        int m0, ntiles;
+        int m0, j0, j1;
     };
     const int64_t total = (int64_t)tiles_q * pairs.count;
     auto tile_at = [&](int64_t t) {
@@ -165,9 +188,13 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         const int64_t bh = t / tiles_q;
         w.m0 = (int)(tiles_q - 1 - (t - bh * tiles_q)) * BM;
         block_pair_at(a, pairs, bh, w.b, w.h, w.hk);
-        int64_t kv_end = seq_kv;
-        if (a.causal) kv_end = min(kv_end, min((int64_t)w.m0 + BM, (int64_t)seq_q) + off);
-        w.ntiles = kv_end > 0 ? (int)((kv_end + BN - 1) / BN) : 0;
+        const int64_t last = min((int64_t)w.m0 + BM, (int64_t)seq_q) - 1;
+        int64_t kv_end = seq_kv, kv_lo = 0;
+        if (a.causal) kv_end = min(kv_end, last + 1 + off);
+        if (wr >= 0) kv_end = min(kv_end, last + woff + wr + 1);
+        if (wl >= 0) kv_lo = max((int64_t)0, (int64_t)w.m0 + woff - wl);
+        w.j1 = kv_end > 0 ? (int)((kv_end + BN - 1) / BN) : 0;
+        w.j0 = (int)min(kv_lo / BN, (int64_t)w.j1);
         return w;
     };
 
@@ -217,7 +244,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             const uint16_t *vg = static_cast<const uint16_t *>(a.v) + w.b * a.v_sb + w.hk * a.v_sh;
             if (ti > 0) mbar_wait(q_empty, (ti - 1) & 1);   // the last tile's Q K^T is done
             load(RowsQ{}, qs, 1, &maps.q, qg, a.q_ss, w.b, w.h, w.m0, seq_q - w.m0, q_full);
-            for (int j = 0; j < w.ntiles; j++, it++) {
+            for (int j = w.j0; j < w.j1; j++, it++) {
                 const int s = it % ST, k0 = j * BN;
                 const uint32_t parity = ((it / ST) & 1) ^ 1;   // the previous use's release
                 unsigned char *kst = kv + s * 2 * S::KV_BYTES;
@@ -234,13 +261,32 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         const int cw = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
         // This thread's rows of the block: r_lo and r_lo + 8.
         const int r_lo = cw * 64 + warp * 16 + (lane >> 2);
-        // The work tile's batch, head, first row and key tiles; key tiles
-        // before jmask are visible to all its rows; `it` K/V tiles were
-        // consumed before its first (stage it % ST).
+        // The work tile's batch, head, first row, first key tile jb and
+        // count ntiles; relative to jb, tiles in [jfull, jmask) are visible
+        // to all of this consumer's rows (the rest are masked per element);
+        // `it` K/V tiles were consumed before its first (stage it % ST).
         int64_t b = 0, h = 0;
-        int m0 = 0, ntiles = 0, jmask = 0, it = 0;
+        int m0 = 0, jb = 0, ntiles = 0, jmask = 0, jfull = 0, it = 0;
         float o[DPAD / 2], mrow[2], lrow[2];
-        const float sc = a.scale_log2;
+        // The scale the softmax applies: the rescoring families leave
+        // scores in log2 units.
+        constexpr bool kRescore = kV == kWgCap || kV == kWgCapFixed || kV == kWgAlibi;
+        const float sc = kRescore ? 1.f : a.scale_log2;
+        // Softcap (variants.cuh's var_tanh2 with the scale folded in): x =
+        // c2 - 2 c2 / (2^(k1 s) + 1), plus cadd - c2: the capped score
+        // (kWgCap), or its offset from the fixed mu (kWgCapFixed).
+        float k1 = 0.f, m2c2 = 0.f, cadd = 0.f, mu_fixed = 0.f;
+        if constexpr (kV == kWgCap || kV == kWgCapFixed) {
+            const float c2 = a.var.softcap * kLog2e, K = fmaxf(0.f, 2.f * c2 - 120.f);
+            k1 = 2.f * a.scale_log2 / a.var.softcap;
+            m2c2 = -2.f * c2;
+            mu_fixed = c2 - K;
+            cadd = kV == kWgCapFixed ? K : c2;
+        }
+        // ALiBi: the slope in log2 units, and i + woff - kv0 - c0 of the
+        // thread's rows at the tile's column c0 = 2 (lane % 4).
+        float slope2 = 0.f;
+        int64_t dist_row[2] = {0, 0};
         float s[BN / 2];   // S, then P in float (the first k-step overwrites it)
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) s[i] = 0.f;
@@ -283,24 +329,68 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             }
             wg_commit();
         };
-        // Tile j's mask (keys past seq_kv, causal) where it needs one, and
-        // the online softmax in log2 units: s becomes P, alpha the factor
-        // O is rescaled by once no P V is in flight.
+        // Tile j's rescoring (softcap, ALiBi), its mask where it cuts a row's
+        // keys (seq_kv, causal, the window), and the online softmax in log2
+        // units: s becomes P, alpha the factor O is rescaled by once no P V
+        // is in flight.
         auto softmax = [&](int j, float(&alpha)[2]) {
-            if (j >= jmask) {
-                const int kv0 = j * BN;
+            const int kv0 = (jb + j) * BN;
+            if constexpr (kV == kWgCap || kV == kWgCapFixed) {
 #pragma unroll
-                for (int n = 0; n < NS; n++)
+                for (int i = 0; i < BN / 2; i++) {
+                    float r;
+                    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(ex2(s[i] * k1) + 1.f));
+                    s[i] = fmaf(r, m2c2, cadd);
+                }
+            } else if constexpr (kV == kWgAlibi) {
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int col = kv0 + n * 8 + (lane & 3) * 2 + (e & 1);
-                        const int64_t row = (int64_t)m0 + r_lo + (e >> 1) * 8;
-                        if (col >= seq_kv || (a.causal && col > row + off))
-                            s[n * 4 + e] = -INFINITY;
-                    }
+                for (int hh = 0; hh < 2; hh++) {
+                    const float d = (float)(dist_row[hh] - kv0);
+#pragma unroll
+                    for (int n = 0; n < NS; n++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            float &x = s[n * 4 + 2 * hh + e];
+                            x = fmaf(x, a.scale_log2, -slope2 * fabsf(d - (float)(n * 8 + e)));
+                        }
+                }
+            }
+            if (j >= jmask || j < jfull) {
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++) {
+                    // Row i sees keys [lo, hi]: as tile columns past the
+                    // thread's first, clamped to where they still cut it.
+                    const int64_t i = (int64_t)m0 + r_lo + hh * 8;
+                    int64_t hi = (int64_t)seq_kv - 1, lo = 0;
+                    if (a.causal) hi = min(hi, i + off);
+                    if (wr >= 0) hi = min(hi, i + woff + wr);
+                    if (wl >= 0) lo = i + woff - wl;
+                    const int c0 = (lane & 3) * 2;
+                    const int hr = (int)max((int64_t)-1, min((int64_t)BN, hi - kv0)) - c0;
+                    const int lr = (int)max((int64_t)0, min((int64_t)BN, lo - kv0)) - c0;
+#pragma unroll
+                    for (int n = 0; n < NS; n++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            if (n * 8 + e > hr || n * 8 + e < lr) s[n * 4 + 2 * hh + e] = -INFINITY;
+                }
             }
 #pragma unroll
             for (int hh = 0; hh < 2; hh++) {
+                if constexpr (kV == kWgCapFixed) {
+                    // s is already the exponent: no max, no rescale.
+                    float sum = 0.f;
+#pragma unroll
+                    for (int n = 0; n < NS; n++) {
+                        float &p0 = s[n * 4 + 2 * hh], &p1 = s[n * 4 + 2 * hh + 1];
+                        p0 = ex2(p0);
+                        p1 = ex2(p1);
+                        sum += p0 + p1;
+                    }
+                    lrow[hh] += sum;
+                    alpha[hh] = 1.f;
+                    continue;
+                }
                 float mx = -INFINITY;
 #pragma unroll
                 for (int n = 0; n < NS; n++)
@@ -326,10 +416,12 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // registers 0/1 from its first 8 columns, 2/3 from its second; hh
         // picks the row half.
         auto rescale_pack = [&](const float(&alpha)[2]) {
+            if constexpr (kV != kWgCapFixed) {
 #pragma unroll
-            for (int d = 0; d < ND; d++)
+                for (int d = 0; d < ND; d++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) o[d * 4 + e] *= alpha[e >> 1];
+                    for (int e = 0; e < 4; e++) o[d * 4 + e] *= alpha[e >> 1];
+            }
 #pragma unroll
             for (int n = 0; n < NS; n++)
 #pragma unroll
@@ -342,9 +434,28 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         int ti = 0;
         for (int64_t t = blockIdx.x; t < total; t += gridDim.x, ti++) {
             const Tile w = tile_at(t);
-            b = w.b, h = w.h, m0 = w.m0, ntiles = w.ntiles;
-            jmask = seq_kv / BN;
-            if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
+            b = w.b, h = w.h, m0 = w.m0, jb = w.j0, ntiles = w.j1 - w.j0;
+            {
+                // This consumer's rows [r0, r1]: tiles from jmask on reach
+                // past the first one's last key, tiles before jfull start
+                // before the last stored one's first key.
+                const int64_t r0 = (int64_t)m0 + cw * 64;
+                const int64_t r1 = min(r0 + 63, (int64_t)seq_q - 1);
+                int64_t hi = (int64_t)seq_kv - 1;
+                if (a.causal) hi = min(hi, r0 + off);
+                if (wr >= 0) hi = min(hi, r0 + woff + wr);
+                jmask = (int)((max((int64_t)-1, hi) + 1) / BN) - jb;
+                jfull = wl >= 0 ? (int)min((max((int64_t)0, r1 + woff - wl) + BN - 1) / BN,
+                                           (int64_t)w.j1) -
+                                      jb
+                                : 0;
+            }
+            if constexpr (kV == kWgAlibi) {
+                slope2 = var_slope(a, b, h) * kLog2e;
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++)
+                    dist_row[hh] = (int64_t)m0 + r_lo + hh * 8 + woff - (lane & 3) * 2;
+            }
 #pragma unroll
             for (int i = 0; i < DPAD / 2; i++) o[i] = 0.f;
             mrow[0] = mrow[1] = -INFINITY;
@@ -416,7 +527,10 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 l += __shfl_xor_sync(0xffffffffu, l, 2);
                 const int64_t i = (int64_t)m0 + r_lo + hh * 8;
                 if (i >= seq_q) continue;
-                const float inv = l == 0.f ? 0.f : 1.f / l;
+                const float m = kV == kWgCapFixed ? mu_fixed : mrow[hh];
+                float inv = l == 0.f ? 0.f : 1.f / l;
+                float lse = l == 0.f ? -INFINITY : (m + log2f(l)) * kLn2;
+                if constexpr (kV != kWgNone) var_sink_fold(m, l, var_sink_log2(a, h), &inv, &lse);
                 T *orow = og + i * a.o_ss;
 #pragma unroll
                 for (int d8 = 0; d8 < ND; d8++) {
@@ -431,9 +545,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                         if (d + 1 < D) o16[d + 1] = (uint16_t)(w >> 16);
                     }
                 }
-                if (a.lse && (lane & 3) == 0)
-                    a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
-                        l == 0.f ? -INFINITY : (mrow[hh] + log2f(l)) * kLn2;
+                if (a.lse && (lane & 3) == 0) a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] = lse;
             }
             it += ntiles;
         }
@@ -497,7 +609,8 @@ bool make_map(CUtensorMap *m, const void *p, fattn_dtype dt, int D, int64_t seq,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
+template <typename T, int DPAD, int kV>
+cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = WgShape<DPAD>;
     const int64_t hkv = a->heads_q / a->group;
     WgMaps maps;
@@ -514,15 +627,16 @@ template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cud
                               a->v_ss, a->v_sh, a->v_sb, S::BN)
                          ? 4
                          : 0);
-    auto kern = flash_wgmma_kernel<T, DPAD>;
+    auto kern = flash_wgmma_kernel<T, DPAD, kV>;
     cudaError_t e =
         cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
     if (e != cudaSuccess) return e;
-    // Without a causal mask, a persistent grid: a block per SM (one fits an
-    // SM) walks the work tiles, so one tile's epilogue overlaps the next
-    // one's loads (+1-14%, call97). Causal tiles differ in cost, and a
-    // static walk left SMs idle (0.59-0.74x at 8k-16k): there a block per
-    // tile, which the hardware hands out as SMs free up.
+    // Without a causal mask or a window, a persistent grid: a block per SM
+    // (one fits an SM) walks the work tiles, so one tile's epilogue overlaps
+    // the next one's loads (+1-14%, call97). Causal tiles differ in cost,
+    // and a static walk left SMs idle (0.59-0.74x at 8k-16k): there, and
+    // under a window (whose edge tiles cost less), a block per tile, which
+    // the hardware hands out as SMs free up.
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
         (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
@@ -531,15 +645,49 @@ template <typename T, int DPAD> cudaError_t launch(const fattn_cuda_args *a, cud
     const Pairs pairs{0, a->batch * a->heads_q, make_divisor((uint64_t)a->heads_q),
                       make_divisor((uint64_t)a->group)};
     const int64_t total = (int64_t)tiles_q * pairs.count;
-    const int64_t grid = FATTN_WGMMA_PERSISTENT && !a->causal ? min(total, (int64_t)sms)
-                                                              : min(total, (int64_t)INT_MAX);
+    const bool uneven = a->causal || (kV != kWgNone && (a->var.window_left >= 0 ||
+                                                         a->var.window_right >= 0));
+    const int64_t grid = FATTN_WGMMA_PERSISTENT && !uneven ? min(total, (int64_t)sms)
+                                                          : min(total, (int64_t)INT_MAX);
     kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma);
     return cudaGetLastError();
 }
 
+// The family (WgVar) of a problem, -1 for one the kernel does not take:
+// the bias, softcap with ALiBi, head_dim_v (the planner's wgmma_check
+// routes those to flash_mma.cuh).
+int wg_mode(const fattn_cuda_args *a) {
+    const fattn_cuda_var &v = a->var;
+    if (!v.on) return kWgNone;
+    const bool cap = v.softcap > 0.f, alibi = v.alibi != nullptr;
+    if (v.bias || (cap && alibi)) return -1;
+    if (cap) {
+        // kWgCapFixed's bound: K = max(0, 2 c2 - 120) <= 30, c2 = cap log2 e.
+        const float c2 = v.softcap * 1.4426950408889634f;
+        return a->dtype == FATTN_BF16 && 2.f * c2 - 120.f <= 30.f ? kWgCapFixed : kWgCap;
+    }
+    return alibi ? kWgAlibi : kWgMask;
+}
+
 template <int DPAD> cudaError_t launch_dtype(const fattn_cuda_args *a, cudaStream_t stream) {
-    return a->dtype == FATTN_F16 ? launch<__half, DPAD>(a, stream)
-                                 : launch<__nv_bfloat16, DPAD>(a, stream);
+    const bool f16 = a->dtype == FATTN_F16;
+    switch (wg_mode(a)) {
+    case kWgNone:
+        return f16 ? launch<__half, DPAD, kWgNone>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgNone>(a, stream);
+    case kWgMask:
+        return f16 ? launch<__half, DPAD, kWgMask>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgMask>(a, stream);
+    case kWgCap:
+        return f16 ? launch<__half, DPAD, kWgCap>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgCap>(a, stream);
+    case kWgCapFixed: /* bf16 only (wg_mode) */
+        return launch<__nv_bfloat16, DPAD, kWgCapFixed>(a, stream);
+    case kWgAlibi:
+        return f16 ? launch<__half, DPAD, kWgAlibi>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgAlibi>(a, stream);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 #endif   // a bucket the kernel takes
@@ -566,7 +714,7 @@ extern "C" void fattn_cuda_flash_wgmma_tiles(int dpad, int *block_m, int *block_
 extern "C" cudaError_t fattn_cuda_flash_wgmma(const fattn_cuda_args *a, int dpad,
                                               cudaStream_t stream) {
     if (a->batch <= 0 || a->heads_q <= 0 || a->seq_q <= 0) return cudaSuccess;
-    if (a->rag.on || a->var.on || a->head_dim_v != a->head_dim || a->head_dim > dpad ||
+    if (a->rag.on || a->head_dim_v != a->head_dim || a->head_dim > dpad ||
         (a->dtype != FATTN_F16 && a->dtype != FATTN_BF16))
         return cudaErrorInvalidValue;
 #if FATTN_CUDA_DPAD_64

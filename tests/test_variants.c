@@ -196,6 +196,26 @@ static const vcase cases[] = {
      .bias_inf_rows = 1, .dtypes = 6},
     {"long, bias rows padded, no mask, head dim 256", 2, 2, 1, 256, 0, 70, 205, NOWIN,
      .bias = BIAS_FULL, .bias_pad = 3, .dtypes = 6},
+    /* Several tiles of the wgmma kernel (128 rows x 128 keys; 192 x 128 at
+     * head dims up to 64, 128 x 80 at 256; FATTN_CUDA_KERNEL=wgmma forces
+     * it on small problems): key tiles the window skips at both ends, edge
+     * tiles masked per consumer, the fixed and the max-based softcap, and
+     * a persistent grid (more work tiles than an H200 has SMs) walking
+     * variant tiles. */
+    {"wgmma tiles, window 300/0, causal, GQA, sinks", 1, 4, 2, 128, 0, 700, 900,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(300, 0), .sinks = 1, .dtypes = 6},
+    {"wgmma tiles, window 100/40, no causal, head dim 64", 2, 2, 1, 64, 0, 600, 650, WIN(100, 40),
+     .dtypes = 6},
+    {"wgmma tiles, softcap 60 (row max), head dim 256, causal", 1, 2, 2, 256, 0, 300, 420,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .softcap = 60.0f, .dtypes = 6},
+    {"wgmma tiles, alibi, window 200/0, head dim 256", 1, 2, 1, 256, 0, 330, 500, WIN(200, 0),
+     .alibi = 1, .dtypes = 6},
+    {"wgmma tiles, alibi [batch, heads_q], window 50/-1, seq_q > seq_kv", 2, 2, 2, 64, 0, 450, 260,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(50, -1), .alibi = 2, .dtypes = 6},
+    {"wgmma persistent, softcap 30 + sinks, head dim 8, 144 work tiles", 2, 36, 6, 8, 0, 200, 150,
+     NOWIN, .softcap = 30.0f, .sinks = 1, .dtypes = 6},
+    {"wgmma persistent, alibi, head dim 8, 144 work tiles", 2, 36, 3, 8, 0, 330, 200, NOWIN,
+     .alibi = 2, .dtypes = 6},
     /* Ragged decoding with the per-score variants (CUDA: always the decode kernel). */
     {"paged 16, decode, softcap + alibi + bias f32 (-inf keys)",
      4,

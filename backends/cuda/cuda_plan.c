@@ -23,6 +23,9 @@ static int dpad_for(int64_t D) {
     (FATTN_VAR_WINDOW | FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI | FATTN_VAR_SINKS | FATTN_VAR_BIAS |   \
      FATTN_VAR_HEAD_DIM_V)
 #define CUDA_SIMT_VARIANTS CUDA_MMA_VARIANTS
+/* The wgmma kernel's: those that act on a score in registers (its WgVar
+ * families), softcap and ALiBi one at a time. */
+#define CUDA_WGMMA_VARIANTS (FATTN_VAR_WINDOW | FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI | FATTN_VAR_SINKS)
 
 /* What both tiled variants need: sequences below 2^31 (the kernels index
  * rows and keys with ints; batch and heads are any size, folded into the
@@ -93,9 +96,9 @@ static void tiled_plan(const cuda_state *s, fattn_plan *plan, int dpad, int smal
 }
 
 /* The Hopper kernel (kernels_cu/flash_wgmma.cu): f16/bf16 on compute 9.0
- * (its sm_90a code runs nowhere else), a dense batch without variants, a
- * bucket it was built for, unless FATTN_CUDA_KERNEL=mma asks for the
- * mma.sync kernel. */
+ * (its sm_90a code runs nowhere else), a dense batch with at most its
+ * variants, a bucket it was built for, unless FATTN_CUDA_KERNEL=mma asks
+ * for the mma.sync kernel. */
 static fattn_status wgmma_check(const cuda_state *s, const fattn_problem *p, int *dpad, int *bm,
                                 int *bn, int *smem, fattn_msg *msg) {
     if (s->kernel == CUDA_KERNEL_MMA)
@@ -107,7 +110,11 @@ static fattn_status wgmma_check(const cuda_state *s, const fattn_problem *p, int
                           "(compute %d.%d)",
                           p->dtype == FATTN_F32 ? "f32" : "f16/bf16", s->prop.name, s->prop.major,
                           s->prop.minor);
-    fattn_status st = fattn_variants_declined(p, 0, msg);
+    fattn_status st = fattn_variants_declined(p, CUDA_WGMMA_VARIANTS, msg);
+    const unsigned rescore = fattn_variants_used(p) & (FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI);
+    if (st == FATTN_OK && rescore == (FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI))
+        st = fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
+                        "the wgmma kernel takes a softcap or ALiBi, not both at once");
     if (st == FATTN_OK) st = fattn_dense_only(p, "the wgmma kernel", msg);
     if (st == FATTN_OK) st = tiled_common(p, dpad, msg);
     if (st != FATTN_OK) return st;
