@@ -74,6 +74,11 @@
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
 #endif
+// FATTN_WGMMA_CAP: the softcap's reciprocal: 0 MUFU (rcp.approx), 1 Newton
+// steps on the FMA pipe; 2: tanh.approx.f32 instead (2^-11 relative).
+#ifndef FATTN_WGMMA_CAP
+#define FATTN_WGMMA_CAP 1
+#endif
 
 namespace fattn_wgmma_shapes {
 template <int DPAD> struct WgShape {
@@ -128,6 +133,26 @@ template <int R> __device__ __forceinline__ int tile_off(int r, int c) {
 }
 
 using namespace fattn_hopper;
+
+// 1 / d for d >= 1 (softcap's 2^u + 1; u = +inf or NaN included):
+// FATTN_WGMMA_CAP 1 moves it off the MUFU unit, which the softmax's two
+// exponentials per score already load as much as the GEMMs take to run:
+// an integer first guess (12% off) and three Newton steps (e^8: 1e-7),
+// with d clamped below 2^126 so the guess stays positive (min.NaN keeps a
+// NaN, which every step then carries).
+__device__ __forceinline__ float cap_rcp(float d) {
+#if FATTN_WGMMA_CAP == 1
+    asm("min.NaN.f32 %0, %0, 0f7E800000;\n" : "+f"(d));
+    float r = __int_as_float(0x7EF311C3 - __float_as_int(d));
+#pragma unroll
+    for (int k = 0; k < 3; k++) r = fmaf(r, fmaf(-d, r, 1.f), r);
+    return r;
+#else
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(d));
+    return r;
+#endif
+}
 
 // Rows [0, R) of a tile from global rows g (row stride ss elements) by
 // element loads, rows at and past `valid` and elements at and past D zero;
@@ -275,10 +300,11 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // Softcap (variants.cuh's var_tanh2 with the scale folded in): x =
         // c2 - 2 c2 / (2^(k1 s) + 1), plus cadd - c2: the capped score
         // (kWgCap), or its offset from the fixed mu (kWgCapFixed).
-        float k1 = 0.f, m2c2 = 0.f, cadd = 0.f, mu_fixed = 0.f;
+        float k1 = 0.f, k1h = 0.f, m2c2 = 0.f, cadd = 0.f, mu_fixed = 0.f;
         if constexpr (kV == kWgCap || kV == kWgCapFixed) {
             const float c2 = a.var.softcap * kLog2e, K = fmaxf(0.f, 2.f * c2 - 120.f);
             k1 = 2.f * a.scale_log2 / a.var.softcap;
+            k1h = a.var.scale / a.var.softcap;
             m2c2 = -2.f * c2;
             mu_fixed = c2 - K;
             cadd = kV == kWgCapFixed ? K : c2;
@@ -338,9 +364,13 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             if constexpr (kV == kWgCap || kV == kWgCapFixed) {
 #pragma unroll
                 for (int i = 0; i < BN / 2; i++) {
-                    float r;
-                    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(ex2(s[i] * k1) + 1.f));
-                    s[i] = fmaf(r, m2c2, cadd);
+#if FATTN_WGMMA_CAP == 2
+                    float t;
+                    asm("tanh.approx.f32 %0, %1;\n" : "=f"(t) : "f"(s[i] * k1h));
+                    s[i] = fmaf(t, -0.5f * m2c2, cadd + 0.5f * m2c2);
+#else
+                    s[i] = fmaf(cap_rcp(ex2(s[i] * k1) + 1.f), m2c2, cadd);
+#endif
                 }
             } else if constexpr (kV == kWgAlibi) {
 #pragma unroll
