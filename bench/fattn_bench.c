@@ -90,6 +90,7 @@ static void usage(void) {
         "N]]\n"
         "                   [--fail-above ERR] [--csv-header] [--hbm-gbps GBPS] [--no-stream]\n"
         "                   [--layout bshd|bhsd] [--variant V[,V..]] [--tf32]\n"
+        "                   [--fast-softcap]\n"
         "Default sweep: seq 512..16384, dim 64 and 128, causal and not, batch*seq = 16384, "
         "heads*dim = 2048,\n"
         "every dtype, every backend and device; 10 timed calls after 2 warm-ups.\n"
@@ -143,6 +144,8 @@ static void usage(void) {
         "  error with its message (exit status 1). TFLOP/s still counts the causal pairs only.\n"
         "--tf32: f32 cells carry FATTN_FLAG_ALLOW_TF32 (TF32 matrix units where a backend has\n"
         "  them; the check's error then shows TF32's 10-bit inputs).\n"
+        "--fast-softcap: every cell carries FATTN_FLAG_FAST_SOFTCAP (the softcap's tanh may be\n"
+        "  the GPU's approximation, 2^-11 relative).\n"
         "--decode: instead of the papers' sweep, decoding: seq_q 1, not causal, batch\n"
         "  --batches (1,8,64) x seq_kv --seqs (4096,16384,32768,131072) x heads --heads\n"
         "  (32:8 GQA, 32:32 MHA) x dim --dims (64,128), every dtype; the tiled path only (as\n"
@@ -761,6 +764,10 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--tf32")) {
             c.opts.tf32 = 1;
+            continue;
+        }
+        if (!strcmp(a, "--fast-softcap")) {
+            c.opts.fast_softcap = 1;
             continue;
         }
         if (!strcmp(a, "--no-stream")) {

@@ -736,7 +736,8 @@ void bench_measure(fattn_context *ctx, const bench_opts *o, bench_result *r) {
     r->flash_measured = r->naive_measured = -1;
     cell c;
     char why[256];
-    const unsigned flags = o->tf32 && t == FATTN_F32 ? FATTN_FLAG_ALLOW_TF32 : 0;
+    const unsigned flags = (o->tf32 && t == FATTN_F32 ? FATTN_FLAG_ALLOW_TF32 : 0) |
+                           (o->fast_softcap ? FATTN_FLAG_FAST_SOFTCAP : 0);
     if (!cell_plan(&c, sh, t, flags, why, sizeof why)) {
         snprintf(r->status, sizeof r->status, "error");
         snprintf(r->note, sizeof r->note, "shape: %s", why);

@@ -80,6 +80,8 @@ typedef struct bench_opts {
     int bhsd;
     /* --tf32: f32 cells carry FATTN_FLAG_ALLOW_TF32. */
     int tf32;
+    /* --fast-softcap: every cell carries FATTN_FLAG_FAST_SOFTCAP. */
+    int fast_softcap;
     /* --variant: the mask every cell's forward gets (timing only, like
      * bhsd: the float64 check knows no variant). window_left, window_right
      * -1 and softcap 0 for none; alibi: a slope per query head; sinks: a

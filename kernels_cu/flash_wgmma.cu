@@ -74,11 +74,6 @@
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
 #endif
-// FATTN_WGMMA_CAP: the softcap's reciprocal: 0 MUFU (rcp.approx), 1 Newton
-// steps on the FMA pipe; 2: tanh.approx.f32 instead (2^-11 relative).
-#ifndef FATTN_WGMMA_CAP
-#define FATTN_WGMMA_CAP 1
-#endif
 
 namespace fattn_wgmma_shapes {
 template <int DPAD> struct WgShape {
@@ -118,7 +113,17 @@ struct WgMaps {
 // softmax offset instead of the row max (flash_mma.cuh's kFixedCap: capped
 // scores lie in [-c2, c2], so terms 2^(s - mu) with mu = c2 - K, K = max(0,
 // 2 c2 - 120) <= 30, stay within bf16's range, and O is never rescaled).
-enum WgVar { kWgNone, kWgMask, kWgCap, kWgCapFixed, kWgAlibi };
+// kWgCapApx, kWgCapFixedApx: the same under FATTN_FLAG_FAST_SOFTCAP, with
+// tanh.approx.f32 (one MUFU operation where the accurate form takes two:
+// call106 measured the softmax's MUFU load, not the GEMMs, as what bounds
+// the accurate form: 1.37x the plain time at 32k, against 1.11x; Newton
+// steps on the FMA pipe instead of rcp.approx ran 1.42x).
+enum WgVar { kWgNone, kWgMask, kWgCap, kWgCapFixed, kWgAlibi, kWgCapApx, kWgCapFixedApx };
+constexpr bool wg_cap(int kV) {
+    return kV == kWgCap || kV == kWgCapFixed || kV == kWgCapApx || kV == kWgCapFixedApx;
+}
+constexpr bool wg_fixed(int kV) { return kV == kWgCapFixed || kV == kWgCapFixedApx; }
+constexpr bool wg_apx(int kV) { return kV == kWgCapApx || kV == kWgCapFixedApx; }
 
 namespace {
 
@@ -133,26 +138,6 @@ template <int R> __device__ __forceinline__ int tile_off(int r, int c) {
 }
 
 using namespace fattn_hopper;
-
-// 1 / d for d >= 1 (softcap's 2^u + 1; u = +inf or NaN included):
-// FATTN_WGMMA_CAP 1 moves it off the MUFU unit, which the softmax's two
-// exponentials per score already load as much as the GEMMs take to run:
-// an integer first guess (12% off) and three Newton steps (e^8: 1e-7),
-// with d clamped below 2^126 so the guess stays positive (min.NaN keeps a
-// NaN, which every step then carries).
-__device__ __forceinline__ float cap_rcp(float d) {
-#if FATTN_WGMMA_CAP == 1
-    asm("min.NaN.f32 %0, %0, 0f7E800000;\n" : "+f"(d));
-    float r = __int_as_float(0x7EF311C3 - __float_as_int(d));
-#pragma unroll
-    for (int k = 0; k < 3; k++) r = fmaf(r, fmaf(-d, r, 1.f), r);
-    return r;
-#else
-    float r;
-    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(d));
-    return r;
-#endif
-}
 
 // Rows [0, R) of a tile from global rows g (row stride ss elements) by
 // element loads, rows at and past `valid` and elements at and past D zero;
@@ -295,19 +280,20 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         float o[DPAD / 2], mrow[2], lrow[2];
         // The scale the softmax applies: the rescoring families leave
         // scores in log2 units.
-        constexpr bool kRescore = kV == kWgCap || kV == kWgCapFixed || kV == kWgAlibi;
+        constexpr bool kRescore = wg_cap(kV) || kV == kWgAlibi;
         const float sc = kRescore ? 1.f : a.scale_log2;
-        // Softcap (variants.cuh's var_tanh2 with the scale folded in): x =
-        // c2 - 2 c2 / (2^(k1 s) + 1), plus cadd - c2: the capped score
+        // Softcap in log2 units (c2 = softcap log2 e), the scale folded in:
+        // variants.cuh's var_tanh2, x = c2 - 2 c2 / (2^(k1 s) + 1), or
+        // c2 tanh.approx(k1 s) (wg_apx); cadd - c2 added: x itself
         // (kWgCap), or its offset from the fixed mu (kWgCapFixed).
-        float k1 = 0.f, k1h = 0.f, m2c2 = 0.f, cadd = 0.f, mu_fixed = 0.f;
-        if constexpr (kV == kWgCap || kV == kWgCapFixed) {
-            const float c2 = a.var.softcap * kLog2e, K = fmaxf(0.f, 2.f * c2 - 120.f);
-            k1 = 2.f * a.scale_log2 / a.var.softcap;
-            k1h = a.var.scale / a.var.softcap;
-            m2c2 = -2.f * c2;
+        float k1 = 0.f, c2 = 0.f, cadd = 0.f, mu_fixed = 0.f;
+        if constexpr (wg_cap(kV)) {
+            c2 = a.var.softcap * kLog2e;
+            const float K = fmaxf(0.f, 2.f * c2 - 120.f);
+            k1 = wg_apx(kV) ? a.var.scale / a.var.softcap : 2.f * a.scale_log2 / a.var.softcap;
             mu_fixed = c2 - K;
-            cadd = kV == kWgCapFixed ? K : c2;
+            const float add = wg_fixed(kV) ? K : c2;   // x + add - c2
+            cadd = wg_apx(kV) ? add - c2 : add;
         }
         // ALiBi: the slope in log2 units, and i + woff - kv0 - c0 of the
         // thread's rows at the tile's column c0 = 2 (lane % 4).
@@ -361,16 +347,18 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // is in flight.
         auto softmax = [&](int j, float(&alpha)[2]) {
             const int kv0 = (jb + j) * BN;
-            if constexpr (kV == kWgCap || kV == kWgCapFixed) {
+            if constexpr (wg_cap(kV)) {
 #pragma unroll
                 for (int i = 0; i < BN / 2; i++) {
-#if FATTN_WGMMA_CAP == 2
-                    float t;
-                    asm("tanh.approx.f32 %0, %1;\n" : "=f"(t) : "f"(s[i] * k1h));
-                    s[i] = fmaf(t, -0.5f * m2c2, cadd + 0.5f * m2c2);
-#else
-                    s[i] = fmaf(cap_rcp(ex2(s[i] * k1) + 1.f), m2c2, cadd);
-#endif
+                    if constexpr (wg_apx(kV)) {
+                        float t;
+                        asm("tanh.approx.f32 %0, %1;\n" : "=f"(t) : "f"(s[i] * k1));
+                        s[i] = fmaf(t, c2, cadd);
+                    } else {
+                        float r;
+                        asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(ex2(s[i] * k1) + 1.f));
+                        s[i] = fmaf(r, -2.f * c2, cadd);
+                    }
                 }
             } else if constexpr (kV == kWgAlibi) {
 #pragma unroll
@@ -407,7 +395,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             }
 #pragma unroll
             for (int hh = 0; hh < 2; hh++) {
-                if constexpr (kV == kWgCapFixed) {
+                if constexpr (wg_fixed(kV)) {
                     // s is already the exponent: no max, no rescale.
                     float sum = 0.f;
 #pragma unroll
@@ -446,7 +434,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // registers 0/1 from its first 8 columns, 2/3 from its second; hh
         // picks the row half.
         auto rescale_pack = [&](const float(&alpha)[2]) {
-            if constexpr (kV != kWgCapFixed) {
+            if constexpr (!wg_fixed(kV)) {
 #pragma unroll
                 for (int d = 0; d < ND; d++)
 #pragma unroll
@@ -557,7 +545,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 l += __shfl_xor_sync(0xffffffffu, l, 2);
                 const int64_t i = (int64_t)m0 + r_lo + hh * 8;
                 if (i >= seq_q) continue;
-                const float m = kV == kWgCapFixed ? mu_fixed : mrow[hh];
+                const float m = wg_fixed(kV) ? mu_fixed : mrow[hh];
                 float inv = l == 0.f ? 0.f : 1.f / l;
                 float lse = l == 0.f ? -INFINITY : (m + log2f(l)) * kLn2;
                 if constexpr (kV != kWgNone) var_sink_fold(m, l, var_sink_log2(a, h), &inv, &lse);
@@ -694,7 +682,9 @@ int wg_mode(const fattn_cuda_args *a) {
     if (cap) {
         // kWgCapFixed's bound: K = max(0, 2 c2 - 120) <= 30, c2 = cap log2 e.
         const float c2 = v.softcap * 1.4426950408889634f;
-        return a->dtype == FATTN_BF16 && 2.f * c2 - 120.f <= 30.f ? kWgCapFixed : kWgCap;
+        const bool fixed = a->dtype == FATTN_BF16 && 2.f * c2 - 120.f <= 30.f;
+        return fixed ? (v.fast_tanh ? kWgCapFixedApx : kWgCapFixed)
+                     : (v.fast_tanh ? kWgCapApx : kWgCap);
     }
     return alibi ? kWgAlibi : kWgMask;
 }
@@ -713,6 +703,10 @@ template <int DPAD> cudaError_t launch_dtype(const fattn_cuda_args *a, cudaStrea
                    : launch<__nv_bfloat16, DPAD, kWgCap>(a, stream);
     case kWgCapFixed: /* bf16 only (wg_mode) */
         return launch<__nv_bfloat16, DPAD, kWgCapFixed>(a, stream);
+    case kWgCapApx:
+        return f16 ? launch<__half, DPAD, kWgCapApx>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgCapApx>(a, stream);
+    case kWgCapFixedApx: return launch<__nv_bfloat16, DPAD, kWgCapFixedApx>(a, stream);
     case kWgAlibi:
         return f16 ? launch<__half, DPAD, kWgAlibi>(a, stream)
                    : launch<__nv_bfloat16, DPAD, kWgAlibi>(a, stream);

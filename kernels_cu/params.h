@@ -54,6 +54,7 @@ typedef struct fattn_cuda_var {
     int64_t bias_sb, bias_sh, bias_ss, bias_sd;
     fattn_dtype bias_dtype; /* FATTN_F32, FATTN_F16 or FATTN_BF16 */
     float scale;            /* the softmax scale itself: the variants act in natural units */
+    int fast_tanh;          /* FATTN_FLAG_FAST_SOFTCAP: the softcap may use tanh.approx.f32 */
 } fattn_cuda_var;
 
 /* One forward problem. Pointers are at the operand's element offset; strides

@@ -87,6 +87,7 @@ static void variant_args(const fattn_problem *p, fattn_cuda_var *v) {
     v->bias_ss = g->bias.stride_seq, v->bias_sd = g->bias_stride_dim;
     v->bias_dtype = g->bias_dtype;
     v->scale = p->scale;
+    v->fast_tanh = (p->flags & FATTN_FLAG_FAST_SOFTCAP) != 0;
 }
 
 void cuda_args(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a) {

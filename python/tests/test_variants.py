@@ -23,6 +23,7 @@ CASES = [
     dict(window_size=(0, 0)), dict(window_size=(3, -1)), dict(window_size=(-1, 2)),
     dict(window_size=(5, 1), causal=True), dict(window_size=(1000, 1000)),
     dict(softcap=5.0), dict(softcap=0.05),
+    dict(softcap=5.0, fast_softcap=True),   # a permission: f32 here stays accurate
     dict(alibi_slopes="h"), dict(alibi_slopes="bh", causal=True),
     dict(sinks=True), dict(sinks=True, window_size=(2, 0)),
     dict(attn_bias=(2, 4, 13, 29)), dict(attn_bias=(13, 29)), dict(attn_bias=(1, 4, 1, 29)),

@@ -76,7 +76,7 @@ def attention(q, k, v, *, causal=False, scale=None, layout="bshd", return_lse=Fa
               softcap=0.0, alibi_slopes=None, sinks=None, attn_bias=None, cu_seqlens_q=None,
               cu_seqlens_k=None, seqused_k=None, max_seqlen_q=None, max_seqlen_k=None,
               block_table=None, k_new=None, v_new=None, num_splits=0, allow_tf32=False,
-              out=None, lse_out=None, stream=None):
+              fast_softcap=False, out=None, lse_out=None, stream=None):
     """Exact attention softmax(scale * q k^T [+ variants]) v, on the backend
     that holds the arrays; see the package README for every argument."""
     packed_q, packed_k = cu_seqlens_q is not None, cu_seqlens_k is not None
@@ -145,7 +145,8 @@ def attention(q, k, v, *, causal=False, scale=None, layout="bshd", return_lse=Fa
             desc = C.AttentionDesc(batch=b, heads_q=hq, heads_kv=hk, seq_q=sq, seq_kv=sk,
                                    head_dim=d, dtype=qv.dtype, scale=float(scale or 0.0),
                                    causal=_CAUSAL[causal_alignment] if causal else C.CAUSAL_NONE,
-                                   flags=C.FLAG_ALLOW_TF32 if allow_tf32 else 0,
+                                   flags=(C.FLAG_ALLOW_TF32 if allow_tf32 else 0)
+                                   | (C.FLAG_FAST_SOFTCAP if fast_softcap else 0),
                                    head_dim_v=dv if dv != d else 0)
             wl, wr = window_size
             mask = None

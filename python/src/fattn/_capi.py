@@ -23,6 +23,7 @@ CAUSAL_NONE, CAUSAL_BOTTOM_RIGHT, CAUSAL_TOP_LEFT = 0, 1, 2
 # fattn_param
 PARAM_KV_SPLITS = 102
 FLAG_ALLOW_TF32 = 1
+FLAG_FAST_SOFTCAP = 2
 
 
 class _Sized(ctypes.Structure):
