@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         if (wr >= 0) kv_end = min(kv_end, last + woff + wr + 1);
         if (wl >= 0) kv_lo = max((int64_t)0, (int64_t)w.m0 + woff - wl);
         w.j1 = kv_end > 0 ? (int)((kv_end + BN - 1) / BN) : 0;
-        w.j0 = (int)min(kv_lo / BN, (int64_t)w.j1);
+        w.j0 = kV == kWgNone ? 0 : (int)min(kv_lo / BN, (int64_t)w.j1);
         return w;
     };
 
@@ -373,7 +373,21 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                         }
                 }
             }
-            if (j >= jmask || j < jfull) {
+            if constexpr (kV == kWgNone) {
+                // The plain instances keep their own mask: the variants'
+                // form cost head dim 64 2-3% (call107).
+                if (j >= jmask) {
+#pragma unroll
+                    for (int n = 0; n < NS; n++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int col = kv0 + n * 8 + (lane & 3) * 2 + (e & 1);
+                            const int64_t row = (int64_t)m0 + r_lo + (e >> 1) * 8;
+                            if (col >= seq_kv || (a.causal && col > row + off))
+                                s[n * 4 + e] = -INFINITY;
+                        }
+                }
+            } else if (j >= jmask || j < jfull) {
 #pragma unroll
                 for (int hh = 0; hh < 2; hh++) {
                     // Row i sees keys [lo, hi]: as tile columns past the
@@ -453,7 +467,11 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         for (int64_t t = blockIdx.x; t < total; t += gridDim.x, ti++) {
             const Tile w = tile_at(t);
             b = w.b, h = w.h, m0 = w.m0, jb = w.j0, ntiles = w.j1 - w.j0;
-            {
+            if constexpr (kV == kWgNone) {
+                // Tiles before jmask are visible to every row of the block.
+                jmask = seq_kv / BN;
+                if (a.causal) jmask = min(jmask, (int)(max((int64_t)0, (int64_t)m0 + off + 1) / BN));
+            } else {
                 // This consumer's rows [r0, r1]: tiles from jmask on reach
                 // past the first one's last key, tiles before jfull start
                 // before the last stored one's first key.
@@ -546,9 +564,11 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 const int64_t i = (int64_t)m0 + r_lo + hh * 8;
                 if (i >= seq_q) continue;
                 const float m = wg_fixed(kV) ? mu_fixed : mrow[hh];
-                float inv = l == 0.f ? 0.f : 1.f / l;
-                float lse = l == 0.f ? -INFINITY : (m + log2f(l)) * kLn2;
-                if constexpr (kV != kWgNone) var_sink_fold(m, l, var_sink_log2(a, h), &inv, &lse);
+                float inv = l == 0.f ? 0.f : 1.f / l, lse = -INFINITY;
+                if constexpr (kV != kWgNone) {   // the plain instances take the lse at its store
+                    if (l != 0.f) lse = (m + log2f(l)) * kLn2;
+                    var_sink_fold(m, l, var_sink_log2(a, h), &inv, &lse);
+                }
                 T *orow = og + i * a.o_ss;
 #pragma unroll
                 for (int d8 = 0; d8 < ND; d8++) {
@@ -563,7 +583,9 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                         if (d + 1 < D) o16[d + 1] = (uint16_t)(w >> 16);
                     }
                 }
-                if (a.lse && (lane & 3) == 0) a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] = lse;
+                if (a.lse && (lane & 3) == 0)
+                    a.lse[b * a.l_sb + h * a.l_sh + i * a.l_ss] =
+                        kV != kWgNone ? lse : l == 0.f ? -INFINITY : (m + log2f(l)) * kLn2;
             }
             it += ntiles;
         }
