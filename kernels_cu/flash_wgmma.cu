@@ -373,9 +373,11 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                         }
                 }
             }
-            if constexpr (kV == kWgNone) {
-                // The plain instances keep their own mask: the variants'
-                // form cost head dim 64 2-3% (call107).
+            if constexpr (kV == kWgNone && DPAD == 64) {
+                // The plain instances at head dim 64 keep the block's mask
+                // form: the per-row bounds below cost them 2-3% (call107),
+                // while at 256 this form spilled 116 bytes against 52 and
+                // ran 8% slower (call108).
                 if (j >= jmask) {
 #pragma unroll
                     for (int n = 0; n < NS; n++)
