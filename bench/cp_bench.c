@@ -248,6 +248,25 @@ static int check(const cfg *c) {
 
 /* ---- --emulate ------------------------------------------------------------------ */
 
+/* The scaling runs' problem: causal bf16, 16 heads of 128, n tokens, in
+ * the layout lp names (zigzag or contiguous), over a ring. */
+static cfg scaling_cfg(int64_t n, const char *lp) {
+    const int zig = !strncmp(lp, "zigzag", 6);
+    const cfg c = {1, 16, 16, 128, n, FATTN_BF16, 1, -1,
+                   zig ? FATTN_CP_ZIGZAG : FATTN_CP_CONTIGUOUS, FATTN_CP_TRANSFER_RING};
+    return c;
+}
+
+/* One GPU's time (ms) for c's whole sequence, the baseline of the scaling. */
+static double one_gpu_ms(const cfg *c, int iters) {
+    set whole;
+    set_alloc(ctxs[0], c, c->n, &whole);
+    for (int x = 0; x < 3; x++) fill(whole.b[x], c->dt, 7 + (uint64_t)x);
+    const double one = run_single(c, &whole, iters);
+    set_free(&whole);
+    return one;
+}
+
 /* One GPU times every rank's compute for R ranks (fattn_cp_create_solo:
  * the rank's schedule on its own K/V, no transfers), so the scaling the
  * compute allows, max over ranks against one GPU, shows for any R; the
@@ -258,14 +277,8 @@ static void emulate(const int64_t *seqs, int nseq, const int *Rs, int nR, const 
            "slice_kv_bytes\n");
     for (int s = 0; s < nseq; s++)
         for (const char *lp = layouts; *lp;) {
-            const int zig = !strncmp(lp, "zigzag", 6);
-            cfg c = {1, 16, 16, 128, seqs[s], FATTN_BF16, 1, -1,
-                     zig ? FATTN_CP_ZIGZAG : FATTN_CP_CONTIGUOUS, FATTN_CP_TRANSFER_RING};
-            set whole;
-            set_alloc(ctxs[0], &c, c.n, &whole);
-            for (int x = 0; x < 3; x++) fill(whole.b[x], c.dt, 7 + (uint64_t)x);
-            const double one = run_single(&c, &whole, iters);
-            set_free(&whole);
+            cfg c = scaling_cfg(seqs[s], lp);
+            const double one = one_gpu_ms(&c, iters);
             for (int ri = 0; ri < nR; ri++) {
                 const int R = Rs[ri];
                 if (c.n % (2 * R)) continue;
@@ -296,7 +309,7 @@ static void emulate(const int64_t *seqs, int nseq, const int *Rs, int nR, const 
                     if (ms < mn) mn = ms;
                 }
                 set_free(&loc);
-                printf("%d,%s,%lld,%.2f,%.2f,%.2f,%.3f,%.2f,%llu\n", R, zig ? "zigzag" : "contiguous",
+                printf("%d,%s,%lld,%.2f,%.2f,%.2f,%.3f,%.2f,%llu\n", R, c.layout == FATTN_CP_ZIGZAG ? "zigzag" : "contiguous",
                        (long long)c.n, one, mx, mn, one / mx, mx / R,
                        (unsigned long long)(2 * L * c.hkv * c.d * 2));
                 fflush(stdout);
@@ -389,14 +402,8 @@ int main(int argc, char **argv) {
         printf("ranks,layout,seq,transfer,ms_cp,ms_compute_only,ms_one_gpu,speedup,wait_share,calls,bytes_sent\n");
         for (int s = 0; s < nseq; s++)
             for (const char *lp = layouts; *lp;) {
-                const int zig = !strncmp(lp, "zigzag", 6);
-                cfg c = {1, 16, 16, 128, seqs[s], FATTN_BF16, 1, -1,
-                         zig ? FATTN_CP_ZIGZAG : FATTN_CP_CONTIGUOUS, FATTN_CP_TRANSFER_RING};
-                set whole;
-                set_alloc(ctxs[0], &c, c.n, &whole);
-                for (int x = 0; x < 3; x++) fill(whole.b[x], c.dt, 7 + (uint64_t)x);
-                const double one = run_single(&c, &whole, single_iters);
-                set_free(&whole);
+                cfg c = scaling_cfg(seqs[s], lp);
+                const double one = one_gpu_ms(&c, single_iters);
                 for (int r = 0; r < G; r++) {
                     set_alloc(ctxs[r], &c, c.n / G, &jobs[r].local);
                     for (int x = 0; x < 3; x++) fill(jobs[r].local.b[x], c.dt, 7 + (uint64_t)x + 16 * (uint64_t)r);
@@ -406,7 +413,7 @@ int main(int argc, char **argv) {
                 const uint64_t sent = jobs[0].info.bytes_sent;
                 const double comp = run_ranks(&c, iters, 1);
                 printf("%d,%s,%lld,%s,%.2f,%.2f,%.2f,%.3f,%.3f,%.0f,%llu\n", G,
-                       zig ? "zigzag" : "contiguous", (long long)c.n, tname(c.transfer), ms, comp,
+                       c.layout == FATTN_CP_ZIGZAG ? "zigzag" : "contiguous", (long long)c.n, tname(c.transfer), ms, comp,
                        one, one / ms, ms > comp ? (ms - comp) / ms : 0.0, info_calls,
                        (unsigned long long)sent);
                 fflush(stdout);
