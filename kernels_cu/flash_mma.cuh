@@ -109,14 +109,6 @@ constexpr bool kFixedCap = kV == kVarCap &&std::is_same<T, __nv_bfloat16>::value
 /* The families that read the bias. */
 constexpr bool var_reads_bias(int kV) { return kV == kVarBias || kV == kVarAll; }
 
-/* pack2's inverse: the two storage-type halves of w in float32. */
-template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t w) {
-    if constexpr (std::is_same<T, __nv_bfloat16>::value)
-        return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-    else
-        return __half22float2(*reinterpret_cast<const __half2 *>(&w));
-}
-
 template <typename T> __device__ __forceinline__ T to_storage(float x) {
     if constexpr (std::is_same<T, __nv_bfloat16>::value)
         return __float2bfloat16_rn(x);

@@ -76,34 +76,47 @@
 #endif
 
 namespace fattn_wgmma_shapes {
-template <int DPAD> struct WgShape {
+// kB: the shape of the instances that read a bias tile per stage (kWgAll):
+// two stages everywhere, and 64-key tiles at head dim 256, so that Q, two
+// stages of K, V and the bias fit 224 KiB (the bias tile is BM x BN
+// 16-bit elements: 48 KiB at head dim 64, 32 KiB at 128, 16 KiB at 256).
+template <int DPAD, bool kB = false> struct WgShape {
     // Head dim 256 takes 80-key tiles (FATTN_WGMMA_BN256): its O
     // accumulators are 128 registers a thread, and Q plus two stages fill
     // 224 KiB.
     static constexpr int NWG = DPAD == 64 ? FATTN_WGMMA_NWG64 : 2;
-    static constexpr int BM = 64 * NWG, BN = DPAD == 256 ? FATTN_WGMMA_BN256 : 128,
+    static constexpr int BM = 64 * NWG,
+                         BN = DPAD == 256 ? (kB ? 64 : FATTN_WGMMA_BN256) : 128,
                          NT = 128 * (NWG + 1);
-    static constexpr int STAGES = DPAD <= 64 ? 3 : 2;
+    static constexpr int STAGES = DPAD <= 64 && !kB ? 3 : 2;
     // The in-warpgroup overlap paid at head dim 128 and cost 2-6% at 64 (call94).
     static constexpr bool OVERLAP =
         FATTN_WGMMA_OVERLAP >= 0 ? FATTN_WGMMA_OVERLAP != 0 : DPAD >= 128;
     static constexpr int Q_BYTES = BM * DPAD * 2;   // one tile; K and V tiles: KV_BYTES each
     static constexpr int KV_BYTES = BN * DPAD * 2;
+    // The bias stages after the K/V stages, B_BYTES each, in 64-column
+    // blocks (so BN is a multiple of 64 under kB).
+    static constexpr int B_BYTES = kB ? BM * BN * 2 : 0;
+    static constexpr int B_OFF = Q_BYTES + STAGES * 2 * KV_BYTES;
     // mbarriers after the tiles: Q full, then per stage K full, V full,
-    // K empty, V empty, then Q empty.
-    static constexpr int BAR_OFF = Q_BYTES + STAGES * 2 * KV_BYTES, NBAR = 2 + 4 * STAGES;
+    // K empty, V empty, then Q empty, then (kB) per stage bias full, bias
+    // empty.
+    static constexpr int BAR_OFF = B_OFF + STAGES * B_BYTES,
+                         NBAR = 2 + (kB ? 6 : 4) * STAGES;
     // +1024: the swizzle pattern repeats every 1024 bytes, and the dynamic
     // shared memory base is only promised 16-byte alignment.
     static constexpr int SMEM = BAR_OFF + NBAR * 8 + 1024;
     // Registers per thread after setmaxnreg, within 65536: 128 * 40 +
     // 256 * 232, or 128 * 32 + 384 * 160 with three consumers.
     static constexpr int PRODUCER_REGS = NWG == 2 ? 40 : 32, CONSUMER_REGS = NWG == 2 ? 232 : 160;
+    static_assert(!kB || BN % 64 == 0, "the bias tile is whole 64-column blocks");
 };
 }   // namespace fattn_wgmma_shapes
 
-// The three operands' tensor maps, a __grid_constant__ kernel parameter.
+// The operands' tensor maps (b: the bias, kWgAll), a __grid_constant__
+// kernel parameter.
 struct WgMaps {
-    CUtensorMap q, k, v;
+    CUtensorMap q, k, v, b;
 };
 
 // The instance families (the kernel's kV; variants.cuh has the rules).
@@ -118,7 +131,10 @@ struct WgMaps {
 // call106 measured the softmax's MUFU load, not the GEMMs, as what bounds
 // the accurate form: 1.37x the plain time at 32k, against 1.11x; Newton
 // steps on the FMA pipe instead of rcp.approx ran 1.42x).
-enum WgVar { kWgNone, kWgMask, kWgCap, kWgCapFixed, kWgAlibi, kWgCapApx, kWgCapFixedApx };
+// kWgAll: any mix, under block-uniform branches: the bias (in the problem's
+// dtype, a tile per stage beside K and V), the softcap (either form) and
+// ALiBi together, with the window and sinks; WgShape<DPAD, true>.
+enum WgVar { kWgNone, kWgMask, kWgCap, kWgCapFixed, kWgAlibi, kWgCapApx, kWgCapFixedApx, kWgAll };
 constexpr bool wg_cap(int kV) {
     return kV == kWgCap || kV == kWgCapFixed || kV == kWgCapApx || kV == kWgCapFixedApx;
 }
@@ -156,12 +172,46 @@ __device__ __forceinline__ void gather_tile(unsigned char *dst, const uint16_t *
     proxy_fence();
 }
 
+// The bias tile of (b, h): rows [m0, m0 + R) by keys [k0, k0 + C), zero
+// past seq_q and seq_kv, by element loads with the bias's own strides (a
+// row stride of 0, a key stride other than 1, or a layout TMA cannot
+// describe), a 16-byte vector where a chunk's 8 keys are contiguous and
+// aligned; thread t of 128. Same layout as gather_tile.
+template <int R, int C>
+__device__ __forceinline__ void gather_bias(unsigned char *dst, const fattn_cuda_args &a,
+                                            int64_t b, int64_t h, int m0, int k0, int t) {
+    const fattn_cuda_var &v = a.var;
+    const uint16_t *base = static_cast<const uint16_t *>(v.bias) + b * v.bias_sb + h * v.bias_sh;
+    for (int i = t; i < R * (C / 8); i += 128) {
+        const int r = i / (C / 8), c = i % (C / 8), col = k0 + c * 8;
+        const int n = m0 + r < a.seq_q ? min(max(a.seq_kv - col, 0), 8) : 0;
+        uint4 w = make_uint4(0u, 0u, 0u, 0u);
+        if (n) {
+            const uint16_t *p = base + (int64_t)(m0 + r) * v.bias_ss + (int64_t)col * v.bias_sd;
+            if (n == 8 && v.bias_sd == 1 && (reinterpret_cast<uintptr_t>(p) & 15) == 0) {
+                w = *reinterpret_cast<const uint4 *>(p);
+            } else {
+                uint32_t e[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const uint32_t lo = 2 * k < n ? p[2 * k * v.bias_sd] : 0u;
+                    const uint32_t hi = 2 * k + 1 < n ? p[(2 * k + 1) * v.bias_sd] : 0u;
+                    e[k] = lo | hi << 16;
+                }
+                w = make_uint4(e[0], e[1], e[2], e[3]);
+            }
+        }
+        *reinterpret_cast<uint4 *>(dst + tile_off<R>(r, c)) = w;
+    }
+}
+
 template <typename T, int DPAD, int kV>
 __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     flash_wgmma_kernel(const __grid_constant__ fattn_cuda_args a,
                        const __grid_constant__ WgMaps maps, Pairs pairs, int tiles_q, int tma) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using S = WgShape<DPAD>;
+    constexpr bool kB = kV == kWgAll;   // a bias stage ring (used when a.var.bias is set)
+    using S = WgShape<DPAD, kB>;
     constexpr int BM = S::BM, BN = S::BN, NS = BN / 8, ND = DPAD / 8, ST = S::STAGES;
     constexpr int CB = DPAD / 64;   // 128-byte column blocks of a row
     extern __shared__ unsigned char smem_raw[];
@@ -175,6 +225,9 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     auto k_empty = [&](int s) { return bars + 8 * (1 + 2 * ST + s); };
     auto v_empty = [&](int s) { return bars + 8 * (1 + 3 * ST + s); };
     const uint32_t q_empty = bars + 8 * (1 + 4 * ST);
+    auto b_full = [&](int s) { return bars + 8 * (2 + 4 * ST + s); };
+    auto b_empty = [&](int s) { return bars + 8 * (2 + 5 * ST + s); };
+    const bool has_bias = kB && a.var.bias != nullptr;
 
     const int tid = threadIdx.x, wg = tid >> 7;
     const int D = a.head_dim, seq_q = a.seq_q, seq_kv = a.seq_kv, off = a.causal_offset;
@@ -219,6 +272,10 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             mbar_init(v_empty(s), 128 * S::NWG);
         }
         mbar_init(q_empty, 128 * S::NWG);
+        for (int s = 0; s < (kB ? ST : 0); s++) {
+            mbar_init(b_full(s), tma & 8 ? 1 : 128);
+            mbar_init(b_empty(s), 128 * S::NWG);
+        }
         mbar_init_fence();
     }
     __syncthreads();
@@ -226,7 +283,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     if (wg == 0) {
         // ---- producer -------------------------------------------------------
         regs_dec<S::PRODUCER_REGS>();
-        if (tma == 7 && tid != 0) return;   // one thread drives the copy engine
+        if (tma == 15 && tid != 0) return;   // one thread drives the copy engine
         // Tile rows [r0, r0 + R) of an operand (batch b, head hh) into dst,
         // completing on bar.
         auto load = [&](auto rows, unsigned char *dst, int bit, const CUtensorMap *map,
@@ -260,6 +317,26 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 unsigned char *kst = kv + s * 2 * S::KV_BYTES;
                 if (it >= ST) mbar_wait(k_empty(s), parity);
                 load(RowsKV{}, kst, 2, &maps.k, kg, a.k_ss, w.b, w.hk, k0, seq_kv - k0, k_full(s));
+                if (has_bias) {
+                    // Rows m0.. by keys k0.. of the bias; a broadcast
+                    // (stride 0) batch or head is coordinate 0 of its map.
+                    unsigned char *bst = smem + S::B_OFF + s * S::B_BYTES;
+                    if (it >= ST) mbar_wait(b_empty(s), parity);
+                    if (tma & 8) {
+                        if (tid == 0) {
+                            mbar_expect_tx(b_full(s), S::B_BYTES);
+                            const int hb = a.var.bias_sh ? (int)w.h : 0;
+                            const int bb = a.var.bias_sb ? (int)w.b : 0;
+#pragma unroll
+                            for (int cb = 0; cb < BN / 64; cb++)
+                                tma_load4(smem_u32(bst + cb * BM * 128), &maps.b, k0 + cb * 64,
+                                          w.m0, hb, bb, b_full(s));
+                        }
+                    } else {
+                        gather_bias<BM, BN>(bst, a, w.b, w.h, w.m0, k0, tid);
+                        mbar_arrive(b_full(s));
+                    }
+                }
                 if (it >= ST) mbar_wait(v_empty(s), parity);
                 load(RowsKV{}, kst + S::KV_BYTES, 4, &maps.v, vg, a.v_ss, w.b, w.hk, k0,
                      seq_kv - k0, v_full(s));
@@ -280,20 +357,25 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         float o[DPAD / 2], mrow[2], lrow[2];
         // The scale the softmax applies: the rescoring families leave
         // scores in log2 units.
-        constexpr bool kRescore = wg_cap(kV) || kV == kWgAlibi;
+        constexpr bool kRescore = wg_cap(kV) || kV == kWgAlibi || kV == kWgAll;
         const float sc = kRescore ? 1.f : a.scale_log2;
         // Softcap in log2 units (c2 = softcap log2 e), the scale folded in:
         // variants.cuh's var_tanh2, x = c2 - 2 c2 / (2^(k1 s) + 1), or
         // c2 tanh.approx(k1 s) (wg_apx); cadd - c2 added: x itself
         // (kWgCap), or its offset from the fixed mu (kWgCapFixed).
+        // kWgAll decides at run time (block-uniform), and never takes the
+        // fixed offset.
+        const bool cap = wg_cap(kV) || (kV == kWgAll && a.var.softcap > 0.f);
+        const bool apx = wg_apx(kV) || (kV == kWgAll && a.var.fast_tanh);
+        const bool alibi = kV == kWgAlibi || (kV == kWgAll && a.var.alibi != nullptr);
         float k1 = 0.f, c2 = 0.f, cadd = 0.f, mu_fixed = 0.f;
-        if constexpr (wg_cap(kV)) {
+        if (cap) {
             c2 = a.var.softcap * kLog2e;
             const float K = fmaxf(0.f, 2.f * c2 - 120.f);
-            k1 = wg_apx(kV) ? a.var.scale / a.var.softcap : 2.f * a.scale_log2 / a.var.softcap;
+            k1 = apx ? a.var.scale / a.var.softcap : 2.f * a.scale_log2 / a.var.softcap;
             mu_fixed = c2 - K;
             const float add = wg_fixed(kV) ? K : c2;   // x + add - c2
-            cadd = wg_apx(kV) ? add - c2 : add;
+            cadd = apx ? add - c2 : add;
         }
         // ALiBi: the slope in log2 units, and i + woff - kv0 - c0 of the
         // thread's rows at the tile's column c0 = 2 (lane % 4).
@@ -345,33 +427,75 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // keys (seq_kv, causal, the window), and the online softmax in log2
         // units: s becomes P, alpha the factor O is rescaled by once no P V
         // is in flight.
+        // The softcap of every score (fast: tanh.approx).
+        auto cap_scores = [&](auto fast) {
+#pragma unroll
+            for (int i = 0; i < BN / 2; i++) {
+                if constexpr (decltype(fast)::value) {
+                    float t;
+                    asm("tanh.approx.f32 %0, %1;\n" : "=f"(t) : "f"(s[i] * k1));
+                    s[i] = fmaf(t, c2, cadd);
+                } else {
+                    float r;
+                    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(ex2(s[i] * k1) + 1.f));
+                    s[i] = fmaf(r, -2.f * c2, cadd);
+                }
+            }
+        };
+        // ALiBi on scores scaled by sc2 first.
+        auto alibi_scores = [&](int kv0, float sc2) {
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                const float d = (float)(dist_row[hh] - kv0);
+#pragma unroll
+                for (int n = 0; n < NS; n++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        float &x = s[n * 4 + 2 * hh + e];
+                        x = fmaf(x, sc2, -slope2 * fabsf(d - (float)(n * 8 + e)));
+                    }
+            }
+        };
+        // Tile j's bias (its stage, filled by the producer), in log2 units:
+        // one ldmatrix x4 brings a thread the elements of its accumulators
+        // of 16 keys by both its rows (matrices 0/1: keys 0-7 of rows r_lo,
+        // r_lo + 8; 2/3: keys 8-15); the 128-byte swizzle puts a matrix's 8
+        // rows in distinct banks.
+        auto bias_scores = [&](int j) {
+            const unsigned char *bs = smem + S::B_OFF + slot(j) * S::B_BYTES;
+            const int row = cw * 64 + warp * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
+            mbar_wait(b_full(slot(j)), parity(j));
+#pragma unroll
+            for (int g = 0; g < BN / 16; g++) {
+                uint32_t r[4];
+                ldsm_x4(r, bs + tile_off<BM>(row, 2 * g + (lane >> 4)));
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    const float2 f = unpack2<T>(r[q]);
+                    float *x = &s[(2 * g + (q >> 1)) * 4 + 2 * (q & 1)];
+                    x[0] = fmaf(f.x, kLog2e, x[0]);
+                    x[1] = fmaf(f.y, kLog2e, x[1]);
+                }
+            }
+            mbar_arrive(b_empty(slot(j)));
+        };
         auto softmax = [&](int j, float(&alpha)[2]) {
             const int kv0 = (jb + j) * BN;
             if constexpr (wg_cap(kV)) {
-#pragma unroll
-                for (int i = 0; i < BN / 2; i++) {
-                    if constexpr (wg_apx(kV)) {
-                        float t;
-                        asm("tanh.approx.f32 %0, %1;\n" : "=f"(t) : "f"(s[i] * k1));
-                        s[i] = fmaf(t, c2, cadd);
-                    } else {
-                        float r;
-                        asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(ex2(s[i] * k1) + 1.f));
-                        s[i] = fmaf(r, -2.f * c2, cadd);
-                    }
-                }
+                cap_scores(std::integral_constant<bool, wg_apx(kV)>{});
             } else if constexpr (kV == kWgAlibi) {
+                alibi_scores(kv0, a.scale_log2);
+            } else if constexpr (kV == kWgAll) {
+                // The softcap first, ALiBi, then the bias (fattn.h's order).
+                if (cap) {
+                    if (apx) cap_scores(std::true_type{});
+                    else cap_scores(std::false_type{});
+                } else {
 #pragma unroll
-                for (int hh = 0; hh < 2; hh++) {
-                    const float d = (float)(dist_row[hh] - kv0);
-#pragma unroll
-                    for (int n = 0; n < NS; n++)
-#pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            float &x = s[n * 4 + 2 * hh + e];
-                            x = fmaf(x, a.scale_log2, -slope2 * fabsf(d - (float)(n * 8 + e)));
-                        }
+                    for (int i = 0; i < BN / 2; i++) s[i] *= a.scale_log2;
                 }
+                if (alibi) alibi_scores(kv0, 1.f);
+                if (has_bias) bias_scores(j);
             }
             if constexpr (kV == kWgNone && DPAD == 64) {
                 // The plain instances at head dim 64 keep the block's mask
@@ -488,7 +612,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                                       jb
                                 : 0;
             }
-            if constexpr (kV == kWgAlibi) {
+            if constexpr (kV == kWgAlibi || kV == kWgAll) {
                 slope2 = var_slope(a, b, h) * kLog2e;
 #pragma unroll
                 for (int hh = 0; hh < 2; hh++)
@@ -651,9 +775,22 @@ bool make_map(CUtensorMap *m, const void *p, fattn_dtype dt, int D, int64_t seq,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// The bias's map (kWgAll), or true where the problem has no bias: element
+// (b, h, i, j) with a box of 64 keys by `rows` rows; a batch or head
+// broadcast through stride 0 is a dimension of 1 (the kernel asks for its
+// coordinate 0). False where the key stride is not 1 or make_map declines:
+// the producer gathers the tile then.
+bool bias_map(CUtensorMap *m, const fattn_cuda_args *a, int rows) {
+    const fattn_cuda_var &v = a->var;
+    if (!v.bias) return true;
+    return v.bias_sd == 1 && make_map(m, v.bias, a->dtype, a->seq_kv, a->seq_q,
+                                      v.bias_sh ? a->heads_q : 1, v.bias_sb ? a->batch : 1,
+                                      v.bias_ss, v.bias_sh, v.bias_sb, rows);
+}
+
 template <typename T, int DPAD, int kV>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
-    using S = WgShape<DPAD>;
+    using S = WgShape<DPAD, kV == kWgAll>;
     const int64_t hkv = a->heads_q / a->group;
     WgMaps maps;
     memset(&maps, 0, sizeof maps);
@@ -668,7 +805,8 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
                     (make_map(&maps.v, a->v, a->dtype, a->head_dim, a->seq_kv, hkv, a->batch,
                               a->v_ss, a->v_sh, a->v_sb, S::BN)
                          ? 4
-                         : 0);
+                         : 0) |
+                    (bias_map(&maps.b, a, S::BM) ? 8 : 0);
     auto kern = flash_wgmma_kernel<T, DPAD, kV>;
     cudaError_t e =
         cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
@@ -695,14 +833,15 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     return cudaGetLastError();
 }
 
-// The family (WgVar) of a problem, -1 for one the kernel does not take:
-// the bias, softcap with ALiBi, head_dim_v (the planner's wgmma_check
-// routes those to flash_mma.cuh).
+// The family (WgVar) of a problem, -1 for one the kernel does not take: a
+// bias in a dtype other than the problem's (the planner's wgmma_check
+// routes it to flash_mma.cuh, as it does head_dim_v and ragged batches).
 int wg_mode(const fattn_cuda_args *a) {
     const fattn_cuda_var &v = a->var;
     if (!v.on) return kWgNone;
     const bool cap = v.softcap > 0.f, alibi = v.alibi != nullptr;
-    if (v.bias || (cap && alibi)) return -1;
+    if (v.bias && v.bias_dtype != a->dtype) return -1;
+    if (v.bias || (cap && alibi)) return kWgAll;
     if (cap) {
         // kWgCapFixed's bound: K = max(0, 2 c2 - 120) <= 30, c2 = cap log2 e.
         const float c2 = v.softcap * 1.4426950408889634f;
@@ -734,6 +873,9 @@ template <int DPAD> cudaError_t launch_dtype(const fattn_cuda_args *a, cudaStrea
     case kWgAlibi:
         return f16 ? launch<__half, DPAD, kWgAlibi>(a, stream)
                    : launch<__nv_bfloat16, DPAD, kWgAlibi>(a, stream);
+    case kWgAll:
+        return f16 ? launch<__half, DPAD, kWgAll>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgAll>(a, stream);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -742,20 +884,28 @@ template <int DPAD> cudaError_t launch_dtype(const fattn_cuda_args *a, cudaStrea
 
 }   // namespace
 
-extern "C" void fattn_cuda_flash_wgmma_tiles(int dpad, int *block_m, int *block_n,
+namespace {
+// The tiles of bucket DPAD: the bias shape's under `all` (kWgAll).
+template <int DPAD> void tiles(int all, int *block_m, int *block_n, int *smem_bytes) {
+    using A = WgShape<DPAD, true>;
+    using P = WgShape<DPAD, false>;
+    *block_m = all ? A::BM : P::BM;
+    *block_n = all ? A::BN : P::BN;
+    *smem_bytes = all ? A::SMEM : P::SMEM;
+}
+}   // namespace
+
+extern "C" void fattn_cuda_flash_wgmma_tiles(int dpad, int all, int *block_m, int *block_n,
                                              int *smem_bytes) {
     *block_m = *block_n = *smem_bytes = 0;
 #if FATTN_CUDA_DPAD_64
-    if (dpad == 64)
-        *block_m = WgShape<64>::BM, *block_n = WgShape<64>::BN, *smem_bytes = WgShape<64>::SMEM;
+    if (dpad == 64) tiles<64>(all, block_m, block_n, smem_bytes);
 #endif
 #if FATTN_CUDA_DPAD_128
-    if (dpad == 128)
-        *block_m = WgShape<128>::BM, *block_n = WgShape<128>::BN, *smem_bytes = WgShape<128>::SMEM;
+    if (dpad == 128) tiles<128>(all, block_m, block_n, smem_bytes);
 #endif
 #if FATTN_CUDA_DPAD_256
-    if (dpad == 256)
-        *block_m = WgShape<256>::BM, *block_n = WgShape<256>::BN, *smem_bytes = WgShape<256>::SMEM;
+    if (dpad == 256) tiles<256>(all, block_m, block_n, smem_bytes);
 #endif
 }
 

@@ -62,6 +62,14 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float 
     return r;
 }
 
+// pack2's inverse: the two storage-type halves of w in float32.
+template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t w) {
+    if constexpr (std::is_same<T, __nv_bfloat16>::value)
+        return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+    else
+        return __half22float2(*reinterpret_cast<const __half2 *>(&w));
+}
+
 }   // namespace
 
 #endif   // FATTN_MMA_SM80_CUH

@@ -123,11 +123,14 @@ cudaError_t fattn_cuda_flash_mma(const fattn_cuda_args *a, int dpad, cudaStream_
 void fattn_cuda_flash_mma_tiles(int dpad, int bias, int *block_m, int *block_n, int *smem_bytes);
 
 /* Hopper kernel (wgmma.mma_async, sm_90a code: compute 9.0 only), f16 and
- * bf16, dense batches without variants, in the buckets its tiles query
- * gives nonzero tiles for (zeros: not built there). Built with
+ * bf16, dense batches with any variant but head_dim_v (a bias in the
+ * problem's dtype), in the buckets its tiles query gives nonzero tiles for
+ * (zeros: not built there); all 1: the tiles of a problem with a bias or
+ * with softcap and ALiBi together (its kWgAll shape). Built with
  * FATTN_CUDA_WGMMA (backends/cuda/CMakeLists.txt). */
 cudaError_t fattn_cuda_flash_wgmma(const fattn_cuda_args *a, int dpad, cudaStream_t stream);
-void fattn_cuda_flash_wgmma_tiles(int dpad, int *block_m, int *block_n, int *smem_bytes);
+void fattn_cuda_flash_wgmma_tiles(int dpad, int all, int *block_m, int *block_n,
+                                  int *smem_bytes);
 
 /* CUDA-core kernel (FFMA, float32 arithmetic), every dtype, compute capability 7.0+.
  * small: 1 takes the tile shape for devices that give a block less shared

@@ -31,7 +31,17 @@
 #define N(a) (int64_t)(sizeof(a) / sizeof((a)[0]))
 
 typedef enum kv_layout { KV_DENSE, KV_PACKED, KV_PAGED } kv_layout;
-typedef enum bias_kind { BIAS_NONE, BIAS_FULL, BIAS_BCAST_BATCH, BIAS_BCAST_HEADS } bias_kind;
+/* BIAS_PLANE: one [seq_q, seq_kv] plane, stride 0 over batch and heads;
+ * BIAS_KEYS: a bias per key, [batch, 1, 1, seq_kv] (stride 0 over heads
+ * and rows: a padding mask). */
+typedef enum bias_kind {
+    BIAS_NONE,
+    BIAS_FULL,
+    BIAS_BCAST_BATCH,
+    BIAS_BCAST_HEADS,
+    BIAS_PLANE,
+    BIAS_KEYS
+} bias_kind;
 
 typedef struct vcase {
     const char *name;
@@ -51,6 +61,7 @@ typedef struct vcase {
     int bias_f32;      /* the bias in f32, else in desc->dtype */
     int bias_inf_rows; /* -inf for every key of row 1 (and of some keys elsewhere) */
     int bias_pad;      /* bias rows this many elements longer than seq_kv, NaN there */
+    int bias_t;        /* stored key-major: key stride seq_q + bias_pad, row stride 1 */
     float q_mag;       /* Q's magnitude (huge logits); 0 = 1 */
     double tol_mul;    /* 0 = 1 */
     /* FATTN_FLAG_FAST_SOFTCAP: a capped logit may be off by softcap *
@@ -225,6 +236,31 @@ static const vcase cases[] = {
      .dtypes = 6},
     {"wgmma tiles, fast softcap 60 (row max), huge logits, head dim 64", 1, 2, 1, 64, 0, 250, 300,
      NOWIN, .softcap = 60.0f, .q_mag = 3e4f, .tol_mul = 50.0, .fast_softcap = 1, .dtypes = 6},
+    /* The bias on the wgmma kernel (kWgAll; 192 x 128 tiles at head dim 64,
+     * 128 x 128 at 128, 128 x 64 at 256): a tile per stage through TMA
+     * where rows are 16-byte multiples (seq_kv % 8 == 0 here), gathered
+     * by the producer otherwise (odd rows, a per-key bias, key-major
+     * storage); softcap with ALiBi in the same family. */
+    {"wgmma tiles, bias plane (stride 0 over batch and heads), -inf rows, causal, GQA", 2, 4, 2,
+     128, 0, 300, 456, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .bias = BIAS_PLANE,
+     .bias_inf_rows = 1, .dtypes = 6},
+    {"wgmma tiles, bias [batch, heads], head dim 64", 2, 2, 1, 64, 0, 400, 520, NOWIN,
+     .bias = BIAS_FULL, .dtypes = 6},
+    {"wgmma tiles, bias odd rows (gathered), window 150/10, head dim 256", 1, 2, 1, 256, 0, 200,
+     333, WIN(150, 10), .bias = BIAS_BCAST_HEADS, .bias_inf_rows = 1, .dtypes = 6},
+    {"wgmma tiles, bias per key (padding mask, gathered), sinks, causal", 2, 2, 2, 128, 0, 260, 390,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .sinks = 1, .bias = BIAS_KEYS, .dtypes = 6},
+    {"wgmma tiles, bias key-major (gathered) + softcap + alibi, head dim 64", 1, 2, 1, 64, 0, 330,
+     270, NOWIN, .softcap = 20.0f, .alibi = 2, .bias = BIAS_FULL, .bias_t = 1, .bias_pad = 5,
+     .dtypes = 6},
+    {"wgmma tiles, softcap + alibi, window 250/0, causal", 1, 4, 2, 128, 0, 500, 640,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(250, 0), .softcap = 30.0f, .alibi = 1,
+     .dtypes = 6},
+    {"wgmma tiles, fast softcap + alibi + bias plane + sinks, head dim 256", 1, 2, 2, 256, 0, 300,
+     400, NOWIN, .softcap = 25.0f, .fast_softcap = 1, .alibi = 1, .sinks = 1,
+     .bias = BIAS_PLANE, .dtypes = 6},
+    {"wgmma persistent, bias plane, head dim 8, 144 work tiles", 2, 36, 6, 8, 0, 200, 152, NOWIN,
+     .bias = BIAS_PLANE, .bias_inf_rows = 1, .dtypes = 6},
     /* Ragged decoding with the per-score variants (CUDA: always the decode kernel). */
     {"paged 16, decode, softcap + alibi + bias f32 (-inf keys)",
      4,
@@ -415,28 +451,32 @@ static fattn_status vprob_build(fattn_context *ctx, const vcase *c, fattn_dtype 
     }
     if (c->bias) {
         p->bias_dt = c->bias_f32 ? FATTN_F32 : dt;
-        const int64_t rs = p->Skv + c->bias_pad, plane = p->Sq * rs;
+        /* Stored lines of rs elements (rows; keys when bias_t), nl of them
+         * a plane, the pad past each NaN. */
+        const int64_t len = c->bias_t ? p->Sq : p->Skv, nl = c->bias_t ? p->Skv : p->Sq;
+        const int64_t rs = len + c->bias_pad, plane = c->bias == BIAS_KEYS ? rs : nl * rs;
         const int64_t n = c->bias == BIAS_FULL          ? p->B * p->Hq * plane
                           : c->bias == BIAS_BCAST_BATCH ? p->Hq * plane
+                          : c->bias == BIAS_PLANE       ? plane
                                                         : p->B * plane;
         if ((st = alloc_put(ctx, p, BBIAS, (size_t)n * fattn_dtype_size(p->bias_dt)))) return st;
         for (int64_t i = 0; i < n; i++) {
             float x = 2.0f * uniform(&s);
-            const int64_t row = (i / rs) % p->Sq;
-            if (c->bias_inf_rows && (row == 1 || next_u64(&s) % 7 == 0)) x = -INFINITY;
-            if (i % rs >= p->Skv) x = NAN; /* padding: must not be read */
+            const int64_t line = (i / rs) % nl;
+            if (c->bias_inf_rows && (line == 1 || next_u64(&s) % 7 == 0)) x = -INFINITY;
+            if (i % rs >= len) x = NAN; /* padding: must not be read */
             put(p->host[BBIAS], p->bias_dt, i, x);
         }
         fattn_tensor *t = &p->t[BBIAS];
         *t = t0;
         t->buffer = p->buf[BBIAS];
         t->dtype = p->bias_dt;
-        t->stride_dim = 1;
-        t->stride_seq = rs;
-        t->stride_head = c->bias == BIAS_BCAST_HEADS ? 0 : plane;
+        t->stride_dim = c->bias_t ? rs : 1;
+        t->stride_seq = c->bias == BIAS_KEYS ? 0 : c->bias_t ? 1 : rs;
+        t->stride_head = c->bias == BIAS_BCAST_HEADS || c->bias >= BIAS_PLANE ? 0 : plane;
         t->stride_batch = c->bias == BIAS_FULL          ? p->Hq * plane
-                          : c->bias == BIAS_BCAST_BATCH ? 0
-                                                        : plane;
+                          : c->bias == BIAS_BCAST_BATCH || c->bias == BIAS_PLANE ? 0
+                                                                                 : plane;
         p->mask.bias = t;
     }
     const fattn_varlen_desc v0 = FATTN_VARLEN_DESC_INIT;

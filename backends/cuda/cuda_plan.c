@@ -23,9 +23,10 @@ static int dpad_for(int64_t D) {
     (FATTN_VAR_WINDOW | FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI | FATTN_VAR_SINKS | FATTN_VAR_BIAS |   \
      FATTN_VAR_HEAD_DIM_V)
 #define CUDA_SIMT_VARIANTS CUDA_MMA_VARIANTS
-/* The wgmma kernel's: those that act on a score in registers (its WgVar
- * families), softcap and ALiBi one at a time. */
-#define CUDA_WGMMA_VARIANTS (FATTN_VAR_WINDOW | FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI | FATTN_VAR_SINKS)
+/* The wgmma kernel's: all but head_dim_v (its WgVar families; a bias in
+ * the problem's dtype only). */
+#define CUDA_WGMMA_VARIANTS                                                                        \
+    (FATTN_VAR_WINDOW | FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI | FATTN_VAR_SINKS | FATTN_VAR_BIAS)
 
 /* What both tiled variants need: sequences below 2^31 (the kernels index
  * rows and keys with ints; batch and heads are any size, folded into the
@@ -111,17 +112,22 @@ static fattn_status wgmma_check(const cuda_state *s, const fattn_problem *p, int
                           p->dtype == FATTN_F32 ? "f32" : "f16/bf16", s->prop.name, s->prop.major,
                           s->prop.minor);
     fattn_status st = fattn_variants_declined(p, CUDA_WGMMA_VARIANTS, msg);
-    const unsigned rescore = fattn_variants_used(p) & (FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI);
-    if (st == FATTN_OK && rescore == (FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI))
+    const unsigned used = fattn_variants_used(p);
+    if (st == FATTN_OK && (used & FATTN_VAR_BIAS) && p->var.bias_dtype != p->dtype)
         st = fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                        "the wgmma kernel takes a softcap or ALiBi, not both at once");
+                        "the wgmma kernel reads a bias in the problem's dtype (%s); an f32 or "
+                        "other 16-bit bias runs on the mma.sync kernel",
+                        p->dtype == FATTN_F16 ? "f16" : "bf16");
     if (st == FATTN_OK) st = fattn_dense_only(p, "the wgmma kernel", msg);
     if (st == FATTN_OK) st = tiled_common(p, dpad, msg);
     if (st != FATTN_OK) return st;
     /* Head dims up to 32 run zero-padded in its 64 bucket. */
     if (*dpad == 32 && fattn_cuda_dpad_built(64)) *dpad = 64;
 #if FATTN_CUDA_WGMMA
-    fattn_cuda_flash_wgmma_tiles(*dpad, bm, bn, smem);
+    /* The bias shape (kWgAll): a bias, or softcap with ALiBi. */
+    const unsigned both = FATTN_VAR_SOFTCAP | FATTN_VAR_ALIBI;
+    fattn_cuda_flash_wgmma_tiles(*dpad, (used & FATTN_VAR_BIAS) || (used & both) == both, bm, bn,
+                                 smem);
 #else
     *bm = *bn = *smem = 0;
 #endif
@@ -256,7 +262,7 @@ static fattn_status accept_naive(void *state, const fattn_problem *p, fattn_plan
 /* Tried in this order for the problem's op: for FATTN_OP_FORWARD the
  * split-KV decode kernel where it pays (seq_q <= 16 and a long cache, or a
  * ragged batch: cuda_decode.c), then the Hopper kernel where it serves
- * (f16/bf16 on compute 9.0, dense, no variants), the tensor-core kernel
+ * (f16/bf16 on compute 9.0, dense, any variant but head_dim_v), the tensor-core kernel
  * where it serves (f16/bf16, compute 8.0+), else the CUDA-core one; the CUDA-core row is
  * last, so its reason is the one a caller sees when none runs. */
 static const fattn_variant cuda_variants[CUDA_VARIANT_COUNT] = {
