@@ -103,11 +103,9 @@ template <int DPAD, bool kB = false> struct WgShape {
     // empty.
     static constexpr int BAR_OFF = B_OFF + STAGES * B_BYTES,
                          NBAR = 2 + (kB ? 6 : 4) * STAGES;
-    // The dynamic scheduler's slot (the next work tile) after the barriers.
-    static constexpr int SLOT_OFF = BAR_OFF + NBAR * 8;
     // +1024: the swizzle pattern repeats every 1024 bytes, and the dynamic
     // shared memory base is only promised 16-byte alignment.
-    static constexpr int SMEM = SLOT_OFF + 8 + 1024;
+    static constexpr int SMEM = BAR_OFF + NBAR * 8 + 1024;
     // Registers per thread after setmaxnreg, within 65536: 128 * 40 +
     // 256 * 232, or 128 * 32 + 384 * 160 with three consumers.
     static constexpr int PRODUCER_REGS = NWG == 2 ? 40 : 32, CONSUMER_REGS = NWG == 2 ? 232 : 160;
@@ -210,8 +208,7 @@ __device__ __forceinline__ void gather_bias(unsigned char *dst, const fattn_cuda
 template <typename T, int DPAD, int kV>
 __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     flash_wgmma_kernel(const __grid_constant__ fattn_cuda_args a,
-                       const __grid_constant__ WgMaps maps, Pairs pairs, int tiles_q, int tma,
-                       unsigned long long *sched) {
+                       const __grid_constant__ WgMaps maps, Pairs pairs, int tiles_q, int tma) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr bool kB = kV == kWgAll;   // a bias stage ring (used when a.var.bias is set)
     using S = WgShape<DPAD, kB>;
@@ -307,27 +304,12 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         using RowsQ = std::integral_constant<int, BM>;
         using RowsKV = std::integral_constant<int, BN>;
         int it = 0, ti = 0;   // K/V tiles (stage it % ST) and work tiles loaded so far
-        // Work tiles blockIdx.x, then + gridDim.x (static), or gridDim.x
-        // plus a counter's value (sched; one producer thread), fetched
-        // while the last tile's Q is still in use. Thread 0 hands each
-        // tile's number to the consumers through the slot with its Q (a
-        // number past the last tile, with a bare arrival, tells them to
-        // stop); it rewrites the slot only after Q's release, which the
-        // consumers give after reading it.
-        for (int64_t t = blockIdx.x;; ti++) {
-            if (ti > 0) {
-                t = sched ? (int64_t)gridDim.x + (int64_t)atomicAdd(sched, 1ull) : t + gridDim.x;
-                mbar_wait(q_empty, (ti - 1) & 1);   // the last tile's Q K^T is done
-            }
-            if (tid == 0) *reinterpret_cast<volatile int64_t *>(smem + S::SLOT_OFF) = t;
-            if (t >= total) {
-                if (!(tma & 1) || tid == 0) mbar_arrive(q_full);   // its count: 1 or 128
-                break;
-            }
+        for (int64_t t = blockIdx.x; t < total; t += gridDim.x, ti++) {
             const Tile w = tile_at(t);
             const uint16_t *qg = static_cast<const uint16_t *>(a.q) + w.b * a.q_sb + w.h * a.q_sh;
             const uint16_t *kg = static_cast<const uint16_t *>(a.k) + w.b * a.k_sb + w.hk * a.k_sh;
             const uint16_t *vg = static_cast<const uint16_t *>(a.v) + w.b * a.v_sb + w.hk * a.v_sh;
+            if (ti > 0) mbar_wait(q_empty, (ti - 1) & 1);   // the last tile's Q K^T is done
             load(RowsQ{}, qs, 1, &maps.q, qg, a.q_ss, w.b, w.h, w.m0, seq_q - w.m0, q_full);
             for (int j = w.j0; j < w.j1; j++, it++) {
                 const int s = it % ST, k0 = j * BN;
@@ -608,11 +590,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
 
         float alpha[2];
         int ti = 0;
-        for (;; ti++) {
-            // The producer's slot (see there) names the work tile.
-            mbar_wait(q_full, ti & 1);
-            const int64_t t = *reinterpret_cast<volatile const int64_t *>(smem + S::SLOT_OFF);
-            if (t >= total) break;
+        for (int64_t t = blockIdx.x; t < total; t += gridDim.x, ti++) {
             const Tile w = tile_at(t);
             b = w.b, h = w.h, m0 = w.m0, jb = w.j0, ntiles = w.j1 - w.j0;
             if constexpr (kV == kWgNone) {
@@ -644,6 +622,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             for (int i = 0; i < DPAD / 2; i++) o[i] = 0.f;
             mrow[0] = mrow[1] = -INFINITY;
             lrow[0] = lrow[1] = 0.f;
+            mbar_wait(q_full, ti & 1);
             if constexpr (!S::OVERLAP) {
                 // Turn: P V of tile j - 1 and Q K^T of tile j. The last
                 // consumer's first arrival lets consumer 0 start; it gives no
@@ -810,7 +789,7 @@ bool bias_map(CUtensorMap *m, const fattn_cuda_args *a, int rows) {
 }
 
 template <typename T, int DPAD, int kV>
-cudaError_t launch(const fattn_cuda_args *a, unsigned long long *sched, cudaStream_t stream) {
+cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = WgShape<DPAD, kV == kWgAll>;
     const int64_t hkv = a->heads_q / a->group;
     WgMaps maps;
@@ -832,15 +811,12 @@ cudaError_t launch(const fattn_cuda_args *a, unsigned long long *sched, cudaStre
     cudaError_t e =
         cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
     if (e != cudaSuccess) return e;
-    // A persistent grid: a block per SM (one fits an SM) walks the work
-    // tiles, so one tile's epilogue overlaps the next one's loads (+1-14%,
-    // call97). Without a causal mask or a window, statically. Causal and
-    // windowed tiles differ in cost, and a static walk left SMs idle
-    // (0.59-0.74x at 8k-16k): there the blocks take tiles from a counter
-    // (sched, zeroed here on the stream: the plan's workspace) where every
-    // operand goes through TMA (the one producer thread that then remains
-    // fetches them), else get a block per tile, which the hardware hands
-    // out as SMs free up.
+    // Without a causal mask or a window, a persistent grid: a block per SM
+    // (one fits an SM) walks the work tiles, so one tile's epilogue overlaps
+    // the next one's loads (+1-14%, call97). Causal tiles differ in cost,
+    // and a static walk left SMs idle (0.59-0.74x at 8k-16k): there, and
+    // under a window (whose edge tiles cost less), a block per tile, which
+    // the hardware hands out as SMs free up.
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
         (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
@@ -851,13 +827,9 @@ cudaError_t launch(const fattn_cuda_args *a, unsigned long long *sched, cudaStre
     const int64_t total = (int64_t)tiles_q * pairs.count;
     const bool uneven = a->causal || (kV != kWgNone && (a->var.window_left >= 0 ||
                                                          a->var.window_right >= 0));
-    const bool dyn = FATTN_WGMMA_PERSISTENT && uneven && sched && tma == 15;
-    const int64_t grid = FATTN_WGMMA_PERSISTENT && (!uneven || dyn)
-                             ? min(total, (int64_t)sms)
-                             : min(total, (int64_t)INT_MAX);
-    if (dyn && (e = cudaMemsetAsync(sched, 0, sizeof *sched, stream)) != cudaSuccess) return e;
-    kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma,
-                                                     dyn ? sched : nullptr);
+    const int64_t grid = FATTN_WGMMA_PERSISTENT && !uneven ? min(total, (int64_t)sms)
+                                                          : min(total, (int64_t)INT_MAX);
+    kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma);
     return cudaGetLastError();
 }
 
@@ -880,32 +852,30 @@ int wg_mode(const fattn_cuda_args *a) {
     return alibi ? kWgAlibi : kWgMask;
 }
 
-template <int DPAD>
-cudaError_t launch_dtype(const fattn_cuda_args *a, unsigned long long *sched,
-                         cudaStream_t stream) {
+template <int DPAD> cudaError_t launch_dtype(const fattn_cuda_args *a, cudaStream_t stream) {
     const bool f16 = a->dtype == FATTN_F16;
     switch (wg_mode(a)) {
     case kWgNone:
-        return f16 ? launch<__half, DPAD, kWgNone>(a, sched, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgNone>(a, sched, stream);
+        return f16 ? launch<__half, DPAD, kWgNone>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgNone>(a, stream);
     case kWgMask:
-        return f16 ? launch<__half, DPAD, kWgMask>(a, sched, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgMask>(a, sched, stream);
+        return f16 ? launch<__half, DPAD, kWgMask>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgMask>(a, stream);
     case kWgCap:
-        return f16 ? launch<__half, DPAD, kWgCap>(a, sched, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgCap>(a, sched, stream);
+        return f16 ? launch<__half, DPAD, kWgCap>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgCap>(a, stream);
     case kWgCapFixed: /* bf16 only (wg_mode) */
-        return launch<__nv_bfloat16, DPAD, kWgCapFixed>(a, sched, stream);
+        return launch<__nv_bfloat16, DPAD, kWgCapFixed>(a, stream);
     case kWgCapApx:
-        return f16 ? launch<__half, DPAD, kWgCapApx>(a, sched, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgCapApx>(a, sched, stream);
-    case kWgCapFixedApx: return launch<__nv_bfloat16, DPAD, kWgCapFixedApx>(a, sched, stream);
+        return f16 ? launch<__half, DPAD, kWgCapApx>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgCapApx>(a, stream);
+    case kWgCapFixedApx: return launch<__nv_bfloat16, DPAD, kWgCapFixedApx>(a, stream);
     case kWgAlibi:
-        return f16 ? launch<__half, DPAD, kWgAlibi>(a, sched, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgAlibi>(a, sched, stream);
+        return f16 ? launch<__half, DPAD, kWgAlibi>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgAlibi>(a, stream);
     case kWgAll:
-        return f16 ? launch<__half, DPAD, kWgAll>(a, sched, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgAll>(a, sched, stream);
+        return f16 ? launch<__half, DPAD, kWgAll>(a, stream)
+                   : launch<__nv_bfloat16, DPAD, kWgAll>(a, stream);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -941,19 +911,18 @@ extern "C" void fattn_cuda_flash_wgmma_tiles(int dpad, int all, int *block_m, in
 
 extern "C" cudaError_t fattn_cuda_flash_wgmma(const fattn_cuda_args *a, int dpad,
                                               cudaStream_t stream) {
-    unsigned long long *sched = static_cast<unsigned long long *>(a->workspace);
     if (a->batch <= 0 || a->heads_q <= 0 || a->seq_q <= 0) return cudaSuccess;
     if (a->rag.on || a->head_dim_v != a->head_dim || a->head_dim > dpad ||
         (a->dtype != FATTN_F16 && a->dtype != FATTN_BF16))
         return cudaErrorInvalidValue;
 #if FATTN_CUDA_DPAD_64
-    if (dpad == 64) return launch_dtype<64>(a, sched, stream);
+    if (dpad == 64) return launch_dtype<64>(a, stream);
 #endif
 #if FATTN_CUDA_DPAD_128
-    if (dpad == 128) return launch_dtype<128>(a, sched, stream);
+    if (dpad == 128) return launch_dtype<128>(a, stream);
 #endif
 #if FATTN_CUDA_DPAD_256
-    if (dpad == 256) return launch_dtype<256>(a, sched, stream);
+    if (dpad == 256) return launch_dtype<256>(a, stream);
 #endif
     return cudaErrorInvalidValue;
 }

@@ -92,15 +92,7 @@ typedef struct fattn_cuda_args {
      * them (the planner declines it by its FATTN_VAR_* bit). */
     fattn_cuda_var var;
     int head_dim_v;
-    /* The plan's workspace (NULL without one): the wgmma kernel's causal
-     * and windowed plans keep their tile counter there
-     * (FATTN_CUDA_WGMMA_SCHED_BYTES). */
-    void *workspace;
 } fattn_cuda_args;
-
-/* The wgmma kernel's tile counter (one 64-bit word), the workspace of its
- * causal and windowed plans. */
-#define FATTN_CUDA_WGMMA_SCHED_BYTES 8
 
 /* Head-dim buckets compiled into this build: the build sets each
  * FATTN_CUDA_DPAD_<n> to 0 or 1 from FATTN_CUDA_HEAD_DIMS (all, when a kernel

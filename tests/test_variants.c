@@ -261,11 +261,11 @@ static const vcase cases[] = {
      .bias = BIAS_PLANE, .dtypes = 6},
     {"wgmma persistent, bias plane, head dim 8, 144 work tiles", 2, 36, 6, 8, 0, 200, 152, NOWIN,
      .bias = BIAS_PLANE, .bias_inf_rows = 1, .dtypes = 6},
-    /* Causal and windowed problems on a persistent grid whose blocks take
-     * their work tiles from a counter (more tiles than an H200 has SMs). */
-    {"wgmma dynamic, causal, GQA, head dim 8, 288 work tiles", 2, 36, 6, 8, 0, 600, 700,
+    /* Causal and windowed problems with more work tiles than an H200 has
+     * SMs (a block per tile there). */
+    {"wgmma many tiles, causal, GQA, head dim 8, 288 work tiles", 2, 36, 6, 8, 0, 600, 700,
      .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .dtypes = 6},
-    {"wgmma dynamic, window 100/0 + bias plane + sinks, head dim 8, 216 work tiles", 2, 36, 6, 8, 0,
+    {"wgmma many tiles, window 100/0 + bias plane + sinks, head dim 8, 216 work tiles", 2, 36, 6, 8, 0,
      400, 504, WIN(100, 0), .sinks = 1, .bias = BIAS_PLANE, .dtypes = 6},
     /* Ragged decoding with the per-score variants (CUDA: always the decode kernel). */
     {"paged 16, decode, softcap + alibi + bias f32 (-inf keys)",

@@ -120,7 +120,6 @@ void cuda_args(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a) {
     a->var.window_left = a->var.window_right = -1;
     if (p->var.on) variant_args(p, &a->var);
     a->head_dim_v = (int)p->head_dim_v; /* 1..256 */
-    a->workspace = p->workspace.mem ? (void *)cuda_ptr(&p->workspace) : NULL;
 }
 
 fattn_status cuda_run_zero(cuda_state *s, const fattn_cuda_args *a, fattn_msg *msg) {

@@ -163,10 +163,6 @@ static fattn_status accept_wgmma(void *state, const fattn_problem *p, fattn_plan
     const fattn_status st = wgmma_check(s, p, &dpad, &bm, &bn, &smem, msg);
     if (st != FATTN_OK) return st;
     tiled_plan(s, plan, dpad, 0, bm, bn, smem);
-    /* Causal and windowed problems: a persistent grid that takes its work
-     * tiles, which differ in cost, from a counter in the workspace. */
-    const int window = p->var.on && (p->var.window_left >= 0 || p->var.window_right >= 0);
-    if (p->causal || window) plan->tiling.workspace_bytes = FATTN_CUDA_WGMMA_SCHED_BYTES;
     return FATTN_OK;
 }
 
