@@ -139,9 +139,11 @@ static void usage(void) {
         "  window=L (keys at most L before the diagonal; with a causal shape, Mistral's window),\n"
         "  window=L:R (L before, R after; -1 unbounded), softcap=C, alibi (a slope per query\n"
         "  head), sinks (a logit per query head), bias (one [seq_q, seq_kv] plane in the cell's\n"
-        "  dtype, stride 0 over batch and heads: seq_q * seq_kv elements of memory). Timing\n"
-        "  only: add --check-rows 0. A backend that declines a variant reports the cell as an\n"
-        "  error with its message (exit status 1). TFLOP/s still counts the causal pairs only.\n"
+        "  dtype, stride 0 over batch and heads: seq_q * seq_kv elements of memory), bias=keys\n"
+        "  (a bias per key, [batch, 1, 1, seq_kv]: a padding mask, stride 0 over heads and rows).\n"
+        "  Timing only: add --check-rows 0. A backend that declines a variant reports the cell\n"
+        "  as an error with its message (exit status 1). TFLOP/s still counts the causal pairs\n"
+        "  only.\n"
         "--tf32: f32 cells carry FATTN_FLAG_ALLOW_TF32 (TF32 matrix units where a backend has\n"
         "  them; the check's error then shows TF32's 10-bit inputs).\n"
         "--fast-softcap: every cell carries FATTN_FLAG_FAST_SOFTCAP (the softcap's tanh may be\n"
@@ -202,8 +204,11 @@ static int parse_variant(const char *v, bench_opts *o, char *why, size_t len) {
             o->variant.sinks = 1;
         } else if (!strcmp(item, "bias")) {
             o->variant.bias = 1;
+        } else if (!strcmp(item, "bias=keys")) {
+            o->variant.bias = 2;
         } else {
-            snprintf(why, len, "'%s' is not window=L[:R], softcap=C, alibi, sinks or bias", item);
+            snprintf(why, len, "'%s' is not window=L[:R], softcap=C, alibi, sinks, bias or bias=keys",
+                     item);
             return 0;
         }
         if (!comma) return 1;

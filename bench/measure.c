@@ -716,10 +716,18 @@ static fattn_status cell_variant(fattn_context *ctx, const bench_opts *o, cell *
         c->sinks = t0, c->sinks.buffer = c->buf[CSINKS], c->sinks.stride_head = 1;
         c->mask.sinks = &c->sinks;
     }
+    /* bias 1: one [seq_q, seq_kv] plane (batch and head stride 0); 2: a
+     * bias per key, [batch, 1, 1, seq_kv] (head and row stride 0). */
+    const int keys = o->variant.bias == 2;
     if (!st && o->variant.bias &&
-        !(st = filled(ctx, c->t, (size_t)(sh.sq * sh.skv), 0.0f, &c->buf[CBIAS]))) {
+        !(st = filled(ctx, c->t, (size_t)((keys ? sh.b : sh.sq) * sh.skv), 0.0f,
+                      &c->buf[CBIAS]))) {
         c->bias = t0, c->bias.buffer = c->buf[CBIAS], c->bias.dtype = c->t;
-        c->bias.stride_seq = sh.skv, c->bias.stride_dim = 1; /* batch and head stride 0 */
+        c->bias.stride_dim = 1;
+        if (keys)
+            c->bias.stride_batch = sh.skv;
+        else
+            c->bias.stride_seq = sh.skv;
         c->mask.bias = &c->bias;
     }
     c->d.mask = &c->mask;

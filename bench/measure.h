@@ -85,8 +85,10 @@ typedef struct bench_opts {
     /* --variant: the mask every cell's forward gets (timing only, like
      * bhsd: the float64 check knows no variant). window_left, window_right
      * -1 and softcap 0 for none; alibi: a slope per query head; sinks: a
-     * logit per query head; bias: one [seq_q, seq_kv] plane in the cell's
-     * dtype broadcast over batch and heads (stride 0). */
+     * logit per query head; bias 1: one [seq_q, seq_kv] plane in the cell's
+     * dtype broadcast over batch and heads (stride 0); bias 2: a bias per
+     * key, [batch, 1, 1, seq_kv] (a padding mask: stride 0 over heads and
+     * rows). */
     struct {
         int on;
         int64_t window_left, window_right;
