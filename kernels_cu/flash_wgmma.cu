@@ -852,30 +852,23 @@ int wg_mode(const fattn_cuda_args *a) {
     return alibi ? kWgAlibi : kWgMask;
 }
 
+// Family kV in the problem's dtype.
+template <int DPAD, int kV> cudaError_t launch_as(const fattn_cuda_args *a, cudaStream_t stream) {
+    return a->dtype == FATTN_F16 ? launch<__half, DPAD, kV>(a, stream)
+                                 : launch<__nv_bfloat16, DPAD, kV>(a, stream);
+}
+
 template <int DPAD> cudaError_t launch_dtype(const fattn_cuda_args *a, cudaStream_t stream) {
-    const bool f16 = a->dtype == FATTN_F16;
     switch (wg_mode(a)) {
-    case kWgNone:
-        return f16 ? launch<__half, DPAD, kWgNone>(a, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgNone>(a, stream);
-    case kWgMask:
-        return f16 ? launch<__half, DPAD, kWgMask>(a, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgMask>(a, stream);
-    case kWgCap:
-        return f16 ? launch<__half, DPAD, kWgCap>(a, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgCap>(a, stream);
-    case kWgCapFixed: /* bf16 only (wg_mode) */
-        return launch<__nv_bfloat16, DPAD, kWgCapFixed>(a, stream);
-    case kWgCapApx:
-        return f16 ? launch<__half, DPAD, kWgCapApx>(a, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgCapApx>(a, stream);
+    case kWgNone: return launch_as<DPAD, kWgNone>(a, stream);
+    case kWgMask: return launch_as<DPAD, kWgMask>(a, stream);
+    case kWgCap: return launch_as<DPAD, kWgCap>(a, stream);
+    case kWgCapApx: return launch_as<DPAD, kWgCapApx>(a, stream);
+    case kWgAlibi: return launch_as<DPAD, kWgAlibi>(a, stream);
+    case kWgAll: return launch_as<DPAD, kWgAll>(a, stream);
+    // bf16 only (wg_mode): no f16 instances.
+    case kWgCapFixed: return launch<__nv_bfloat16, DPAD, kWgCapFixed>(a, stream);
     case kWgCapFixedApx: return launch<__nv_bfloat16, DPAD, kWgCapFixedApx>(a, stream);
-    case kWgAlibi:
-        return f16 ? launch<__half, DPAD, kWgAlibi>(a, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgAlibi>(a, stream);
-    case kWgAll:
-        return f16 ? launch<__half, DPAD, kWgAll>(a, stream)
-                   : launch<__nv_bfloat16, DPAD, kWgAll>(a, stream);
     default: return cudaErrorInvalidValue;
     }
 }
