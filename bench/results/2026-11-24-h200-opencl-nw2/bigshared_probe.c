@@ -15,13 +15,16 @@ static const char *src =
     "  for (uint i = t; i < n; i += nt) { uint j = n - 1 - i; bad += sm[j] != j * 2654435761u + 7u; }\n"
     "  out[get_global_id(0)] = bad;\n"
     "}\n";
+/* WORDS comes from the build options. */
 static const char *src_static =
     "__kernel void st(__global uint *out) {\n"
-    "  __local uint sm[16384];\n"
+    "  __local uint sm[WORDS];\n"
     "  const uint t = get_local_id(0);\n"
-    "  for (uint i = t; i < 16384; i += 128) sm[i] = i;\n"
+    "  for (uint i = t; i < WORDS; i += 128) sm[i] = i * 2654435761u + 7u;\n"
     "  barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "  out[t] = sm[16383 - t];\n"
+    "  uint bad = 0;\n"
+    "  for (uint i = t; i < WORDS; i += 128) { uint j = WORDS - 1 - i; bad += sm[j] != j * 2654435761u + 7u; }\n"
+    "  out[get_global_id(0)] = bad;\n"
     "}\n";
 int main(void) {
     cl_platform_id ps[8];
@@ -61,17 +64,34 @@ int main(void) {
             printf("dyn %zu bytes: setarg %d %d %d enqueue %d finish %d read %d mismatches %llu\n",
                    sizes[s], e1, e2, e3, e4, e5, e6, bad);
         }
-        cl_program p2 = clCreateProgramWithSource(ctx, 1, &src_static, NULL, &err);
-        err = clBuildProgram(p2, 1, &dev, "", NULL, NULL);
-        char log[4096] = "";
-        clGetProgramBuildInfo(p2, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
-        printf("build static 64 KiB: %d %.400s\n", err, log);
-        if (err == CL_SUCCESS) {
+        const int kib[] = {48, 64, 96, 112, 160, 200, 227, 228};
+        for (int s = 0; s < 8; s++) {
+            char opt[64];
+            snprintf(opt, sizeof opt, "-DWORDS=%d", kib[s] * 256);
+            cl_program p2 = clCreateProgramWithSource(ctx, 1, &src_static, NULL, &err);
+            err = clBuildProgram(p2, 1, &dev, opt, NULL, NULL);
+            char log[4096] = "";
+            clGetProgramBuildInfo(p2, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+            if (err != CL_SUCCESS) {
+                printf("static %d KiB: build %d %.300s\n", kib[s], err, log);
+                continue;
+            }
             cl_kernel k2 = clCreateKernel(p2, "st", &err);
+            cl_ulong klm = 0;
+            clGetKernelWorkGroupInfo(k2, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof klm, &klm, NULL);
             clSetKernelArg(k2, 0, sizeof out, &out);
-            size_t g = 128, l = 128;
+            size_t g = 128 * 264, l = 128;
+            static cl_uint host[128 * 264];
+            memset(host, 0xff, sizeof host);
             cl_int e4 = clEnqueueNDRangeKernel(q, k2, 1, NULL, &g, &l, 0, NULL, NULL);
-            printf("static enqueue %d finish %d\n", e4, clFinish(q));
+            cl_int e5 = clFinish(q);
+            cl_int e6 = clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof host, host, 0, NULL, NULL);
+            unsigned long long bad = 0;
+            for (int i = 0; i < 128 * 264; i++) bad += host[i];
+            printf("static %d KiB: kernel local %llu, enqueue %d finish %d read %d mismatches %llu\n",
+                   kib[s], (unsigned long long)klm, e4, e5, e6, bad);
+            clReleaseKernel(k2);
+            clReleaseProgram(p2);
         }
         return 0;
     }
