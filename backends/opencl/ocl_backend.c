@@ -452,8 +452,14 @@ static void ocl_describe_state(void *state, char *buf, size_t len) {
     const ocl_state *s = state;
     char dev[200];
     ocl_describe(s->dev.device, dev, sizeof dev);
-    snprintf(buf, len, "%s, matrix units: %s%s", dev, ocl_mma_path(s),
-             s->mma_prim >= 0 && s->mma_ok[FATTN_F32] ? " (+TF32)" : "");
+    const char *path = ocl_mma_path(s);
+    char local[240] = "";
+    if (strcmp(path, "scalar"))
+        snprintf(local, sizeof local, ", %zu KiB of local memory a group%s%s%s",
+                 s->mma_local / 1024, s->mma_local_why[0] ? " (" : "", s->mma_local_why,
+                 s->mma_local_why[0] ? ")" : "");
+    snprintf(buf, len, "%s, matrix units: %s%s%s", dev, path,
+             s->mma_prim >= 0 && s->mma_ok[FATTN_F32] ? " (+TF32)" : "", local);
 }
 
 static const fattn_backend_vtable ocl_vtable = {

@@ -79,6 +79,11 @@ typedef struct ocl_limits {
      * estimates: NVIDIA's per-SM shared memory by compute capability
      * (OpenCL reports only the 48 KiB one group may take), else local_mem. */
     size_t cu_local_mem;
+    /* Local memory one group may declare in static arrays: NVIDIA's
+     * per-block maximum by compute capability, which its OpenCL compiler and
+     * launches honour though the device reports 48 KiB (the matrix path
+     * probes it before use, ocl_mma.c), else local_mem. */
+    size_t group_local_max;
 } ocl_limits;
 
 enum { OCL_CLASS_OTHER, OCL_CLASS_NVIDIA, OCL_CLASS_AMD, OCL_CLASS_INTEL, OCL_CLASS_CPU };
@@ -205,6 +210,10 @@ typedef struct ocl_state {
     int mma_prim;
     int mma_ok[3];
     char mma_why[320];
+    /* The local memory the matrix kernel may declare: the device's reported
+     * size, or (NVIDIA, where the local probe passed) its block maximum. */
+    size_t mma_local;
+    char mma_local_why[160]; /* why not the block maximum (the local probe failed), or "" */
 } ocl_state;
 
 /* ---- Variable-length and paged problems (ocl_ragged.c) -------------------------- */

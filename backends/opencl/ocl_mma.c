@@ -27,25 +27,48 @@ typedef struct mma_shape {
     int bm, bn, nw, qreg, stages, fold; /* flash_mma.cl's BM, BN, NW, QREG, STAGES, FOLD */
 } mma_shape;
 
-/* TF32 (f32 tiles, twice the bytes): 4 warps, V transposed; 48 KiB bound
- * the tiles. 32 and 64: 128 rows x 64 keys, Q in registers (staged in the
- * K/V area), K/V double-buffered at 32 and single at 64 (32 KiB each).
- * 128: 64 rows x 16 keys with Q in local memory (Q 32 KiB, K and V^T 8
- * each: exactly 48). At 256 nothing fits (0: the scalar kernel runs).
+/* flash_mma.cl's local memory: the tiles (ew 16-bit units an element),
+ * and the emulation's scratch (xs_words per warp). */
+static size_t local_bytes(const mma_shape *sh, int dpad, int dvpad, int ew, int xs_words) {
+    const size_t kv = (size_t)sh->stages * (size_t)sh->bn * (size_t)(dpad + dvpad);
+    const size_t q = (size_t)sh->bm * (size_t)dpad;
+    const size_t halves = sh->qreg ? (q > kv ? q : kv) : q + kv;
+    return 2 * (size_t)ew * halves + 4 * (size_t)sh->nw * (size_t)xs_words;
+}
+
+/* A bucket's shapes, best first: the first whose tiles fit `limit` bytes of
+ * local memory at head dims w, else the last. */
+static mma_shape first_fit(size_t limit, int w, int ew, size_t n, const mma_shape *c) {
+    for (size_t i = 0; i + 1 < n; i++)
+        if (local_bytes(&c[i], w, w, ew, 0) <= limit) return c[i];
+    return c[n - 1];
+}
+#define FIRST_FIT(limit, w, ew, ...)                                                               \
+    first_fit(limit, w, ew, sizeof((mma_shape[]){__VA_ARGS__}) / sizeof(mma_shape),                \
+              (mma_shape[]){__VA_ARGS__})
+
+/* TF32 (f32 tiles, twice the bytes): 4 warps, V transposed.
+ * Within 48 KiB: 32 and 64: 128 rows x 64 keys, Q in registers (staged in
+ * the K/V area), K/V double-buffered at 32 and single at 64 (32 KiB
+ * each). 128: 64 rows x 16 keys with Q in local memory (Q 32 KiB, K and
+ * V^T 8 each: exactly 48). At 256 nothing fits 48 KiB (0: the scalar
+ * kernel runs).
  * H200 (bench/results/2026-11-23-h200-opencl-matrix, calls 58-59): d64's
  * shape is 13-40% faster than 32-key tiles double-buffered, d128's 16-21%
  * faster than 64 x 32 with Q in registers; against the scalar f32 kernel
  * 3.0-3.4x at d32, 3.0-3.2x at d64, 1.8-2.1x at d128. */
-static mma_shape shape_tf32(int w) {
+static mma_shape shape_tf32(int w, size_t limit) {
     if (w <= 32) return (mma_shape){128, 64, 4, 1, 2, 1};
-    if (w <= 64) return (mma_shape){128, 64, 4, 1, 1, 1};
-    if (w <= 128) return (mma_shape){64, 16, 4, 0, 1, 1};
-    return (mma_shape){0, 0, 0, 0, 0, 0};
+    if (w <= 64) return FIRST_FIT(limit, 64, 2, {128, 64, 4, 1, 2, 1}, {128, 64, 4, 1, 1, 1});
+    if (w <= 128) return FIRST_FIT(limit, 128, 2, {64, 32, 4, 0, 2, 1}, {64, 16, 4, 0, 1, 1});
+    return FIRST_FIT(limit, 256, 2, {64, 16, 4, 0, 1, 1}, {0, 0, 0, 0, 0, 0});
 }
 
-/* By the wider of the Q/K and V buckets, sized for NVIDIA's 48 KiB of local
- * memory per group (the registers bound them too: O is MT x DVPAD / 2
- * floats per work-item, S MT x BN / 2):
+/* By the wider of the Q/K and V buckets. The registers bound them (O is
+ * MT x DVPAD / 2 floats per work-item, S MT x BN / 2), and local memory:
+ * the device's 48 KiB, or on NVIDIA up to the block maximum its compiler
+ * takes for static arrays (ocl_mma.c's local probe; 227 KiB on the H200).
+ * Within 48 KiB:
  *  32: 128 rows with 8 warps (1 m16 tile per warp) x 64 keys, Q in
  *       registers, K and V double-buffered (16 KiB): with 4 warps (2 tiles
  *       each) the kernel takes 177 registers since the per-vendor split,
@@ -64,13 +87,14 @@ static mma_shape shape_tf32(int w) {
  * 4096 and 16384, call49 of bench/results/2026-11-23-h200-opencl-matrix).
  * None of the other shapes swept there (FATTN_OPENCL_MATRIX_TUNE: 128 or
  * 64 keys per tile with Q in local memory, 64-row groups, 8 warps) came
- * within 3% of these. */
-static mma_shape shape_nv(int w, int ew) {
-    if (ew == 2) return shape_tf32(w);
+ * within 3% of these; 2-warp groups of 64 rows (4 groups per SM) were
+ * 20-35% slower (call115, bench/results/2026-11-24-h200-opencl-nw2). */
+static mma_shape shape_nv(int w, int ew, size_t limit) {
+    if (ew == 2) return shape_tf32(w, limit);
     if (w <= 32) return (mma_shape){128, 64, 8, 1, 2, 1};
-    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1};
-    if (w <= 128) return (mma_shape){128, 32, 4, 0, 1, 1};
-    return (mma_shape){64, 32, 4, 1, 1, 1};
+    if (w <= 64) return FIRST_FIT(limit, 64, 1, {128, 128, 4, 0, 2, 1}, {128, 64, 4, 1, 2, 1});
+    if (w <= 128) return FIRST_FIT(limit, 128, 1, {128, 32, 4, 0, 2, 1}, {128, 32, 4, 0, 1, 1});
+    return FIRST_FIT(limit, 256, 1, {64, 32, 4, 1, 2, 1}, {64, 32, 4, 1, 1, 1});
 }
 
 /* Intel XMX (8-row tiles, one column per lane): 8 sub-groups of one row
@@ -78,7 +102,8 @@ static mma_shape shape_nv(int w, int ew) {
  * 256 (at most 32 KiB; Intel's GPUs have 64 KiB or more). Not measured: no
  * Intel GPU has run it. O takes 8 (d / MX_WARP) floats per work-item, so
  * at 256 it spills. */
-static mma_shape shape_xe(int w, int ew) {
+static mma_shape shape_xe(int w, int ew, size_t limit) {
+    (void)limit;
     if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0};
     return (mma_shape){64, 32, 8, 1, w <= 128 ? 2 : 1, 1};
 }
@@ -86,7 +111,8 @@ static mma_shape shape_xe(int w, int ew) {
 /* AMD CDNA (wave64): 4 waves (256 work-items, the usual limit), Q in
  * registers, K and V double-buffered below 256 (64 KiB of local memory).
  * Not measured: no AMD GPU has run it. */
-static mma_shape shape_cdna(int w, int ew) {
+static mma_shape shape_cdna(int w, int ew, size_t limit) {
+    (void)limit;
     if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0};
     if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1};
     if (w <= 128) return (mma_shape){128, 32, 4, 1, 2, 1};
@@ -111,15 +137,6 @@ static int tuned_shape(const char *tune, int tq, mma_shape *sh) {
 
 static int bucket(int64_t d) { return d <= 32 ? 32 : d <= 64 ? 64 : d <= 128 ? 128 : 256; }
 
-/* flash_mma.cl's local memory: the tiles (ew 16-bit units an element),
- * and the emulation's scratch (xs_words per warp). */
-static size_t local_bytes(const mma_shape *sh, int dpad, int dvpad, int ew, int xs_words) {
-    const size_t kv = (size_t)sh->stages * (size_t)sh->bn * (size_t)(dpad + dvpad);
-    const size_t q = (size_t)sh->bm * (size_t)dpad;
-    const size_t halves = sh->qreg ? (q > kv ? q : kv) : q + kv;
-    return 2 * (size_t)ew * halves + 4 * (size_t)sh->nw * (size_t)xs_words;
-}
-
 /* ---- Probe ---------------------------------------------------------------------- */
 
 typedef struct mma_prim {
@@ -130,7 +147,8 @@ typedef struct mma_prim {
     int tq;              /* MX_TQ: query rows per row tile */
     int xs_words;        /* MX_XS_WORDS: local scratch per warp */
     int tf32;            /* the tile file takes f32 as TF32 (DTYPE 0) */
-    mma_shape (*shape)(int w, int ew); /* tiles by head-dim bucket and element width */
+    /* Tiles by head-dim bucket and element width, within `limit` bytes of local memory. */
+    mma_shape (*shape)(int w, int ew, size_t limit);
     const char *name;    /* for the device description */
 } mma_prim;
 
@@ -210,6 +228,77 @@ static int probe_check(const float *out, char *why, size_t len) {
     return 0;
 }
 
+/* A probe's own context, queue and program cache (in memory only), so that
+ * a probe that faults does not take the caller's context with it. */
+typedef struct probe_env {
+    cl_context ctx;
+    cl_command_queue q;
+    ocl_program_cache cache;
+} probe_env;
+
+static cl_int probe_open(probe_env *e, cl_device_id dev, const fattn_settings *settings) {
+    cl_int err;
+    memset(e, 0, sizeof *e);
+    e->cache.disk_fd = -1;
+    e->cache.kernel_dir = settings->kernel_dir;
+    e->cache.extra_options = settings->opencl_options;
+    e->ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    if (err == CL_SUCCESS) e->q = clCreateCommandQueue(e->ctx, dev, 0, &err);
+    return err;
+}
+
+static void probe_close(probe_env *e) {
+    ocl_cache_release(&e->cache);
+    if (e->q) clReleaseCommandQueue(e->q);
+    if (e->ctx) clReleaseContext(e->ctx);
+}
+
+/* Whether a group on dev may declare `bytes` of static local memory (see
+ * kernels_cl/local_probe.cl): 1 when the probe built, ran and read back
+ * every word; else 0 with why. */
+static int run_local_probe(cl_device_id dev, size_t bytes, const fattn_settings *settings,
+                           char *why, size_t len) {
+    enum { NT = 128 };
+    cl_uint out[NT];
+    for (int i = 0; i < NT; i++) out[i] = 0xffffffffu; /* what no work-item writes shows */
+    probe_env e;
+    cl_int err = probe_open(&e, dev, settings);
+    cl_mem mo = NULL;
+    cl_kernel k = NULL;
+    int ok = 0;
+    char options[96];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DNT=%d -DWORDS=%zu", NT, bytes / 4);
+    fattn_msg msg = {0};
+    if (err == CL_SUCCESS && ocl_get_kernel(&e.cache, e.ctx, dev, "local_probe.cl", "local_probe",
+                                            options, &k, &msg) != FATTN_OK) {
+        snprintf(why, len, "%zu bytes of local memory did not build: %.80s", bytes, msg.text);
+        goto done;
+    }
+    if (err == CL_SUCCESS)
+        mo = clCreateBuffer(e.ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof out, out, &err);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 0, sizeof mo, &mo);
+    const size_t nt = NT;
+    if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(e.q, k, 1, NULL, &nt, &nt, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clEnqueueReadBuffer(e.q, mo, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        snprintf(why, len, "%zu bytes of local memory did not run: %s (%d)", bytes,
+                 ocl_error_name(err), (int)err);
+        goto done;
+    }
+    ok = 1;
+    for (int i = 0; i < NT && ok; i++)
+        if (out[i] != 0) {
+            snprintf(why, len, "%zu bytes of local memory: work-item %d read %u wrong words",
+                     bytes, i, out[i]);
+            ok = 0;
+        }
+done:
+    if (mo) clReleaseMemObject(mo);
+    probe_close(&e);
+    return ok;
+}
+
 /* Runs the probe of primitive `prim` in dtype (0 f32 as TF32, 1 f16, 2
  * bf16) on dev in a context of its own; 1 when every number is right, else
  * 0 with why. */
@@ -229,18 +318,13 @@ static int run_probe(cl_device_id dev, int prim, int dtype, const fattn_settings
     float out[801];
     for (int i = 0; i < 801; i++) out[i] = NAN; /* what no lane writes shows */
 
-    cl_int err;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    probe_env e;
+    cl_int err = probe_open(&e, dev, settings);
     if (err != CL_SUCCESS) {
-        snprintf(why, len, "clCreateContext for the probe: %s", ocl_error_name(err));
+        snprintf(why, len, "a context and queue for the probe: %s", ocl_error_name(err));
+        probe_close(&e);
         return 0;
     }
-    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
-    ocl_program_cache cache;
-    memset(&cache, 0, sizeof cache);
-    cache.disk_fd = -1;
-    cache.kernel_dir = settings->kernel_dir;
-    cache.extra_options = settings->opencl_options;
     cl_mem mi = NULL, mo = NULL;
     cl_kernel k = NULL;
     int ok = 0;
@@ -251,21 +335,21 @@ static int run_probe(cl_device_id dev, int prim, int dtype, const fattn_settings
              prims[prim].options);
     fattn_msg msg = {0};
     if (err == CL_SUCCESS &&
-        ocl_get_kernel(&cache, ctx, dev, file, "mma_probe", options, &k, &msg) != FATTN_OK) {
+        ocl_get_kernel(&e.cache, e.ctx, dev, file, "mma_probe", options, &k, &msg) != FATTN_OK) {
         snprintf(why, len, "the probe did not build: %.200s", msg.text);
         goto done;
     }
     if (err == CL_SUCCESS)
-        mi = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, in_bytes, (void *)in,
+        mi = clCreateBuffer(e.ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, in_bytes, (void *)in,
                             &err);
     if (err == CL_SUCCESS)
-        mo = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof out, out, &err);
+        mo = clCreateBuffer(e.ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof out, out, &err);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 0, sizeof mi, &mi);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 1, sizeof mo, &mo);
     const size_t one = (size_t)prims[prim].warp;
-    if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
+    if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(e.q, k, 1, NULL, &one, &one, 0, NULL, NULL);
     if (err == CL_SUCCESS)
-        err = clEnqueueReadBuffer(q, mo, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL);
+        err = clEnqueueReadBuffer(e.q, mo, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
         snprintf(why, len, "the probe did not run: %s (%d)", ocl_error_name(err), (int)err);
         goto done;
@@ -274,9 +358,7 @@ static int run_probe(cl_device_id dev, int prim, int dtype, const fattn_settings
 done:
     if (mi) clReleaseMemObject(mi);
     if (mo) clReleaseMemObject(mo);
-    ocl_cache_release(&cache);
-    if (q) clReleaseCommandQueue(q);
-    clReleaseContext(ctx);
+    probe_close(&e);
     return ok;
 }
 
@@ -287,6 +369,8 @@ static struct probe_slot {
     int prim;
     int ok[3]; /* by fattn_dtype: f32 (TF32), f16, bf16 */
     char why[256];
+    size_t local; /* local memory the matrix kernel may declare */
+    char local_why[160]; /* why not the device's block maximum, where it is not */
 } probes[PROBE_SLOTS];
 static int probe_count;
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -319,6 +403,8 @@ static int xe_prim(cl_device_id dev) {
 void ocl_mma_setup(ocl_state *s) {
     const char *mode = s->settings.opencl_matrix ? s->settings.opencl_matrix : "auto";
     s->mma_prim = -1;
+    s->mma_local = s->limits.local_mem;
+    s->mma_local_why[0] = '\0';
     if (!strcmp(mode, "off")) {
         snprintf(s->mma_why, sizeof s->mma_why, "the matrix path is off (FATTN_OPENCL_MATRIX=off)");
         return;
@@ -346,7 +432,7 @@ void ocl_mma_setup(ocl_state *s) {
     struct probe_slot *slot = NULL;
     for (int i = 0; i < probe_count; i++)
         if (probes[i].dev == s->dev.device && probes[i].prim == prim) slot = &probes[i];
-    struct probe_slot fresh = {s->dev.device, prim, {0, 0, 0}, ""};
+    struct probe_slot fresh = {s->dev.device, prim, {0, 0, 0}, "", s->limits.local_mem, ""};
     if (!slot) {
         static const char *const names[3] = {"TF32", "f16", "bf16"};
         for (int dt = prims[prim].tf32 ? 0 : 1; dt < 3; dt++) {
@@ -356,11 +442,21 @@ void ocl_mma_setup(ocl_state *s) {
                 snprintf(fresh.why, sizeof fresh.why, "%s (%s): %s", prims[prim].name,
                          names[dt], why);
         }
+        /* Past the reported size on NVIDIA only where the probe proves it,
+         * less 1 KiB for what the compiler adds to a kernel's arrays. */
+        const size_t big = s->limits.group_local_max - 1024;
+        if (prim == PRIM_NV && s->limits.group_local_max > s->limits.local_mem + 1024) {
+            if (run_local_probe(s->dev.device, big, &s->settings, fresh.local_why,
+                                sizeof fresh.local_why))
+                fresh.local = big;
+        }
         /* A full table keeps its entries; this device is probed again next time. */
         if (probe_count < PROBE_SLOTS) probes[probe_count++] = fresh;
         slot = &fresh;
     }
     s->mma_prim = prim;
+    s->mma_local = slot->local;
+    snprintf(s->mma_local_why, sizeof s->mma_local_why, "%s", slot->local_why);
     memcpy(s->mma_ok, slot->ok, sizeof s->mma_ok);
     snprintf(s->mma_why, sizeof s->mma_why, "%s", slot->why);
     pthread_mutex_unlock(&probe_lock);
@@ -415,13 +511,24 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED, "the matrix path takes head dims up to 256");
     const mma_prim *pr = &prims[s->mma_prim];
     const int dpad = bucket(p->head_dim), dvpad = bucket(p->head_dim_v);
-    mma_shape sh = pr->shape(dpad > dvpad ? dpad : dvpad, ew);
+    /* A tuning knob that cannot apply is an error, not a quiet fallback to
+     * the scalar kernel (a sweep would time the wrong kernel). Its `local`
+     * (KiB) caps the local memory the table's shapes may take. */
+    const char *tune = s->settings.opencl_matrix_tune;
+    const long cap_kib = fattn_tune_value(tune, "local", 0);
+    if (cap_kib < 0 || cap_kib > (1L << 20))
+        return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
+                          "FATTN_OPENCL_MATRIX_TUNE's local (%ld) is not a size in KiB "
+                          "(1..1048576; 0 or absent: the device's)",
+                          cap_kib);
+    size_t limit = s->mma_local;
+    if (cap_kib > 0 && (size_t)cap_kib * 1024 < limit) limit = (size_t)cap_kib * 1024;
+    mma_shape sh = pr->shape(dpad > dvpad ? dpad : dvpad, ew, limit);
     if (!sh.bm)
         return fattn_fail(msg, FATTN_ERR_UNSUPPORTED,
-                          "the TF32 tiles take head dims up to 128 (local memory)");
-    /* A tuning knob that cannot apply is an error, not a quiet fallback to
-     * the scalar kernel (a sweep would time the wrong kernel). */
-    const char *tune = s->settings.opencl_matrix_tune;
+                          "the matrix path's TF32 tiles at head dim %d need more local memory "
+                          "than the %zu bytes this device gives a group",
+                          dpad > dvpad ? dpad : dvpad, limit);
     if (!tuned_shape(tune, pr->tq, &sh))
         return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
                           "FATTN_OPENCL_MATRIX_TUNE \"%s\" is not a shape the matrix kernel "
@@ -429,11 +536,11 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
                           "16, qreg and fold 0 or 1, stages 1 or 2)",
                           tune, pr->tq);
     const size_t bytes = local_bytes(&sh, dpad, dvpad, ew, pr->xs_words);
-    if (bytes > s->limits.local_mem)
+    if (bytes > limit)
         return fattn_fail(msg, tune && *tune ? FATTN_ERR_ENVIRONMENT : FATTN_ERR_UNSUPPORTED,
-                          "the matrix path's tiles need %zu bytes of local memory; the device "
-                          "has %zu%s",
-                          bytes, s->limits.local_mem,
+                          "the matrix path's tiles need %zu bytes of local memory; a group may have "
+                          "%zu%s",
+                          bytes, limit,
                           tune && *tune ? " (FATTN_OPENCL_MATRIX_TUNE)" : "");
 
     const unsigned bits = fattn_variants_used(p);
@@ -466,7 +573,7 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     mp->k = k;
     plan->tiling.tile_q = sh.bm;
     plan->tiling.tile_kv = sh.bn;
-    const size_t per_cu = s->limits.local_mem / bytes;
+    const size_t per_cu = s->limits.cu_local_mem / bytes;
     plan->tiling.concurrent_groups =
         (int64_t)s->limits.compute_units * (int64_t)(per_cu ? per_cu : 1);
     plan->tiling.workspace_bytes = 0;

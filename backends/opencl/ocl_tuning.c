@@ -77,10 +77,11 @@ fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *
         out->vendor_class = OCL_CLASS_INTEL;
     else
         out->vendor_class = OCL_CLASS_OTHER;
-    out->cu_local_mem = out->local_mem;
+    out->cu_local_mem = out->group_local_max = out->local_mem;
     /* cl_nv_device_attribute_query's compute capability (0x4000, 0x4001):
-     * shared memory per SM for groups (the CUDA guide's table: 9.0 228 KiB,
-     * 8.0 and 8.7 164, 8.6, 8.9 and 12.x 100, 7.0 96, 7.5 64). */
+     * shared memory per SM for groups and the most one block may opt into
+     * (the CUDA guide's table: 9.0 and 10.0 228 and 227 KiB, 8.0 and 8.7 164
+     * and 163, 8.6, 8.9 and 12.x 100 and 99, 7.0 96 and 96, 7.5 64 and 64). */
     cl_uint cc[2] = {0, 0};
     if (out->vendor_class == OCL_CLASS_NVIDIA &&
         clGetDeviceInfo(dev, 0x4000, sizeof cc[0], &cc[0], NULL) == CL_SUCCESS &&
@@ -88,7 +89,9 @@ fattn_status ocl_read_limits(cl_device_id dev, cl_device_type type, ocl_limits *
         const unsigned v = cc[0] * 10 + cc[1];
         const size_t kib = v == 90 || v == 100 ? 228 : v == 80 || v == 87 ? 164
                            : v == 70 ? 96 : v == 75 ? 64 : v >= 86 ? 100 : 0;
+        const size_t group_kib = kib == 96 || kib == 64 ? kib : kib ? kib - 1 : 0;
         if (kib * 1024 > out->cu_local_mem) out->cu_local_mem = kib * 1024;
+        if (group_kib * 1024 > out->group_local_max) out->group_local_max = group_kib * 1024;
     }
     return FATTN_OK;
 }
