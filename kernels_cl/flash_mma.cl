@@ -176,6 +176,9 @@ void flash_mma(__global const ushort *q, long q_off, long q_sb, long q_sh, long 
                __global float *lse, long l_off, long l_sb, long l_sh, long l_ss, int has_lse,
                int Hq, int group, int Sq, int Sk, int D, float scale_log2e, int causal, long coff,
                int vec VAR_PARAMS MMA_RAGGED_PARAMS) {
+#ifdef VEC
+    vec = VEC; /* the host builds for the operands' alignment: the unused copies compile away */
+#endif
     __local uint4 smem[LOCAL_HALVES / 8];
 #if MX_XS_WORDS
     __local uint xs_all[NW * MX_XS_WORDS];

@@ -478,11 +478,32 @@ int ocl_mma_files_for(const ocl_state *s, fattn_dtype dtype, ocl_mma_files *out,
     return 1;
 }
 
+/* Whether an operand's 16-byte chunks (n elements) are 16-byte aligned
+ * wherever an index can move (a stride matters only when its count passes
+ * 1); cl_mem bases, sub-buffers included, are aligned far beyond 16 bytes. */
+static int aligned16(const fattn_operand *op, int64_t n, int64_t nb, int64_t nh, int64_t ns) {
+    return op->offset % n == 0 && (nb <= 1 || op->stride_batch % n == 0) &&
+           (nh <= 1 || op->stride_head % n == 0) && (ns <= 1 || op->stride_seq % n == 0);
+}
+
+/* flash_mma.cl's vec: which of Q (1), K (2), V (4) may be copied in
+ * 16-byte pieces. Paged K/V: the batch stride steps pages. Ragged counts
+ * are bounded by the dense ones' checks (any index may move). */
+static cl_int mma_vec(const fattn_problem *p) {
+    const int64_t nkv_b = p->rag.on ? 2 : p->batch, nq_b = p->rag.on ? 2 : p->batch;
+    const int64_t hkv = p->heads_kv;
+    const int64_t n = p->dtype == FATTN_F32 ? 4 : 8; /* elements in 16 bytes */
+    return (aligned16(&p->q, n, nq_b, p->heads_q, p->rag.on ? 2 : p->seq_q) ? 1 : 0) |
+           (aligned16(&p->k, n, nkv_b, hkv, p->rag.on ? 2 : p->seq_kv) ? 2 : 0) |
+           (aligned16(&p->v, n, nkv_b, hkv, p->rag.on ? 2 : p->seq_kv) ? 4 : 0);
+}
+
 /* ---- The variant table's row ---------------------------------------------------- */
 
 typedef struct ocl_mma_plan {
     mma_shape sh;
-    int warp; /* work-items per warp */
+    int warp;   /* work-items per warp */
+    cl_int vec; /* mma_vec, which the kernel was built for */
     cl_kernel k;
 } ocl_mma_plan;
 FATTN_PLAN_FITS(ocl_mma_plan);
@@ -549,11 +570,15 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     char dv[32] = "";
     if (dvpad != dpad && !(bits & FATTN_VAR_HEAD_DIM_V))
         snprintf(dv, sizeof dv, " -DDVPAD=%d", dvpad);
+    /* VEC: the kernel's copies are built for the operands' alignment, so
+     * the element-wise fallback (whose registers made ptxas spill) is only
+     * in the builds that need it. */
+    const cl_int vec = mma_vec(p);
     snprintf(
         options, sizeof options,
         "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d -DSTAGES=%d "
-        "-DFOLD=%d%s%s%s%s",
-        (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, sh.fold, dv,
+        "-DFOLD=%d -DVEC=%d%s%s%s%s",
+        (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, sh.fold, (int)vec, dv,
         ocl_ragged_option(p), var, pr->options);
     snprintf(file, sizeof file, "%s+flash_mma.cl", pr->files);
     cl_kernel k;
@@ -570,6 +595,7 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     ocl_mma_plan *mp = FATTN_PLAN_AREA(plan, ocl_mma_plan);
     mp->sh = sh;
     mp->warp = pr->warp;
+    mp->vec = vec;
     mp->k = k;
     plan->tiling.tile_q = sh.bm;
     plan->tiling.tile_kv = sh.bn;
@@ -580,14 +606,6 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     return FATTN_OK;
 }
 
-/* Whether an operand's 16-byte chunks (n elements) are 16-byte aligned
- * wherever an index can move (a stride matters only when its count passes
- * 1); cl_mem bases, sub-buffers included, are aligned far beyond 16 bytes. */
-static int aligned16(const fattn_operand *op, int64_t n, int64_t nb, int64_t nh, int64_t ns) {
-    return op->offset % n == 0 && (nb <= 1 || op->stride_batch % n == 0) &&
-           (nh <= 1 || op->stride_head % n == 0) && (ns <= 1 || op->stride_seq % n == 0);
-}
-
 fattn_status ocl_mma_run(void *state, const fattn_problem *p, const fattn_plan *plan,
                          fattn_msg *msg) {
     ocl_state *s = state;
@@ -596,15 +614,7 @@ fattn_status ocl_mma_run(void *state, const fattn_problem *p, const fattn_plan *
     cl_uint a = 0;
     fattn_status st = ocl_forward_args(k, &a, p, msg);
     if (st != FATTN_OK) return st;
-    /* Paged K/V: the batch stride steps pages. Ragged counts are bounded by
-     * the dense ones' checks (any index may move). */
-    const int64_t nkv_b = p->rag.on ? 2 : p->batch, nq_b = p->rag.on ? 2 : p->batch;
-    const int64_t hkv = p->heads_kv;
-    const int64_t n = p->dtype == FATTN_F32 ? 4 : 8; /* elements in 16 bytes */
-    const cl_int vec = (aligned16(&p->q, n, nq_b, p->heads_q, p->rag.on ? 2 : p->seq_q) ? 1 : 0) |
-                       (aligned16(&p->k, n, nkv_b, hkv, p->rag.on ? 2 : p->seq_kv) ? 2 : 0) |
-                       (aligned16(&p->v, n, nkv_b, hkv, p->rag.on ? 2 : p->seq_kv) ? 4 : 0);
-    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof vec, &vec));
+    OCL_TRY(msg, clSetKernelArg(k, a++, sizeof mp->vec, &mp->vec));
     if ((st = ocl_variant_args(k, &a, p, fattn_variants_used(p), msg)) != FATTN_OK) return st;
     if (p->rag.on && (st = ocl_ragged_args(s, k, &a, p, msg)) != FATTN_OK) return st;
     const size_t nt = (size_t)mp->sh.nw * (size_t)mp->warp;
