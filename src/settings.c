@@ -37,7 +37,7 @@ static const char *const decode_knobs[] = {
     /* OpenCL's matrix decode kernel (vec and waves too) */
     "mma", "nw", "stages", "kw"};
 /* FATTN_OPENCL_MATRIX_TUNE's, read by backends/opencl/ocl_mma.c. */
-static const char *const matrix_knobs[] = {"bm", "bn", "nw", "qreg", "stages", "fold", "local"};
+static const char *const matrix_knobs[] = {"bm", "bn", "nw", "qreg", "stages", "fold", "spec", "local"};
 
 /* The list's syntax: name=integer, comma-separated, known names only. */
 static fattn_status check_tune(const char *var, const char *list, const char *const *knobs,

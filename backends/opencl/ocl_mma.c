@@ -23,8 +23,12 @@
 
 /* ---- Tiles ---------------------------------------------------------------------- */
 
+/* flash_mma.cl's BM, BN, NW, QREG, STAGES, FOLD; spec: the kernel is
+ * built for the operands' alignment (VEC), so the element-wise copies that
+ * misaligned operands need are not in the builds of aligned ones. Which
+ * way ptxas allocates fewer registers (or spills less) differs by shape. */
 typedef struct mma_shape {
-    int bm, bn, nw, qreg, stages, fold; /* flash_mma.cl's BM, BN, NW, QREG, STAGES, FOLD */
+    int bm, bn, nw, qreg, stages, fold, spec;
 } mma_shape;
 
 /* flash_mma.cl's local memory: the tiles (ew 16-bit units an element),
@@ -48,39 +52,48 @@ static mma_shape first_fit(size_t limit, int w, int ew, size_t n, const mma_shap
               (mma_shape[]){__VA_ARGS__})
 
 /* TF32 (f32 tiles, twice the bytes): 4 warps, V transposed.
- * Within 48 KiB: 32 and 64: 128 rows x 64 keys, Q in registers (staged in
- * the K/V area), K/V double-buffered at 32 and single at 64 (32 KiB
- * each). 128: 64 rows x 16 keys with Q in local memory (Q 32 KiB, K and
- * V^T 8 each: exactly 48). At 256 nothing fits 48 KiB (0: the scalar
- * kernel runs).
+ * 32 and 64: 128 rows x 64 keys, Q in registers (staged in the K/V area),
+ * K/V double-buffered at 32 and single at 64 (32 KiB each). 128: 64 rows x
+ * 16 keys with Q in local memory, K and V^T double-buffered (64 KiB), or
+ * single within 48 KiB. 256: 64 x 16, single-buffered (96 KiB; nothing
+ * fits 48, and the scalar kernel runs).
  * H200 (bench/results/2026-11-23-h200-opencl-matrix, calls 58-59): d64's
  * shape is 13-40% faster than 32-key tiles double-buffered, d128's 16-21%
  * faster than 64 x 32 with Q in registers; against the scalar f32 kernel
- * 3.0-3.4x at d32, 3.0-3.2x at d64, 1.8-2.1x at d128. */
+ * 3.0-3.4x at d32, 3.0-3.2x at d64, 1.8-2.1x at d128. Past 48 KiB
+ * (bench/results/2026-11-24-h200-opencl-nw2, call119): d128 double-buffered
+ * 5-13% faster than single (32 keys a tile: 14-22% slower); d256 3.1x the
+ * scalar kernel. */
 static mma_shape shape_tf32(int w, size_t limit) {
-    if (w <= 32) return (mma_shape){128, 64, 4, 1, 2, 1};
-    if (w <= 64) return FIRST_FIT(limit, 64, 2, {128, 64, 4, 1, 2, 1}, {128, 64, 4, 1, 1, 1});
-    if (w <= 128) return FIRST_FIT(limit, 128, 2, {64, 32, 4, 0, 2, 1}, {64, 16, 4, 0, 1, 1});
-    return FIRST_FIT(limit, 256, 2, {64, 16, 4, 0, 1, 1}, {0, 0, 0, 0, 0, 0});
+    if (w <= 32) return (mma_shape){128, 64, 4, 1, 2, 1, 0};
+    if (w <= 64) return (mma_shape){128, 64, 4, 1, 1, 1, 0};
+    if (w <= 128)
+        return FIRST_FIT(limit, 128, 2, {64, 16, 4, 0, 2, 1, 1}, {64, 16, 4, 0, 1, 1, 1});
+    return FIRST_FIT(limit, 256, 2, {64, 16, 4, 0, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0});
 }
 
 /* By the wider of the Q/K and V buckets. The registers bound them (O is
  * MT x DVPAD / 2 floats per work-item, S MT x BN / 2), and local memory:
  * the device's 48 KiB, or on NVIDIA up to the block maximum its compiler
- * takes for static arrays (ocl_mma.c's local probe; 227 KiB on the H200).
- * Within 48 KiB:
+ * takes for static arrays (the local probe; 226 KiB on the H200).
  *  32: 128 rows with 8 warps (1 m16 tile per warp) x 64 keys, Q in
  *       registers, K and V double-buffered (16 KiB): with 4 warps (2 tiles
  *       each) the kernel takes 177 registers since the per-vendor split,
  *       2 groups per SM, and is 17% slower than at 168 registers and 3
  *       groups before it; 8 warps take 126 (call55: 7% slower than before
  *       the split, the best of the shapes swept).
- *  64: 128 rows (2 m16 tiles per warp) x 64 keys, Q in registers, K and
- *       V double-buffered (32 KiB).
+ *  64: 128 rows (2 m16 tiles per warp) x 96 keys, Q in local memory, K
+ *       and V double-buffered (64 KiB): 4-5% faster than 64 keys with Q in
+ *       registers (32 KiB, the shape within 48 KiB); with VEC it spills
+ *       and is 6% slower (calls 118-119 of
+ *       bench/results/2026-11-24-h200-opencl-nw2).
  *  128: 128 x 32 with Q in local memory (32 KiB, and 8 each for K and V,
  *       single-buffered: exactly 48 KiB): Q's 64 registers would spill
- *       beside O's 128.
- *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in registers, single.
+ *       beside O's 128. Double-buffered (64 KiB) it spills, 8% slower; 64
+ *       keys (96 KiB) within 1% of it; with VEC 9% slower (call119).
+ *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in registers, single,
+ *       with VEC: 21% faster than without (call119); Q in local memory and
+ *       K/V double-buffered (96 KiB) no faster.
  * Each folds the scale into the exponent (FOLD): at 128 that also ends
  * ptxas's spills (255 registers and 132 bytes of spill loads before, 254
  * and none after), and it is 2-3% faster at 64 and 128 (H200, f16, seq
@@ -88,13 +101,14 @@ static mma_shape shape_tf32(int w, size_t limit) {
  * None of the other shapes swept there (FATTN_OPENCL_MATRIX_TUNE: 128 or
  * 64 keys per tile with Q in local memory, 64-row groups, 8 warps) came
  * within 3% of these; 2-warp groups of 64 rows (4 groups per SM) were
- * 20-35% slower (call115, bench/results/2026-11-24-h200-opencl-nw2). */
+ * 20-35% slower (call115). */
 static mma_shape shape_nv(int w, int ew, size_t limit) {
     if (ew == 2) return shape_tf32(w, limit);
-    if (w <= 32) return (mma_shape){128, 64, 8, 1, 2, 1};
-    if (w <= 64) return FIRST_FIT(limit, 64, 1, {128, 128, 4, 0, 2, 1}, {128, 64, 4, 1, 2, 1});
-    if (w <= 128) return FIRST_FIT(limit, 128, 1, {128, 32, 4, 0, 2, 1}, {128, 32, 4, 0, 1, 1});
-    return FIRST_FIT(limit, 256, 1, {64, 32, 4, 1, 2, 1}, {64, 32, 4, 1, 1, 1});
+    if (w <= 32) return (mma_shape){128, 64, 8, 1, 2, 1, 0};
+    if (w <= 64)
+        return FIRST_FIT(limit, 64, 1, {128, 96, 4, 0, 2, 1, 0}, {128, 64, 4, 1, 2, 1, 1});
+    if (w <= 128) return (mma_shape){128, 32, 4, 0, 1, 1, 0};
+    return (mma_shape){64, 32, 4, 1, 1, 1, 1};
 }
 
 /* Intel XMX (8-row tiles, one column per lane): 8 sub-groups of one row
@@ -104,8 +118,8 @@ static mma_shape shape_nv(int w, int ew, size_t limit) {
  * at 256 it spills. */
 static mma_shape shape_xe(int w, int ew, size_t limit) {
     (void)limit;
-    if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0};
-    return (mma_shape){64, 32, 8, 1, w <= 128 ? 2 : 1, 1};
+    if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0, 0};
+    return (mma_shape){64, 32, 8, 1, w <= 128 ? 2 : 1, 1, 1};
 }
 
 /* AMD CDNA (wave64): 4 waves (256 work-items, the usual limit), Q in
@@ -113,10 +127,10 @@ static mma_shape shape_xe(int w, int ew, size_t limit) {
  * Not measured: no AMD GPU has run it. */
 static mma_shape shape_cdna(int w, int ew, size_t limit) {
     (void)limit;
-    if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0};
-    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1};
-    if (w <= 128) return (mma_shape){128, 32, 4, 1, 2, 1};
-    return (mma_shape){64, 32, 4, 1, 1, 1};
+    if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0, 0};
+    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1, 1};
+    if (w <= 128) return (mma_shape){128, 32, 4, 1, 2, 1, 1};
+    return (mma_shape){64, 32, 4, 1, 1, 1, 1};
 }
 
 /* FATTN_OPENCL_MATRIX_TUNE's overrides (for sweeps) over the table's shape;
@@ -129,10 +143,12 @@ static int tuned_shape(const char *tune, int tq, mma_shape *sh) {
     sh->qreg = (int)fattn_tune_value(tune, "qreg", sh->qreg);
     sh->stages = (int)fattn_tune_value(tune, "stages", sh->stages);
     sh->fold = (int)fattn_tune_value(tune, "fold", sh->fold);
+    sh->spec = (int)fattn_tune_value(tune, "spec", sh->spec);
     const int mt = sh->nw > 0 ? sh->bm / (tq * sh->nw) : 0;
     return sh->nw >= 1 && sh->nw <= 8 && mt >= 1 && mt <= 4 && mt * tq * sh->nw == sh->bm &&
            sh->bn >= 16 && sh->bn <= 128 && sh->bn % 16 == 0 && (sh->qreg & ~1) == 0 &&
-           (sh->stages == 1 || sh->stages == 2) && (sh->fold & ~1) == 0;
+           (sh->stages == 1 || sh->stages == 2) && (sh->fold & ~1) == 0 &&
+           (sh->spec & ~1) == 0;
 }
 
 static int bucket(int64_t d) { return d <= 32 ? 32 : d <= 64 ? 64 : d <= 128 ? 128 : 256; }
@@ -570,15 +586,16 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     char dv[32] = "";
     if (dvpad != dpad && !(bits & FATTN_VAR_HEAD_DIM_V))
         snprintf(dv, sizeof dv, " -DDVPAD=%d", dvpad);
-    /* VEC: the kernel's copies are built for the operands' alignment, so
-     * the element-wise fallback (whose registers made ptxas spill) is only
-     * in the builds that need it. */
+    /* VEC (the shape's spec): the kernel's copies built for the operands'
+     * alignment. */
     const cl_int vec = mma_vec(p);
+    char spec[16] = "";
+    if (sh.spec) snprintf(spec, sizeof spec, " -DVEC=%d", (int)vec);
     snprintf(
         options, sizeof options,
         "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d -DSTAGES=%d "
-        "-DFOLD=%d -DVEC=%d%s%s%s%s",
-        (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, sh.fold, (int)vec, dv,
+        "-DFOLD=%d%s%s%s%s%s",
+        (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, sh.fold, spec, dv,
         ocl_ragged_option(p), var, pr->options);
     snprintf(file, sizeof file, "%s+flash_mma.cl", pr->files);
     cl_kernel k;
