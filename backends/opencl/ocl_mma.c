@@ -84,16 +84,18 @@ static mma_shape shape_tf32(int w, size_t limit) {
  *       the split, the best of the shapes swept).
  *  64: 128 rows (2 m16 tiles per warp) x 96 keys, Q in local memory, K
  *       and V double-buffered (64 KiB): 4-5% faster than 64 keys with Q in
- *       registers (32 KiB, the shape within 48 KiB); with VEC it spills
- *       and is 6% slower (calls 118-119 of
+ *       registers (32 KiB, the shape before); with VEC it spills and is 6%
+ *       slower. Within 48 KiB: 64 keys with Q in local memory, with VEC,
+ *       1-2% faster than the shape before (calls 118-120 of
  *       bench/results/2026-11-24-h200-opencl-nw2).
  *  128: 128 x 32 with Q in local memory (32 KiB, and 8 each for K and V,
  *       single-buffered: exactly 48 KiB): Q's 64 registers would spill
- *       beside O's 128. Double-buffered (64 KiB) it spills, 8% slower; 64
- *       keys (96 KiB) within 1% of it; with VEC 9% slower (call119).
- *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in registers, single,
- *       with VEC: 21% faster than without (call119); Q in local memory and
- *       K/V double-buffered (96 KiB) no faster.
+ *       beside O's 128. Double-buffered (64 KiB) it spills, 9% slower; 64
+ *       keys (96 KiB), with VEC, within 1% of it (call119).
+ *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in local memory, K
+ *       and V double-buffered (96 KiB), with VEC: 19-21% faster than Q in
+ *       registers single-buffered without VEC, the shape within 48 KiB
+ *       (call119), which with VEC is 11-13% faster (call120).
  * Each folds the scale into the exponent (FOLD): at 128 that also ends
  * ptxas's spills (255 registers and 132 bytes of spill loads before, 254
  * and none after), and it is 2-3% faster at 64 and 128 (H200, f16, seq
@@ -106,9 +108,9 @@ static mma_shape shape_nv(int w, int ew, size_t limit) {
     if (ew == 2) return shape_tf32(w, limit);
     if (w <= 32) return (mma_shape){128, 64, 8, 1, 2, 1, 0};
     if (w <= 64)
-        return FIRST_FIT(limit, 64, 1, {128, 96, 4, 0, 2, 1, 0}, {128, 64, 4, 1, 2, 1, 1});
+        return FIRST_FIT(limit, 64, 1, {128, 96, 4, 0, 2, 1, 0}, {128, 64, 4, 0, 2, 1, 1});
     if (w <= 128) return (mma_shape){128, 32, 4, 0, 1, 1, 0};
-    return (mma_shape){64, 32, 4, 1, 1, 1, 1};
+    return FIRST_FIT(limit, 256, 1, {64, 32, 4, 0, 2, 1, 1}, {64, 32, 4, 1, 1, 1, 1});
 }
 
 /* Intel XMX (8-row tiles, one column per lane): 8 sub-groups of one row
