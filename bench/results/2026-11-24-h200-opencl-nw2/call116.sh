@@ -9,7 +9,7 @@ trap fin EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $O/machine.txt; date -u >> $O/machine.txt; git rev-parse HEAD >> $O/machine.txt
 R=bench/results/2026-11-24-h200-opencl-nw2
 gcc -std=c11 -O1 -o /tmp/bsp $R/bigshared_probe.c -lOpenCL && timeout 60 /tmp/bsp > $O/bigshared.txt 2>&1; echo "probe rc $?" >> $O/summary.txt
-gcc -std=c11 -O1 -o /tmp/dump_ptx $R/dump_ptx.c -lOpenCL
+gcc -std=c11 -O1 -o /tmp/dump_ptx bench/results/2026-11-23-h200-opencl-matrix/dump_ptx.c -lOpenCL
 F="storage.cl ragged.cl variants.cl mma_common.cl mma_nv.cl mma_nv_tile.cl flash_mma.cl"
 /tmp/dump_ptx $O/d64.ptx kernels_cl "-cl-std=CL1.2 -DDTYPE=1 -DDPAD=64 -DBM=128 -DBN=64 -DNW=4 -DQREG=1 -DSTAGES=2 -DFOLD=1" $F 2> $O/d64.err; echo "ptx d64 rc $?" >> $O/summary.txt
 /tmp/dump_ptx $O/d128.ptx kernels_cl "-cl-std=CL1.2 -DDTYPE=1 -DDPAD=128 -DBM=128 -DBN=32 -DNW=4 -DQREG=0 -DSTAGES=1 -DFOLD=1" $F 2> $O/d128.err; echo "ptx d128 rc $?" >> $O/summary.txt
