@@ -62,8 +62,8 @@ static mma_shape first_fit(size_t limit, int w, int ew, size_t n, const mma_shap
  * faster than 64 x 32 with Q in registers; against the scalar f32 kernel
  * 3.0-3.4x at d32, 3.0-3.2x at d64, 1.8-2.1x at d128. Past 48 KiB
  * (bench/results/2026-11-24-h200-opencl-nw2, call119): d128 double-buffered
- * 5-13% faster than single (32 keys a tile: 14-22% slower); d256 3.1x the
- * scalar kernel. */
+ * 5-13% faster than single (32 keys a tile: 14-22% slower); d256 3.0-3.6x
+ * the scalar kernel (call120). */
 static mma_shape shape_tf32(int w, size_t limit) {
     if (w <= 32) return (mma_shape){128, 64, 4, 1, 2, 1, 0};
     if (w <= 64) return (mma_shape){128, 64, 4, 1, 1, 1, 0};
@@ -93,9 +93,9 @@ static mma_shape shape_tf32(int w, size_t limit) {
  *       beside O's 128. Double-buffered (64 KiB) it spills, 9% slower; 64
  *       keys (96 KiB), with VEC, within 1% of it (call119).
  *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in local memory, K
- *       and V double-buffered (96 KiB), with VEC: 19-21% faster than Q in
- *       registers single-buffered without VEC, the shape within 48 KiB
- *       (call119), which with VEC is 11-13% faster (call120).
+ *       and V double-buffered (96 KiB), with VEC: 21-23% faster than Q in
+ *       registers single-buffered without VEC (the shape before), which
+ *       with VEC, the shape within 48 KiB, is 11-13% faster (call121).
  * Each folds the scale into the exponent (FOLD): at 128 that also ends
  * ptxas's spills (255 registers and 132 bytes of spill loads before, 254
  * and none after), and it is 2-3% faster at 64 and 128 (H200, f16, seq
