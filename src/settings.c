@@ -39,17 +39,27 @@ static const char *const decode_knobs[] = {
 /* FATTN_OPENCL_MATRIX_TUNE's, read by backends/opencl/ocl_mma.c. */
 static const char *const matrix_knobs[] = {"bm", "bn", "nw", "qreg", "stages", "fold", "spec", "local"};
 
-/* The list's syntax: name=integer, comma-separated, known names only. */
+/* The list's syntax: name=integer, comma-separated, known names only, each
+ * at most once (a reader takes a name's first value, so a second one would
+ * be ignored without a word). */
 static fattn_status check_tune(const char *var, const char *list, const char *const *knobs,
                                size_t nknobs, fattn_msg *msg) {
+    unsigned long long seen = 0; /* bit i: knobs[i] given (at most 64 knobs) */
     for (const char *p = list; p && *p;) {
         const char *eq = strchr(p, '='), *comma = strchr(p, ',');
         const size_t len = comma ? (size_t)(comma - p) : strlen(p);
         int known = 0;
         if (eq && (!comma || eq < comma))
-            for (size_t i = 0; i < nknobs; i++)
-                known |= strlen(knobs[i]) == (size_t)(eq - p) &&
-                         !strncmp(p, knobs[i], (size_t)(eq - p));
+            for (size_t i = 0; i < nknobs && i < 64; i++)
+                if (strlen(knobs[i]) == (size_t)(eq - p) &&
+                    !strncmp(p, knobs[i], (size_t)(eq - p))) {
+                    if (seen >> i & 1)
+                        return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
+                                          "%s names %s twice; give each name once", var,
+                                          knobs[i]);
+                    seen |= 1ull << i;
+                    known = 1;
+                }
         char *end = NULL;
         errno = 0;
         if (known) (void)strtol(eq + 1, &end, 10);

@@ -1486,8 +1486,9 @@ static void test_environment(void **state) {
     c = NULL;
 
     /* The decode knobs: a misspelt name or value is an error, not a default. */
-    const char *const bad_tune[] = {"min_key=1", "min_keys", "min_keys=", "min_keys=4k",
-                                    "pdl=0,,nt=64", "min_keys=99999999999999999999"};
+    const char *const bad_tune[] = {"min_key=1",    "min_keys", "min_keys=", "min_keys=4k",
+                                    "pdl=0,,nt=64", "min_keys=99999999999999999999",
+                                    "pdl=0,nt=64,pdl=1"};
     for (size_t i = 0; i < sizeof bad_tune / sizeof bad_tune[0]; i++) {
         setenv("FATTN_DECODE_TUNE", bad_tune[i], 1);
         EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_ERR_ENVIRONMENT,
@@ -1501,7 +1502,8 @@ static void test_environment(void **state) {
     unsetenv("FATTN_DECODE_TUNE");
 
     /* The OpenCL matrix kernel's tile knobs: the same syntax, its own names. */
-    const char *const bad_matrix[] = {"min_keys=1", "bm", "bm=64,bx=2", "fold=yes"};
+    const char *const bad_matrix[] = {"min_keys=1", "bm", "bm=64,bx=2", "fold=yes",
+                                      "qreg=0,bn=32,qreg=1"};
     for (size_t i = 0; i < sizeof bad_matrix / sizeof bad_matrix[0]; i++) {
         setenv("FATTN_OPENCL_MATRIX_TUNE", bad_matrix[i], 1);
         EXPECT(NULL, fattn_context_create(FATTN_BACKEND_CPU, 0, &c), FATTN_ERR_ENVIRONMENT,
