@@ -23,10 +23,11 @@
 
 /* ---- Tiles ---------------------------------------------------------------------- */
 
-/* flash_mma.cl's BM, BN, NW, QREG, STAGES, FOLD; spec: the kernel is
- * built for the operands' alignment (VEC), so the element-wise copies that
- * misaligned operands need are not in the builds of aligned ones. Which
- * way ptxas allocates fewer registers (or spills less) differs by shape. */
+/* flash_mma.cl's BM, BN, NW, QREG, STAGES, FOLD; spec: where every
+ * operand takes 16-byte copies the kernel is built for it (VEC=7), without
+ * the element-wise copies misaligned operands need. Which way ptxas
+ * allocates fewer registers (or spills less) differs by shape (measured on
+ * NVIDIA only; the other vendors' shapes leave it off). */
 typedef struct mma_shape {
     int bm, bn, nw, qreg, stages, fold, spec;
 } mma_shape;
@@ -121,7 +122,7 @@ static mma_shape shape_nv(int w, int ew, size_t limit) {
 static mma_shape shape_xe(int w, int ew, size_t limit) {
     (void)limit;
     if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0, 0};
-    return (mma_shape){64, 32, 8, 1, w <= 128 ? 2 : 1, 1, 1};
+    return (mma_shape){64, 32, 8, 1, w <= 128 ? 2 : 1, 1, 0};
 }
 
 /* AMD CDNA (wave64): 4 waves (256 work-items, the usual limit), Q in
@@ -130,9 +131,9 @@ static mma_shape shape_xe(int w, int ew, size_t limit) {
 static mma_shape shape_cdna(int w, int ew, size_t limit) {
     (void)limit;
     if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0, 0};
-    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1, 1};
-    if (w <= 128) return (mma_shape){128, 32, 4, 1, 2, 1, 1};
-    return (mma_shape){64, 32, 4, 1, 1, 1, 1};
+    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1, 0};
+    if (w <= 128) return (mma_shape){128, 32, 4, 1, 2, 1, 0};
+    return (mma_shape){64, 32, 4, 1, 1, 1, 0};
 }
 
 /* FATTN_OPENCL_MATRIX_TUNE's overrides (for sweeps) over the table's shape;
@@ -591,8 +592,11 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     /* VEC (the shape's spec): the kernel's copies built for the operands'
      * alignment. */
     const cl_int vec = mma_vec(p);
-    char spec[16] = "";
-    if (sh.spec) snprintf(spec, sizeof spec, " -DVEC=%d", (int)vec);
+    /* Only the all-aligned build is specialised, so a shape has at most two
+     * programs (misaligned operands share the generic one); the emulations
+     * (keyed rows) build the generic one only: the specialisation is for a
+     * vendor compiler's register allocation, and it halves their programs. */
+    const char *spec = sh.spec && vec == 7 && !pr->key ? " -DVEC=7" : "";
     snprintf(
         options, sizeof options,
         "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d -DSTAGES=%d "
