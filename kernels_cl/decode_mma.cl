@@ -59,7 +59,7 @@
 #define MERGE_FLOATS (OW_FLOATS + 2 * NW * MX_TQ + 2 * MX_TQ) /* ... and the rows' statistics */
 
 #if MT != 1 || KW % 16 != 0 || DSTAGES < 2 || DSTAGES > 4 || DTYPE == 0 || \
-    WSTAGE < QT_UNITS || 2 * RING_UNITS < 4 * MERGE_FLOATS
+    WSTAGE < QT_UNITS || 2 * RING_UNITS < 4 * MERGE_FLOATS || PADL /* the ring's rows are unpadded */
 #error "decode_mma.cl: need BM = MX_TQ NW, BN % 16 == 0, 2..4 stages, f16 or bf16, a ring that holds Q and the merge"
 #endif
 

@@ -22,7 +22,8 @@
  * runs (three barriers per tile). QREG 1 keeps Q in registers: it is staged
  * where K and V go and read into fragments once, before the loop.
  *
- * Tiles in local memory are swizzled (mma_common.cl's TILE_OFF).
+ * Tiles in local memory are swizzled or padded (mma_common.cl's TILE_OFF,
+ * PADL).
  *
  * f32 runs here only as TF32 (the host asks for it under
  * FATTN_FLAG_ALLOW_TF32, with a tile file that has MX_TF32): tiles hold
@@ -41,16 +42,22 @@
 #error "flash_mma.cl: need BM = MX_TQ NW MT, BN % 16 == 0, DPAD and DVPAD % 32 == 0, f16 or bf16 (f32: TF32 tiles)"
 #endif
 
-/* Local memory in 16-bit units (EW per element). */
-#define KV_HALVES (BN * (DPAD + DVPAD) * EW) /* one stage: K, then V (or V^T) */
-#define Q_HALVES (BM * DPAD * EW)
+/* Local memory in 16-bit units (EW per element; rows of ROW_UNITS). */
+#define K_HALVES (BN * ROW_UNITS(CHQ))
+#if MX_VT
+#define V_HALVES (DVPAD * ROW_UNITS(CHVT))
+#else
+#define V_HALVES (BN * ROW_UNITS(CHV))
+#endif
+#define KV_HALVES (K_HALVES + V_HALVES) /* one stage: K, then V (or V^T) */
+#define Q_HALVES (BM * ROW_UNITS(CHQ))
 #if QREG
 #define LOCAL_HALVES (Q_HALVES > STAGES * KV_HALVES ? Q_HALVES : STAGES * KV_HALVES)
 #else
 #define LOCAL_HALVES (Q_HALVES + STAGES * KV_HALVES)
 #endif
 #define STAGE_K(j) (sk + ((j) & (STAGES - 1)) * KV_HALVES) /* tile j's K */
-#define STAGE_V(j) (STAGE_K(j) + BN * DPAD * EW)
+#define STAGE_V(j) (STAGE_K(j) + K_HALVES)
 
 #if FATTN_RAGGED
 #define MMA_RAGGED_PARAMS , RAGGED_PARAMS

@@ -65,13 +65,26 @@
 #define ND (DVPAD / MX_TD)        /* O tiles per row tile */
 #define MX_LANE ((int)get_local_id(0) % MX_WARP)
 
-/* Rows of 16-bit elements are stored in 16-byte chunks whose index is
- * XORed with the row's place in a run of 8 rows of 128 bytes, so the 8
- * rows one 8x8 matrix load reads (same logical chunk) hit 8 different bank
- * groups without padding (padding would not fit). ch: chunks per row. */
-#define SWZ(r, ch) ((ch) >= 8 ? ((r) & 7) : (((r) / (8 / (ch))) & ((ch) - 1)))
+/* Rows of 16-bit elements are stored in 16-byte chunks, laid out one of
+ * two ways so that the 8 rows one 8x8 matrix load reads (same logical
+ * chunk) hit 8 different bank groups:
+ * - PADL 0: a chunk's index is XORed with the row's place in a run of 8
+ *   rows of 128 bytes (no padding: tiles fit the 48 KiB most devices give
+ *   a group);
+ * - PADL 1: each row is padded by one chunk (an odd number of chunks a
+ *   row, as ch is even). A lane's address for chunk c of row r is then its
+ *   own base plus a constant, where the XOR makes every (row, chunk) pair a
+ *   lane uses its own register: under NVIDIA's OpenCL compiler those
+ *   offsets, hoisted out of the key loop, were what pushed d128's
+ *   double-buffered shapes past 255 registers.
+ * ch: chunks per row (without the pad). */
+#ifndef PADL
+#define PADL 0
+#endif
+#define ROW_UNITS(ch) (((ch) + PADL) * 8) /* 16-bit units a tile row takes */
+#define SWZ(r, ch) (PADL ? 0 : (ch) >= 8 ? ((r) & 7) : (((r) / (8 / (ch))) & ((ch) - 1)))
 /* Element offset of (row r, chunk c) in a tile of ch chunks per row. */
-#define TILE_OFF(r, c, ch) ((r) * (ch) * 8 + (((c) ^ SWZ(r, ch)) << 3))
+#define TILE_OFF(r, c, ch) ((r) * ROW_UNITS(ch) + (((c) ^ SWZ(r, ch)) << 3))
 /* Element offset of (row r, element x). */
 #define TILE_EL(r, x, ch) (TILE_OFF(r, (x) >> 3, ch) + ((x) & 7))
 

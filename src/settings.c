@@ -37,7 +37,7 @@ static const char *const decode_knobs[] = {
     /* OpenCL's matrix decode kernel (vec and waves too) */
     "mma", "nw", "stages", "kw"};
 /* FATTN_OPENCL_MATRIX_TUNE's, read by backends/opencl/ocl_mma.c. */
-static const char *const matrix_knobs[] = {"bm", "bn", "nw", "qreg", "stages", "fold", "spec", "local"};
+static const char *const matrix_knobs[] = {"bm", "bn", "nw", "qreg", "stages", "fold", "spec", "pad", "local"};
 
 /* The list's syntax: name=integer, comma-separated, known names only, each
  * at most once (a reader takes a name's first value, so a second one would

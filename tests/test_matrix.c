@@ -259,10 +259,11 @@ static void test_tune(void **state) {
     char saved[128] = "";
     if (old) snprintf(saved, sizeof saved, "%s", old);
     /* The first two fit 48 KiB of local memory (what NVIDIA's OpenCL
-     * reports) at head dim 256; the third gives the table's shapes within 48
+     * reports) at head dim 256, the first with padded tile rows (PADL), the
+     * second swizzled; the third gives the table's shapes within 48
      * KiB, which a device runs where the local probe does not pass (56: an
      * emulation's scratch, up to 5 KiB, comes on top). */
-    const char *const shapes[] = {"bm=32,bn=16,nw=2,qreg=0,stages=2,fold=1",
+    const char *const shapes[] = {"bm=32,bn=16,nw=2,qreg=0,stages=2,fold=1,pad=1",
                                   "bm=64,bn=16,nw=4,qreg=1,stages=1,fold=1", "local=56"};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         setenv("FATTN_OPENCL_MATRIX_TUNE", shapes[i], 1);

@@ -27,18 +27,26 @@
  * operand takes 16-byte copies the kernel is built for it (VEC=7), without
  * the element-wise copies misaligned operands need. Which way ptxas
  * allocates fewer registers (or spills less) differs by shape (measured on
- * NVIDIA only; the other vendors' shapes leave it off). */
+ * NVIDIA only; the other vendors' shapes leave it off). pad: tile rows
+ * padded by 16 bytes rather than swizzled (PADL; mma_common.cl says why). */
 typedef struct mma_shape {
-    int bm, bn, nw, qreg, stages, fold, spec;
+    int bm, bn, nw, qreg, stages, fold, spec, pad;
 } mma_shape;
 
-/* flash_mma.cl's local memory: the tiles (ew 16-bit units an element),
- * and the emulation's scratch (xs_words per warp). */
+/* 16-bit units of a tile of `rows` rows of `units` units (PADL's pad). */
+static size_t tile_units(const mma_shape *sh, int rows, int units) {
+    return (size_t)rows * (size_t)(units + 8 * sh->pad);
+}
+
+/* flash_mma.cl's local memory: the tiles (ew 16-bit units an element; f32
+ * has V transposed, as the one tile file with TF32 stores it), and the
+ * emulation's scratch (xs_words per warp). */
 static size_t local_bytes(const mma_shape *sh, int dpad, int dvpad, int ew, int xs_words) {
-    const size_t kv = (size_t)sh->stages * (size_t)sh->bn * (size_t)(dpad + dvpad);
-    const size_t q = (size_t)sh->bm * (size_t)dpad;
-    const size_t halves = sh->qreg ? (q > kv ? q : kv) : q + kv;
-    return 2 * (size_t)ew * halves + 4 * (size_t)sh->nw * (size_t)xs_words;
+    const size_t v = ew == 2 ? tile_units(sh, dvpad, sh->bn * ew) : tile_units(sh, sh->bn, dvpad * ew);
+    const size_t kv = (size_t)sh->stages * (tile_units(sh, sh->bn, dpad * ew) + v);
+    const size_t q = tile_units(sh, sh->bm, dpad * ew);
+    const size_t units = sh->qreg ? (q > kv ? q : kv) : q + kv;
+    return 2 * units + 4 * (size_t)sh->nw * (size_t)xs_words;
 }
 
 /* A bucket's shapes, best first: the first whose tiles fit `limit` bytes of
@@ -66,11 +74,11 @@ static mma_shape first_fit(size_t limit, int w, int ew, size_t n, const mma_shap
  * 5-13% faster than single (32 keys a tile: 14-22% slower); d256 3.0-3.6x
  * the scalar kernel (call120). */
 static mma_shape shape_tf32(int w, size_t limit) {
-    if (w <= 32) return (mma_shape){128, 64, 4, 1, 2, 1, 0};
-    if (w <= 64) return (mma_shape){128, 64, 4, 1, 1, 1, 0};
+    if (w <= 32) return (mma_shape){128, 64, 4, 1, 2, 1, 0, 0};
+    if (w <= 64) return (mma_shape){128, 64, 4, 1, 1, 1, 0, 0};
     if (w <= 128)
-        return FIRST_FIT(limit, 128, 2, {64, 16, 4, 0, 2, 1, 1}, {64, 16, 4, 0, 1, 1, 1});
-    return FIRST_FIT(limit, 256, 2, {64, 16, 4, 0, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0});
+        return FIRST_FIT(limit, 128, 2, {64, 16, 4, 0, 2, 1, 1, 0}, {64, 16, 4, 0, 1, 1, 1, 0});
+    return FIRST_FIT(limit, 256, 2, {64, 16, 4, 0, 1, 1, 1, 0}, {0, 0, 0, 0, 0, 0, 0, 0});
 }
 
 /* By the wider of the Q/K and V buckets. The registers bound them (O is
@@ -107,11 +115,11 @@ static mma_shape shape_tf32(int w, size_t limit) {
  * 20-35% slower (call115). */
 static mma_shape shape_nv(int w, int ew, size_t limit) {
     if (ew == 2) return shape_tf32(w, limit);
-    if (w <= 32) return (mma_shape){128, 64, 8, 1, 2, 1, 0};
+    if (w <= 32) return (mma_shape){128, 64, 8, 1, 2, 1, 0, 0};
     if (w <= 64)
-        return FIRST_FIT(limit, 64, 1, {128, 96, 4, 0, 2, 1, 0}, {128, 64, 4, 0, 2, 1, 1});
-    if (w <= 128) return (mma_shape){128, 32, 4, 0, 1, 1, 0};
-    return FIRST_FIT(limit, 256, 1, {64, 32, 4, 0, 2, 1, 1}, {64, 32, 4, 1, 1, 1, 1});
+        return FIRST_FIT(limit, 64, 1, {128, 96, 4, 0, 2, 1, 0, 0}, {128, 64, 4, 0, 2, 1, 1, 0});
+    if (w <= 128) return (mma_shape){128, 32, 4, 0, 1, 1, 0, 0};
+    return FIRST_FIT(limit, 256, 1, {64, 32, 4, 0, 2, 1, 1, 0}, {64, 32, 4, 1, 1, 1, 1, 0});
 }
 
 /* Intel XMX (8-row tiles, one column per lane): 8 sub-groups of one row
@@ -121,8 +129,8 @@ static mma_shape shape_nv(int w, int ew, size_t limit) {
  * at 256 it spills. */
 static mma_shape shape_xe(int w, int ew, size_t limit) {
     (void)limit;
-    if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0, 0};
-    return (mma_shape){64, 32, 8, 1, w <= 128 ? 2 : 1, 1, 0};
+    if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0, 0, 0};
+    return (mma_shape){64, 32, 8, 1, w <= 128 ? 2 : 1, 1, 0, 0};
 }
 
 /* AMD CDNA (wave64): 4 waves (256 work-items, the usual limit), Q in
@@ -130,10 +138,10 @@ static mma_shape shape_xe(int w, int ew, size_t limit) {
  * Not measured: no AMD GPU has run it. */
 static mma_shape shape_cdna(int w, int ew, size_t limit) {
     (void)limit;
-    if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0, 0};
-    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1, 0};
-    if (w <= 128) return (mma_shape){128, 32, 4, 1, 2, 1, 0};
-    return (mma_shape){64, 32, 4, 1, 1, 1, 0};
+    if (ew == 2) return (mma_shape){0, 0, 0, 0, 0, 0, 0, 0};
+    if (w <= 64) return (mma_shape){128, 64, 4, 1, 2, 1, 0, 0};
+    if (w <= 128) return (mma_shape){128, 32, 4, 1, 2, 1, 0, 0};
+    return (mma_shape){64, 32, 4, 1, 1, 1, 0, 0};
 }
 
 /* FATTN_OPENCL_MATRIX_TUNE's overrides (for sweeps) over the table's shape;
@@ -147,11 +155,12 @@ static int tuned_shape(const char *tune, int tq, mma_shape *sh) {
     sh->stages = (int)fattn_tune_value(tune, "stages", sh->stages);
     sh->fold = (int)fattn_tune_value(tune, "fold", sh->fold);
     sh->spec = (int)fattn_tune_value(tune, "spec", sh->spec);
+    sh->pad = (int)fattn_tune_value(tune, "pad", sh->pad);
     const int mt = sh->nw > 0 ? sh->bm / (tq * sh->nw) : 0;
     return sh->nw >= 1 && sh->nw <= 8 && mt >= 1 && mt <= 4 && mt * tq * sh->nw == sh->bm &&
            sh->bn >= 16 && sh->bn <= 128 && sh->bn % 16 == 0 && (sh->qreg & ~1) == 0 &&
            (sh->stages == 1 || sh->stages == 2) && (sh->fold & ~1) == 0 &&
-           (sh->spec & ~1) == 0;
+           (sh->spec & ~1) == 0 && (sh->pad & ~1) == 0;
 }
 
 static int bucket(int64_t d) { return d <= 32 ? 32 : d <= 64 ? 64 : d <= 128 ? 128 : 256; }
@@ -573,7 +582,7 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
         return fattn_fail(msg, FATTN_ERR_ENVIRONMENT,
                           "FATTN_OPENCL_MATRIX_TUNE \"%s\" is not a shape the matrix kernel "
                           "takes (bm = %d nw m with m 1..4 and nw 1..8, bn 16..128 in steps of "
-                          "16, qreg and fold 0 or 1, stages 1 or 2)",
+                          "16, qreg, fold, spec and pad 0 or 1, stages 1 or 2)",
                           tune, pr->tq);
     const size_t bytes = local_bytes(&sh, dpad, dvpad, ew, pr->xs_words);
     if (bytes > limit)
@@ -600,8 +609,8 @@ fattn_status ocl_mma_accept(void *state, const fattn_problem *p, fattn_plan *pla
     snprintf(
         options, sizeof options,
         "-cl-std=CL1.2 -DDTYPE=%d -DDPAD=%d -DBM=%d -DBN=%d -DNW=%d -DQREG=%d -DSTAGES=%d "
-        "-DFOLD=%d%s%s%s%s%s",
-        (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, sh.fold, spec, dv,
+        "-DFOLD=%d -DPADL=%d%s%s%s%s%s",
+        (int)p->dtype, dpad, sh.bm, sh.bn, sh.nw, sh.qreg, sh.stages, sh.fold, sh.pad, spec, dv,
         ocl_ragged_option(p), var, pr->options);
     snprintf(file, sizeof file, "%s+flash_mma.cl", pr->files);
     cl_kernel k;
