@@ -22,6 +22,7 @@
  *   mx_warp_sync(): the warp's lanes meet, their local-memory writes and
  *     completed copies visible to each other (decode_mma.cl; files without
  *     one get a group barrier there).
+ *   mx_pin(x): x, opaque to the compiler (mma_nv_tile.cl says why).
  * xs is the warp's scratch (MX_XS_WORDS words; none here: NULL). Every
  * primitive is called by all work-items of the group together. */
 
@@ -36,6 +37,13 @@
  * OpenCL (its PTX addresses __local data with st.shared / ld.shared), so
  * its low 32 bits are what ldmatrix and cp.async take. */
 inline uint mx_shared(__local const void *p) { return (uint)(ulong)p; }
+
+/* An asm move the compiler cannot see through: addresses computed from its
+ * result are computed where they are used, not hoisted out of the loop. */
+inline int mx_pin(int x) {
+    asm volatile("mov.b32 %0, %0;" : "+r"(x));
+    return x;
+}
 
 inline void mx_ldsm(uint r[4], __local const ushort *base, int off, __local uint *xs) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"

@@ -25,6 +25,23 @@
 #define MX_TF32 (DTYPE == 0)
 #define MX_VT MX_TF32
 
+/* The offset of a lane's fragment row r0 + r, chunk c0 + c of a tile:
+ * (r0, c0) the lane's own, (r, c) constants of one sweep of loads
+ * (MX_SWEEP declares the sweep, MX_AT names a load; the loads take the
+ * tile's base and this offset). With padded rows (PADL) that is the lane's
+ * offset plus a constant, which the load takes as an immediate; the lane's
+ * offset is pinned (mx_pin) at each sweep, or NVIDIA's compiler hoists
+ * every (r, c) address out of the key loop into a register of its own
+ * (call124: the spills of d128's 64-key shapes). Swizzled, the XOR gives
+ * each pair its own address anyway. */
+#if PADL
+#define MX_SWEEP(r0, c0, ch) const int sw_ = mx_pin(TILE_OFF(r0, c0, ch))
+#define MX_AT(r0, c0, ch, r, c) (sw_ + (r) * ROW_UNITS(ch) + (c) * 8)
+#else
+#define MX_SWEEP(r0, c0, ch)
+#define MX_AT(r0, c0, ch, r, c) TILE_OFF((r0) + (r), (c0) + (c), ch)
+#endif
+
 inline int mx_slot_row(int slot) { return (MX_LANE >> 2) + 8 * slot; }
 inline int mx_el_slot(int e) { return e >> 1; }
 inline int mx_el_col(int e) { return 2 * (MX_LANE & 3) + (e & 1); }
@@ -45,7 +62,8 @@ inline void mx_load_q(uint qf[MX_QW], __local const ushort *sq, int r0, int kk,
                       __local uint *xs) {
     const int lane = MX_LANE;
     const int qr = (lane & 7) + ((lane >> 3) & 1) * 8, qc = lane >> 4;
-    mx_ldsm(qf, sq, TILE_OFF(r0 + qr, kk * 2 + qc, CHQ), xs);
+    MX_SWEEP(r0 + qr, qc, CHQ);
+    mx_ldsm(qf, sq, MX_AT(r0 + qr, qc, CHQ, 0, kk * 2), xs);
 }
 
 /* S[mt][*] += Q K^T over k16 step kk of the tile's keys kt. One ldmatrix
@@ -55,10 +73,11 @@ inline void mx_qk_step(float s[MT][NS][MX_CE], uint qa[MT][MX_QW], __local const
                        int kk, __local uint *xs) {
     const int lane = MX_LANE;
     const int kr = MX_KEY_ROW(lane & 7) + (lane >> 4) * 8, kc = (lane >> 3) & 1;
+    MX_SWEEP(kr, kc, CHQ);
 MX_UNROLL
     for (int np = 0; np < NS / 2; ++np) {
         uint kf[4];
-        mx_ldsm(kf, kt, TILE_OFF(np * 16 + kr, kk * 2 + kc, CHQ), xs);
+        mx_ldsm(kf, kt, MX_AT(kr, kc, CHQ, np * 16, kk * 2), xs);
 MX_UNROLL
         for (int mt = 0; mt < MT; ++mt) {
             mx_mma(s[mt][2 * np], qa[mt], kf[0], kf[1], xs);
@@ -76,6 +95,7 @@ inline void mx_pv(float o[MT][ND][MX_CE], float s[MT][NS][MX_CE], __local const 
                   __local uint *xs) {
     const int lane = MX_LANE;
     const int vr = (lane & 7) + (lane >> 4) * 8, vc = (lane >> 3) & 1;
+    MX_SWEEP(vr, vc, CHVT);
 MX_UNROLL
     for (int kk = 0; kk < NS; ++kk) {
         uint pa[MT][4];
@@ -89,7 +109,7 @@ MX_UNROLL
 MX_UNROLL
         for (int dp = 0; dp < ND / 2; ++dp) {
             uint vf[4];
-            mx_ldsm(vf, vt, TILE_OFF(dp * 16 + vr, kk * 2 + vc, CHVT), xs);
+            mx_ldsm(vf, vt, MX_AT(vr, vc, CHVT, dp * 16, kk * 2), xs);
 MX_UNROLL
             for (int mt = 0; mt < MT; ++mt) {
                 mx_mma(o[mt][2 * dp], pa[mt], vf[0], vf[1], xs);
@@ -107,6 +127,7 @@ inline void mx_pv(float o[MT][ND][MX_CE], float s[MT][NS][MX_CE], __local const 
                   __local uint *xs) {
     const int lane = MX_LANE;
     const int vr = (lane & 7) + ((lane >> 3) & 1) * 8, vc = lane >> 4;
+    MX_SWEEP(vr, vc, CHV);
 MX_UNROLL
     for (int kk = 0; kk < BN / 16; ++kk) {
         uint pa[MT][4];
@@ -120,7 +141,7 @@ MX_UNROLL
 MX_UNROLL
         for (int dp = 0; dp < ND / 2; ++dp) {
             uint vf[4];
-            mx_ldsm_t(vf, vt, TILE_OFF(kk * 16 + vr, dp * 2 + vc, CHV), xs);
+            mx_ldsm_t(vf, vt, MX_AT(vr, vc, CHV, kk * 16, dp * 2), xs);
 MX_UNROLL
             for (int mt = 0; mt < MT; ++mt) {
                 mx_mma(o[mt][2 * dp], pa[mt], vf[0], vf[1], xs);
