@@ -63,63 +63,70 @@ static mma_shape first_fit(size_t limit, int w, int ew, size_t n, const mma_shap
 /* TF32 (f32 tiles, twice the bytes): 4 warps, V transposed.
  * 32 and 64: 128 rows x 64 keys, Q in registers (staged in the K/V area),
  * K/V double-buffered at 32 and single at 64 (32 KiB each). 128: 64 rows x
- * 16 keys with Q in local memory, K and V^T double-buffered (64 KiB), or
- * single within 48 KiB. 256: 64 x 16, single-buffered (96 KiB; nothing
- * fits 48, and the scalar kernel runs).
+ * 16 keys with Q in local memory, K and V^T double-buffered with padded
+ * rows (70 KiB), or single and swizzled within 48 KiB. 256: 64 x 16,
+ * single-buffered, padded (101 KiB; nothing fits 48, and the scalar
+ * kernel runs).
  * H200 (bench/results/2026-11-23-h200-opencl-matrix, calls 58-59): d64's
  * shape is 13-40% faster than 32-key tiles double-buffered, d128's 16-21%
  * faster than 64 x 32 with Q in registers; against the scalar f32 kernel
  * 3.0-3.4x at d32, 3.0-3.2x at d64, 1.8-2.1x at d128. Past 48 KiB
  * (bench/results/2026-11-24-h200-opencl-nw2, call119): d128 double-buffered
  * 5-13% faster than single (32 keys a tile: 14-22% slower); d256 3.0-3.6x
- * the scalar kernel (call120). */
+ * the scalar kernel (call120). Padded rows (2026-11-24-h200-opencl-pad,
+ * call125): d128 5-8% faster than swizzled; d256 40-44 TFLOP/s, where
+ * call120 had 33-37 swizzled. */
 static mma_shape shape_tf32(int w, size_t limit) {
     if (w <= 32) return (mma_shape){128, 64, 4, 1, 2, 1, 0, 0};
     if (w <= 64) return (mma_shape){128, 64, 4, 1, 1, 1, 0, 0};
     if (w <= 128)
-        return FIRST_FIT(limit, 128, 2, {64, 16, 4, 0, 2, 1, 1, 0}, {64, 16, 4, 0, 1, 1, 1, 0});
-    return FIRST_FIT(limit, 256, 2, {64, 16, 4, 0, 1, 1, 1, 0}, {0, 0, 0, 0, 0, 0, 0, 0});
+        return FIRST_FIT(limit, 128, 2, {64, 16, 4, 0, 2, 1, 1, 1}, {64, 16, 4, 0, 1, 1, 1, 0});
+    return FIRST_FIT(limit, 256, 2, {64, 16, 4, 0, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 0});
 }
 
 /* By the wider of the Q/K and V buckets. The registers bound them (O is
  * MT x DVPAD / 2 floats per work-item, S MT x BN / 2), and local memory:
  * the device's 48 KiB, or on NVIDIA up to the block maximum its compiler
- * takes for static arrays (the local probe; 226 KiB on the H200).
+ * takes for static arrays (the local probe; 226 KiB on the H200). Past 48
+ * KiB the rows are padded (PADL): with the lane's fragment offset pinned
+ * per sweep of loads, every fragment load is one register plus an
+ * immediate, where the swizzle's offsets, hoisted out of the key loop,
+ * held a register each (bench/results/2026-11-24-h200-opencl-pad, calls
+ * 124-125: 64 keys a tile at d128 became the fastest shape; each shape
+ * below against the best swizzled one, f16, seq 4096 and 16384).
  *  32: 128 rows with 8 warps (1 m16 tile per warp) x 64 keys, Q in
  *       registers, K and V double-buffered (16 KiB): with 4 warps (2 tiles
  *       each) the kernel takes 177 registers since the per-vendor split,
  *       2 groups per SM, and is 17% slower than at 168 registers and 3
  *       groups before it; 8 warps take 126 (call55: 7% slower than before
  *       the split, the best of the shapes swept).
- *  64: 128 rows (2 m16 tiles per warp) x 96 keys, Q in local memory, K
- *       and V double-buffered (64 KiB): 4-5% faster than 64 keys with Q in
- *       registers (32 KiB, the shape before); with VEC it spills and is 6%
- *       slower. Within 48 KiB: 64 keys with Q in local memory, with VEC,
- *       1-2% faster than the shape before (calls 118-120 of
- *       bench/results/2026-11-24-h200-opencl-nw2).
- *  128: 128 x 32 with Q in local memory (32 KiB, and 8 each for K and V,
- *       single-buffered: exactly 48 KiB): Q's 64 registers would spill
- *       beside O's 128. Double-buffered (64 KiB) it spills, 9% slower; 64
- *       keys (96 KiB), with VEC, within 1% of it (call119).
- *  256: 64 rows (1 m16 tile per warp) x 32 keys, Q in local memory, K
- *       and V double-buffered (96 KiB), with VEC: 21-23% faster than Q in
- *       registers single-buffered without VEC (the shape before), which
- *       with VEC, the shape within 48 KiB, is 11-13% faster (call121).
- * Each folds the scale into the exponent (FOLD): at 128 that also ends
- * ptxas's spills (255 registers and 132 bytes of spill loads before, 254
- * and none after), and it is 2-3% faster at 64 and 128 (H200, f16, seq
- * 4096 and 16384, call49 of bench/results/2026-11-23-h200-opencl-matrix).
- * None of the other shapes swept there (FATTN_OPENCL_MATRIX_TUNE: 128 or
- * 64 keys per tile with Q in local memory, 64-row groups, 8 warps) came
- * within 3% of these; 2-warp groups of 64 rows (4 groups per SM) were
- * 20-35% slower (call115). */
+ *  64: 128 rows (2 m16 tiles per warp) x 128 keys, Q in local memory, K
+ *       and V double-buffered, padded (90 KiB), with VEC: 8-9% faster
+ *       than 96 keys swizzled (the shape before; padded, 96 keys are 2-5%
+ *       slower than 128). Within 48 KiB: 64 keys, swizzled, with VEC (calls
+ *       118-120 of bench/results/2026-11-24-h200-opencl-nw2).
+ *  128: 128 x 64, Q in local memory, K and V single-buffered, padded (68
+ *       KiB), with VEC: 26-27% faster than 128 x 32 swizzled (the shape
+ *       before, which stays the one within 48 KiB: 32 KiB for Q, 8 each
+ *       for K and V); double-buffered it is 6-10% slower, 32 keys 10-11%.
+ *  256: 64 rows (1 m16 tile per warp) x 64 keys, Q in local memory, K and
+ *       V single-buffered, padded (99 KiB), with VEC: 30-35% faster than
+ *       32 keys double-buffered swizzled (the shape before). Within 48 KiB:
+ *       32 keys, Q in registers, single-buffered, swizzled, with VEC.
+ * Each folds the scale into the exponent (FOLD): at 128 that also ended
+ * ptxas's spills in the shape before (255 registers and 132 bytes of
+ * spill loads, 254 and none after), and it was 2-3% faster at 64 and 128
+ * (H200, f16, seq 4096 and 16384, call49 of
+ * bench/results/2026-11-23-h200-opencl-matrix). 2-warp groups of 64 rows
+ * (4 groups per SM) were 20-35% slower (call115). */
 static mma_shape shape_nv(int w, int ew, size_t limit) {
     if (ew == 2) return shape_tf32(w, limit);
     if (w <= 32) return (mma_shape){128, 64, 8, 1, 2, 1, 0, 0};
     if (w <= 64)
-        return FIRST_FIT(limit, 64, 1, {128, 96, 4, 0, 2, 1, 0, 0}, {128, 64, 4, 0, 2, 1, 1, 0});
-    if (w <= 128) return (mma_shape){128, 32, 4, 0, 1, 1, 0, 0};
-    return FIRST_FIT(limit, 256, 1, {64, 32, 4, 0, 2, 1, 1, 0}, {64, 32, 4, 1, 1, 1, 1, 0});
+        return FIRST_FIT(limit, 64, 1, {128, 128, 4, 0, 2, 1, 1, 1}, {128, 64, 4, 0, 2, 1, 1, 0});
+    if (w <= 128)
+        return FIRST_FIT(limit, 128, 1, {128, 64, 4, 0, 1, 1, 1, 1}, {128, 32, 4, 0, 1, 1, 0, 0});
+    return FIRST_FIT(limit, 256, 1, {64, 64, 4, 0, 1, 1, 1, 1}, {64, 32, 4, 1, 1, 1, 1, 0});
 }
 
 /* Intel XMX (8-row tiles, one column per lane): 8 sub-groups of one row
