@@ -116,12 +116,12 @@ static long matrix_local_kib(const fattn_context *ctx) {
 }
 
 /* The kernel a case must run: the matrix kernel, but for TF32 at head dim
- * 256 where a group has less local memory than its tiles take (101.25
- * KiB: the scalar kernel); with forced key splits, the split-KV matrix
+ * 256 where a group has less local memory than its smallest tiles take
+ * (96 KiB: the scalar kernel); with forced key splits, the split-KV matrix
  * kernel. */
 static const char *want_kernel(const fattn_case *c, harness_path path, int splits, long kib) {
     if (splits) return "decode-matrix";
-    return path == HARNESS_TF32 && c->head_dim > 128 && kib * 1024 < 103680 ? "tiled" : "matrix";
+    return path == HARNESS_TF32 && c->head_dim > 128 && kib < 96 ? "tiled" : "matrix";
 }
 
 /* The picked cases, or with `only` those it lists; path HARNESS_TF32 runs

@@ -65,8 +65,8 @@ static mma_shape first_fit(size_t limit, int w, int ew, size_t n, const mma_shap
  * K/V double-buffered at 32 and single at 64 (32 KiB each). 128: 64 rows x
  * 16 keys with Q in local memory, K and V^T double-buffered with padded
  * rows (70 KiB), or single and swizzled within 48 KiB. 256: 64 x 16,
- * single-buffered, padded (101 KiB; nothing fits 48, and the scalar
- * kernel runs).
+ * single-buffered, padded (101.25 KiB), or swizzled (96 KiB: a GPU whose
+ * groups have 99 KiB); nothing fits 48, and the scalar kernel runs.
  * H200 (bench/results/2026-11-23-h200-opencl-matrix, calls 58-59): d64's
  * shape is 13-40% faster than 32-key tiles double-buffered, d128's 16-21%
  * faster than 64 x 32 with Q in registers; against the scalar f32 kernel
@@ -81,7 +81,8 @@ static mma_shape shape_tf32(int w, size_t limit) {
     if (w <= 64) return (mma_shape){128, 64, 4, 1, 1, 1, 0, 0};
     if (w <= 128)
         return FIRST_FIT(limit, 128, 2, {64, 16, 4, 0, 2, 1, 1, 1}, {64, 16, 4, 0, 1, 1, 1, 0});
-    return FIRST_FIT(limit, 256, 2, {64, 16, 4, 0, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 0});
+    return FIRST_FIT(limit, 256, 2, {64, 16, 4, 0, 1, 1, 1, 1}, {64, 16, 4, 0, 1, 1, 1, 0},
+                     {0, 0, 0, 0, 0, 0, 0, 0});
 }
 
 /* By the wider of the Q/K and V buckets. The registers bound them (O is
@@ -111,8 +112,9 @@ static mma_shape shape_tf32(int w, size_t limit) {
  *       for K and V); double-buffered it is 6-10% slower, 32 keys 10-11%.
  *  256: 64 rows (1 m16 tile per warp) x 64 keys, Q in local memory, K and
  *       V single-buffered, padded (99 KiB), with VEC: 30-35% faster than
- *       32 keys double-buffered swizzled (the shape before). Within 48 KiB:
- *       32 keys, Q in registers, single-buffered, swizzled, with VEC.
+ *       32 keys double-buffered swizzled (the shape before, still taken
+ *       where a group has 96-98 KiB). Within 48 KiB: 32 keys, Q in
+ *       registers, single-buffered, swizzled, with VEC.
  * Each folds the scale into the exponent (FOLD): at 128 that also ended
  * ptxas's spills in the shape before (255 registers and 132 bytes of
  * spill loads, 254 and none after), and it was 2-3% faster at 64 and 128
@@ -126,7 +128,8 @@ static mma_shape shape_nv(int w, int ew, size_t limit) {
         return FIRST_FIT(limit, 64, 1, {128, 128, 4, 0, 2, 1, 1, 1}, {128, 64, 4, 0, 2, 1, 1, 0});
     if (w <= 128)
         return FIRST_FIT(limit, 128, 1, {128, 64, 4, 0, 1, 1, 1, 1}, {128, 32, 4, 0, 1, 1, 0, 0});
-    return FIRST_FIT(limit, 256, 1, {64, 64, 4, 0, 1, 1, 1, 1}, {64, 32, 4, 1, 1, 1, 1, 0});
+    return FIRST_FIT(limit, 256, 1, {64, 64, 4, 0, 1, 1, 1, 1}, {64, 32, 4, 0, 2, 1, 1, 0},
+                     {64, 32, 4, 1, 1, 1, 1, 0});
 }
 
 /* Intel XMX (8-row tiles, one column per lane): 8 sub-groups of one row
