@@ -28,11 +28,13 @@
 //   Where WgShape::OVERLAP (head dims 128 and 256), a consumer also issues
 //   Q K^T of tile j with P V of tile j - 1 and runs tile j's softmax while
 //   that P V runs.
-// - Without a causal mask or a window the grid is persistent: a block per
-//   SM walks the work tiles (query tile x batch x head), the stage ring runs
-//   on across them, and a Q-empty barrier lets the next tile's Q load while
-//   the consumers finish this one. Causal and windowed problems, whose
-//   tiles differ in cost, get a block per tile.
+// - Without a window the grid is persistent: a block per SM walks the work
+//   tiles (query tile x batch x head), the stage ring runs on across them,
+//   and a Q-empty barrier lets the next tile's Q load while the consumers
+//   finish this one. Causal tiles differ in cost, so a causal block walks
+//   units of two tiles of one (batch, head), query tiles m and
+//   tiles_q - 1 - m, which together cost about the same in every unit.
+//   Windowed problems, whose edge tiles cost less, get a block per tile.
 // - Variants: key tiles outside a block's window are never loaded; a
 //   consumer masks per element only the tiles that cut one of its rows'
 //   key ranges; softcap and ALiBi rescore every score in log2 units before
@@ -60,8 +62,9 @@
 // FATTN_WGMMA_OVERLAP: 1 or 0 overrides each bucket's choice (WgShape::OVERLAP);
 // FATTN_WGMMA_NWG64: the consumer warpgroups at head dim 64; FATTN_WGMMA_BN256:
 // the key tile at head dim 256 (64 or 80); FATTN_WGMMA_PERSISTENT 0: a block
-// per work tile instead of one per SM. For measuring
-// one choice against another.
+// per work tile instead of one per SM; FATTN_WGMMA_PAIRED 0: causal problems
+// get a block per tile (the paired persistent walk's alternative). For
+// measuring one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
 #endif
@@ -70,6 +73,9 @@
 #endif
 #ifndef FATTN_WGMMA_BN256
 #define FATTN_WGMMA_BN256 80
+#endif
+#ifndef FATTN_WGMMA_PAIRED
+#define FATTN_WGMMA_PAIRED 1
 #endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
@@ -208,7 +214,8 @@ __device__ __forceinline__ void gather_bias(unsigned char *dst, const fattn_cuda
 template <typename T, int DPAD, int kV>
 __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     flash_wgmma_kernel(const __grid_constant__ fattn_cuda_args a,
-                       const __grid_constant__ WgMaps maps, Pairs pairs, int tiles_q, int tma) {
+                       const __grid_constant__ WgMaps maps, Pairs pairs, int tiles_q, int tma,
+                       int paired, Divisor per) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr bool kB = kV == kWgAll;   // a bias stage ring (used when a.var.bias is set)
     using S = WgShape<DPAD, kB>;
@@ -236,21 +243,38 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     const int64_t wl = kV != kWgNone ? a.var.window_left : -1;
     const int64_t wr = kV != kWgNone ? a.var.window_right : -1;
     const int64_t woff = (int64_t)seq_kv - seq_q;
-    // Work tile t (of tiles_q query tiles times the pairs) of a block that
-    // takes t = blockIdx.x, + gridDim.x, ...: a pair's query tiles run
-    // together (they share its K and V in L2), heavy (late, for causal)
-    // ones first. Its key tiles [j0, j1): from the first key its first row
-    // sees to the last one its last stored row sees.
+    // A work tile (one of tiles_q query tiles of a pair): walk below says
+    // which a block takes; a pair's query tiles run together (they share
+    // its K and V in L2), heavy (late, for causal) ones first. Its key
+    // tiles [j0, j1): from the first key its first row sees to the last one
+    // its last stored row sees.
     struct Tile {
         int64_t b, h, hk;
         int m0, j0, j1;
     };
-    const int64_t total = (int64_t)tiles_q * pairs.count;
-    auto tile_at = [&](int64_t t) {
+    // The block's k-th work tile: pair bh, query tile tiles_q - 1 - rank;
+    // bh < 0 for none (k moves on), bh >= pairs.count at the end. Plain:
+    // tile t = blockIdx.x + k gridDim.x. Paired: units u = blockIdx.x, +
+    // gridDim.x, ... of a pair's ranks i (heavy) and tiles_q - 1 - i
+    // (light), each about tiles_q + 1 key tiles; the middle tile of an odd
+    // tiles_q is a unit alone.
+    struct Pos {
+        int64_t bh;
+        int rank;
+    };
+    auto walk = [&](int64_t k) -> Pos {
+        // per: the host's divisor, (tiles_q + 1) / 2 units or tiles_q tiles a pair.
+        const int64_t x = (int64_t)blockIdx.x + (paired ? k >> 1 : k) * gridDim.x;
+        const int64_t bh = divide(x, per);
+        const bool light = paired && (k & 1);
+        const int i = (int)(x - bh * (paired ? (tiles_q + 1) >> 1 : tiles_q));
+        const int rank = light ? tiles_q - 1 - i : i;
+        return {light && rank == i ? -1 : bh, rank};
+    };
+    auto tile_at = [&](const Pos p) {
         Tile w;
-        const int64_t bh = t / tiles_q;
-        w.m0 = (int)(tiles_q - 1 - (t - bh * tiles_q)) * BM;
-        block_pair_at(a, pairs, bh, w.b, w.h, w.hk);
+        w.m0 = (tiles_q - 1 - p.rank) * BM;
+        block_pair_at(a, pairs, p.bh, w.b, w.h, w.hk);
         const int64_t last = min((int64_t)w.m0 + BM, (int64_t)seq_q) - 1;
         int64_t kv_end = seq_kv, kv_lo = 0;
         if (a.causal) kv_end = min(kv_end, last + 1 + off);
@@ -304,8 +328,10 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         using RowsQ = std::integral_constant<int, BM>;
         using RowsKV = std::integral_constant<int, BN>;
         int it = 0, ti = 0;   // K/V tiles (stage it % ST) and work tiles loaded so far
-        for (int64_t t = blockIdx.x; t < total; t += gridDim.x, ti++) {
-            const Tile w = tile_at(t);
+        int64_t k = 0;
+        for (Pos p; (p = walk(k)).bh < pairs.count; ti += p.bh >= 0, k++) {
+            if (p.bh < 0) continue;
+            const Tile w = tile_at(p);
             const uint16_t *qg = static_cast<const uint16_t *>(a.q) + w.b * a.q_sb + w.h * a.q_sh;
             const uint16_t *kg = static_cast<const uint16_t *>(a.k) + w.b * a.k_sb + w.hk * a.k_sh;
             const uint16_t *vg = static_cast<const uint16_t *>(a.v) + w.b * a.v_sb + w.hk * a.v_sh;
@@ -590,8 +616,10 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
 
         float alpha[2];
         int ti = 0;
-        for (int64_t t = blockIdx.x; t < total; t += gridDim.x, ti++) {
-            const Tile w = tile_at(t);
+        int64_t k = 0;
+        for (Pos p; (p = walk(k)).bh < pairs.count; ti += p.bh >= 0, k++) {
+            if (p.bh < 0) continue;
+            const Tile w = tile_at(p);
             b = w.b, h = w.h, m0 = w.m0, jb = w.j0, ntiles = w.j1 - w.j0;
             if constexpr (kV == kWgNone) {
                 // Tiles before jmask are visible to every row of the block.
@@ -811,11 +839,12 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     cudaError_t e =
         cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
     if (e != cudaSuccess) return e;
-    // Without a causal mask or a window, a persistent grid: a block per SM
-    // (one fits an SM) walks the work tiles, so one tile's epilogue overlaps
-    // the next one's loads (+1-14%, call97). Causal tiles differ in cost,
-    // and a static walk left SMs idle (0.59-0.74x at 8k-16k): there, and
-    // under a window (whose edge tiles cost less), a block per tile, which
+    // Without a window, a persistent grid: a block per SM (one fits an SM)
+    // walks the work tiles, so one tile's epilogue overlaps the next one's
+    // loads (+1-14%, call97). Causal tiles differ in cost, and a plain
+    // static walk left SMs idle (0.59-0.74x at 8k-16k): a causal block
+    // walks pairs of tiles that together cost the same (the kernel's walk).
+    // Under a window (whose edge tiles cost less) a block per tile, which
     // the hardware hands out as SMs free up.
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
@@ -825,11 +854,14 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     const Pairs pairs{0, a->batch * a->heads_q, make_divisor((uint64_t)a->heads_q),
                       make_divisor((uint64_t)a->group)};
     const int64_t total = (int64_t)tiles_q * pairs.count;
-    const bool uneven = a->causal || (kV != kWgNone && (a->var.window_left >= 0 ||
-                                                         a->var.window_right >= 0));
-    const int64_t grid = FATTN_WGMMA_PERSISTENT && !uneven ? min(total, (int64_t)sms)
-                                                          : min(total, (int64_t)INT_MAX);
-    kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma);
+    const bool window =
+        kV != kWgNone && (a->var.window_left >= 0 || a->var.window_right >= 0);
+    const int paired = FATTN_WGMMA_PAIRED && a->causal && !window;
+    const bool persistent = FATTN_WGMMA_PERSISTENT && !window && (paired || !a->causal);
+    const int64_t units = paired ? (int64_t)(tiles_q + 1) / 2 * pairs.count : total;
+    const int64_t grid = min(units, persistent ? (int64_t)sms : (int64_t)INT_MAX);
+    const Divisor per = make_divisor(paired ? (uint64_t)(tiles_q + 1) / 2 : (uint64_t)tiles_q);
+    kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma, paired, per);
     return cudaGetLastError();
 }
 
