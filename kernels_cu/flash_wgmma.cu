@@ -28,13 +28,15 @@
 //   Where WgShape::OVERLAP (head dims 128 and 256), a consumer also issues
 //   Q K^T of tile j with P V of tile j - 1 and runs tile j's softmax while
 //   that P V runs.
-// - Without a window the grid is persistent: a block per SM walks the work
-//   tiles (query tile x batch x head), the stage ring runs on across them,
-//   and a Q-empty barrier lets the next tile's Q load while the consumers
-//   finish this one. Causal tiles differ in cost, so a causal block walks
-//   units of two tiles of one (batch, head), query tiles m and
-//   tiles_q - 1 - m, which together cost about the same in every unit.
-//   Windowed problems, whose edge tiles cost less, get a block per tile.
+// - Without a causal mask or a window the grid is persistent: a block per
+//   SM walks the work tiles (query tile x batch x head), the stage ring
+//   runs on across them, and a Q-empty barrier lets the next tile's Q load
+//   while the consumers finish this one. Causal tiles differ in cost: plain
+//   causal problems
+//   with few query tiles at head dims 128 and 256 take a paired walk
+//   (units of query tiles m and tiles_q - 1 - m of one pair, which together
+//   cost about the same in every unit; the launcher says where); other
+//   causal and windowed problems get a block per tile.
 // - Variants: key tiles outside a block's window are never loaded; a
 //   consumer masks per element only the tiles that cut one of its rows'
 //   key ranges; softcap and ALiBi rescore every score in log2 units before
@@ -62,9 +64,9 @@
 // FATTN_WGMMA_OVERLAP: 1 or 0 overrides each bucket's choice (WgShape::OVERLAP);
 // FATTN_WGMMA_NWG64: the consumer warpgroups at head dim 64; FATTN_WGMMA_BN256:
 // the key tile at head dim 256 (64 or 80); FATTN_WGMMA_PERSISTENT 0: a block
-// per work tile instead of one per SM; FATTN_WGMMA_PAIRED 0: causal problems
-// get a block per tile (the paired persistent walk's alternative). For
-// measuring one choice against another.
+// per work tile instead of one per SM; FATTN_WGMMA_PAIRED 0: no paired walk
+// for causal problems (a block per tile, as elsewhere). For measuring one
+// choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
 #endif
@@ -211,11 +213,11 @@ __device__ __forceinline__ void gather_bias(unsigned char *dst, const fattn_cuda
     }
 }
 
-template <typename T, int DPAD, int kV>
+template <typename T, int DPAD, int kV, bool kPaired>
 __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     flash_wgmma_kernel(const __grid_constant__ fattn_cuda_args a,
                        const __grid_constant__ WgMaps maps, Pairs pairs, int tiles_q, int tma,
-                       int paired, Divisor per) {
+                       Divisor units) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr bool kB = kV == kWgAll;   // a bias stage ring (used when a.var.bias is set)
     using S = WgShape<DPAD, kB>;
@@ -263,13 +265,15 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         int rank;
     };
     auto walk = [&](int64_t k) -> Pos {
-        // per: the host's divisor, (tiles_q + 1) / 2 units or tiles_q tiles a pair.
-        const int64_t x = (int64_t)blockIdx.x + (paired ? k >> 1 : k) * gridDim.x;
-        const int64_t bh = divide(x, per);
-        const bool light = paired && (k & 1);
-        const int i = (int)(x - bh * (paired ? (tiles_q + 1) >> 1 : tiles_q));
-        const int rank = light ? tiles_q - 1 - i : i;
-        return {light && rank == i ? -1 : bh, rank};
+        if constexpr (kPaired) {
+            // units: the host's divisor by (tiles_q + 1) / 2, a pair's units.
+            const int64_t u = (int64_t)blockIdx.x + (k >> 1) * gridDim.x, bh = divide(u, units);
+            const int i = (int)(u - bh * ((tiles_q + 1) >> 1)), rank = k & 1 ? tiles_q - 1 - i : i;
+            return {k & 1 && rank == i ? -1 : bh, rank};
+        } else {
+            const int64_t t = (int64_t)blockIdx.x + k * gridDim.x, bh = t / tiles_q;
+            return {bh, (int)(t - bh * tiles_q)};
+        }
     };
     auto tile_at = [&](const Pos p) {
         Tile w;
@@ -835,17 +839,20 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
                          ? 4
                          : 0) |
                     (bias_map(&maps.b, a, S::BM) ? 8 : 0);
-    auto kern = flash_wgmma_kernel<T, DPAD, kV>;
-    cudaError_t e =
-        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
-    if (e != cudaSuccess) return e;
     // Without a window, a persistent grid: a block per SM (one fits an SM)
     // walks the work tiles, so one tile's epilogue overlaps the next one's
     // loads (+1-14%, call97). Causal tiles differ in cost, and a plain
-    // static walk left SMs idle (0.59-0.74x at 8k-16k): a causal block
-    // walks pairs of tiles that together cost the same (the kernel's walk).
-    // Under a window (whose edge tiles cost less) a block per tile, which
-    // the hardware hands out as SMs free up.
+    // static walk left SMs idle (0.59-0.74x at 8k-16k): causal problems get
+    // a block per tile, which the hardware hands out as SMs free up, or,
+    // where it measured faster, the paired walk (kPaired: each unit two
+    // query tiles m and tiles_q - 1 - m of a pair, which together cost about
+    // the same): plain attention at head dims 128 and 256 with at most 64
+    // query tiles (bench/results/2026-11-24-h200-wgmma-paired, call128: 3-9%
+    // faster at 2048-8192; at 16384 2-4% slower; at head dim 64, whose
+    // producer has 32 registers, 2-7% slower, and a runtime choice in every
+    // instance cost 1-2% elsewhere). Under a window (whose edge tiles cost
+    // less) a block per tile.
+    cudaError_t e;
     int dev = 0, sms = 0;
     if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
         (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
@@ -853,15 +860,21 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     const int tiles_q = (int)(((int64_t)a->seq_q + S::BM - 1) / S::BM);
     const Pairs pairs{0, a->batch * a->heads_q, make_divisor((uint64_t)a->heads_q),
                       make_divisor((uint64_t)a->group)};
-    const int64_t total = (int64_t)tiles_q * pairs.count;
     const bool window =
         kV != kWgNone && (a->var.window_left >= 0 || a->var.window_right >= 0);
-    const int paired = FATTN_WGMMA_PAIRED && a->causal && !window;
+    constexpr bool kCanPair = kV == kWgNone && DPAD >= 128;
+    const bool paired = kCanPair && FATTN_WGMMA_PAIRED && a->causal && tiles_q <= 64;
     const bool persistent = FATTN_WGMMA_PERSISTENT && !window && (paired || !a->causal);
-    const int64_t units = paired ? (int64_t)(tiles_q + 1) / 2 * pairs.count : total;
-    const int64_t grid = min(units, persistent ? (int64_t)sms : (int64_t)INT_MAX);
-    const Divisor per = make_divisor(paired ? (uint64_t)(tiles_q + 1) / 2 : (uint64_t)tiles_q);
-    kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma, paired, per);
+    const int64_t halves = ((int64_t)tiles_q + 1) / 2;
+    const int64_t work = paired ? halves * pairs.count : (int64_t)tiles_q * pairs.count;
+    const int64_t grid = min(work, persistent ? (int64_t)sms : (int64_t)INT_MAX);
+    auto kern = paired ? flash_wgmma_kernel<T, DPAD, kV, kCanPair>
+                       : flash_wgmma_kernel<T, DPAD, kV, false>;
+    if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM)) !=
+        cudaSuccess)
+        return e;
+    kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma,
+                                                     make_divisor((uint64_t)halves));
     return cudaGetLastError();
 }
 
