@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     const int64_t wl = kV != kWgNone ? a.var.window_left : -1;
     const int64_t wr = kV != kWgNone ? a.var.window_right : -1;
     const int64_t woff = (int64_t)seq_kv - seq_q;
-    // A work tile (one of tiles_q query tiles of a pair): walk below says
+    // A work tile (one of tiles_q query tiles of a pair): the walk below says
     // which a block takes; a pair's query tiles run together (they share
     // its K and V in L2), heavy (late, for causal) ones first. Its key
     // tiles [j0, j1): from the first key its first row sees to the last one
@@ -254,31 +254,12 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         int64_t b, h, hk;
         int m0, j0, j1;
     };
-    // The block's k-th work tile: pair bh, query tile tiles_q - 1 - rank;
-    // bh < 0 for none (k moves on), bh >= pairs.count at the end. Plain:
-    // tile t = blockIdx.x + k gridDim.x. Paired: units u = blockIdx.x, +
-    // gridDim.x, ... of a pair's ranks i (heavy) and tiles_q - 1 - i
-    // (light), each about tiles_q + 1 key tiles; the middle tile of an odd
-    // tiles_q is a unit alone.
-    struct Pos {
-        int64_t bh;
-        int rank;
-    };
-    auto walk = [&](int64_t k) -> Pos {
-        if constexpr (kPaired) {
-            // units: the host's divisor by (tiles_q + 1) / 2, a pair's units.
-            const int64_t u = (int64_t)blockIdx.x + (k >> 1) * gridDim.x, bh = divide(u, units);
-            const int i = (int)(u - bh * ((tiles_q + 1) >> 1)), rank = k & 1 ? tiles_q - 1 - i : i;
-            return {k & 1 && rank == i ? -1 : bh, rank};
-        } else {
-            const int64_t t = (int64_t)blockIdx.x + k * gridDim.x, bh = t / tiles_q;
-            return {bh, (int)(t - bh * tiles_q)};
-        }
-    };
-    auto tile_at = [&](const Pos p) {
+    const int64_t total = (int64_t)tiles_q * pairs.count;
+    auto tile_at = [&](int64_t t) {
         Tile w;
-        w.m0 = (tiles_q - 1 - p.rank) * BM;
-        block_pair_at(a, pairs, p.bh, w.b, w.h, w.hk);
+        const int64_t bh = t / tiles_q;
+        w.m0 = (int)(tiles_q - 1 - (t - bh * tiles_q)) * BM;
+        block_pair_at(a, pairs, bh, w.b, w.h, w.hk);
         const int64_t last = min((int64_t)w.m0 + BM, (int64_t)seq_q) - 1;
         int64_t kv_end = seq_kv, kv_lo = 0;
         if (a.causal) kv_end = min(kv_end, last + 1 + off);
@@ -287,6 +268,37 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         w.j1 = kv_end > 0 ? (int)((kv_end + BN - 1) / BN) : 0;
         w.j0 = kV == kWgNone ? 0 : (int)min(kv_lo / BN, (int64_t)w.j1);
         return w;
+    };
+    // The block's walk over the work tiles: t = first_tile(k), then
+    // next_tile(k, t), ... while t < total. Plain: t = blockIdx.x, +
+    // gridDim.x, ... Paired (kPaired): slot k is half of unit u =
+    // blockIdx.x + (k / 2) gridDim.x, the units being a pair's tiles of
+    // ranks i (heavy) and tiles_q - 1 - i (light), each about tiles_q + 1
+    // key tiles; the middle tile of an odd tiles_q is a unit alone, and its
+    // empty second slot is passed over. `units` divides by (tiles_q + 1) / 2.
+    auto slot_at = [&](int64_t k) -> int64_t {   // a tile, -1 for none, total at the end
+        const int64_t u = (int64_t)blockIdx.x + (k >> 1) * gridDim.x, bh = divide(u, units);
+        if (bh >= pairs.count) return total;
+        const int i = (int)(u - bh * ((tiles_q + 1) >> 1)), rank = k & 1 ? tiles_q - 1 - i : i;
+        return k & 1 && rank == i ? -1 : bh * tiles_q + rank;
+    };
+    auto first_tile = [&](int64_t &k) -> int64_t {
+        if constexpr (kPaired) {
+            int64_t t = slot_at(k = 0);
+            while (t < 0) t = slot_at(++k);
+            return t;
+        } else {
+            return blockIdx.x;
+        }
+    };
+    auto next_tile = [&](int64_t &k, int64_t t) -> int64_t {
+        if constexpr (kPaired) {
+            do t = slot_at(++k);
+            while (t < 0);
+            return t;
+        } else {
+            return t + gridDim.x;
+        }
     };
 
     if (tid == 0) {
@@ -333,9 +345,8 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         using RowsKV = std::integral_constant<int, BN>;
         int it = 0, ti = 0;   // K/V tiles (stage it % ST) and work tiles loaded so far
         int64_t k = 0;
-        for (Pos p; (p = walk(k)).bh < pairs.count; ti += p.bh >= 0, k++) {
-            if (p.bh < 0) continue;
-            const Tile w = tile_at(p);
+        for (int64_t t = first_tile(k); t < total; t = next_tile(k, t), ti++) {
+            const Tile w = tile_at(t);
             const uint16_t *qg = static_cast<const uint16_t *>(a.q) + w.b * a.q_sb + w.h * a.q_sh;
             const uint16_t *kg = static_cast<const uint16_t *>(a.k) + w.b * a.k_sb + w.hk * a.k_sh;
             const uint16_t *vg = static_cast<const uint16_t *>(a.v) + w.b * a.v_sb + w.hk * a.v_sh;
@@ -621,9 +632,8 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         float alpha[2];
         int ti = 0;
         int64_t k = 0;
-        for (Pos p; (p = walk(k)).bh < pairs.count; ti += p.bh >= 0, k++) {
-            if (p.bh < 0) continue;
-            const Tile w = tile_at(p);
+        for (int64_t t = first_tile(k); t < total; t = next_tile(k, t), ti++) {
+            const Tile w = tile_at(t);
             b = w.b, h = w.h, m0 = w.m0, jb = w.j0, ntiles = w.j1 - w.j0;
             if constexpr (kV == kWgNone) {
                 // Tiles before jmask are visible to every row of the block.
