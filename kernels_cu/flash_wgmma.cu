@@ -65,8 +65,9 @@
 // FATTN_WGMMA_NWG64: the consumer warpgroups at head dim 64; FATTN_WGMMA_BN256:
 // the key tile at head dim 256 (64 or 80); FATTN_WGMMA_PERSISTENT 0: a block
 // per work tile instead of one per SM; FATTN_WGMMA_PAIRED 0: no paired walk
-// for causal problems (a block per tile, as elsewhere). For measuring one
-// choice against another.
+// for causal problems (a block per tile, as elsewhere); FATTN_WGMMA_GHOSTS
+// 0: at head dim 64 every consumer computes every key tile of its block.
+// For measuring one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
 #endif
@@ -78,6 +79,9 @@
 #endif
 #ifndef FATTN_WGMMA_PAIRED
 #define FATTN_WGMMA_PAIRED 1
+#endif
+#ifndef FATTN_WGMMA_GHOSTS
+#define FATTN_WGMMA_GHOSTS 1
 #endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
@@ -665,25 +669,51 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             mrow[0] = mrow[1] = -INFINITY;
             lrow[0] = lrow[1] = 0.f;
             mbar_wait(q_full, ti & 1);
+            int nt = ntiles;   // the key tiles this consumer computes
             if constexpr (!S::OVERLAP) {
+                // Tiles past the last key this consumer's last row sees (the
+                // causal diagonal of a 192-row tile, a window's right edge)
+                // and all tiles of rows past seq_q are ghosts: the consumer
+                // waits for their stages and releases them and takes its
+                // turns, so the ring and the stage counts stay in step, but
+                // issues no GEMM. A loop of their own: a condition on the
+                // GEMMs inside the main loop made ptxas spill (call100).
+                const int64_t r0 = (int64_t)m0 + cw * 64, r1 = min(r0 + 63, (int64_t)seq_q - 1);
+                int64_t hi = (int64_t)seq_kv - 1;
+                if (a.causal) hi = min(hi, r1 + off);
+                if (wr >= 0) hi = min(hi, r1 + woff + wr);
+                if (FATTN_WGMMA_GHOSTS && (r0 >= seq_q || hi < (int64_t)(jb + ntiles - 1) * BN))
+                    nt = r0 >= seq_q ? 0 : (int)max((int64_t)0, (hi + BN) / BN - jb);
                 // Turn: P V of tile j - 1 and Q K^T of tile j. The last
                 // consumer's first arrival lets consumer 0 start; it gives no
                 // turn after its last, which nobody would take.
                 if (last) pass_turn();
                 my_turn();
-                for (int j = 0; j < ntiles; j++) {
+                for (int j = 0; j < nt; j++) {
                     mbar_wait(k_full(slot(j)), parity(j));
                     qk(j);
                     pass_turn();
                     wg_wait<0>();
                     mbar_arrive(k_empty(slot(j)));
-                    if (j == ntiles - 1) mbar_arrive(q_empty);   // Q is read for the last time
+                    if (j == nt - 1) mbar_arrive(q_empty);   // Q is read for the last time
                     softmax(j, alpha);
                     rescale_pack(alpha);
                     mbar_wait(v_full(slot(j)), parity(j));
                     my_turn();
                     pv(j);
                     wg_wait<0>();
+                    mbar_arrive(v_empty(slot(j)));
+                }
+                for (int j = nt; j < ntiles; j++) {   // ghosts, in the same steps
+                    mbar_wait(k_full(slot(j)), parity(j));
+                    pass_turn();
+                    mbar_arrive(k_empty(slot(j)));
+                    if (has_bias) {
+                        mbar_wait(b_full(slot(j)), parity(j));
+                        mbar_arrive(b_empty(slot(j)));
+                    }
+                    mbar_wait(v_full(slot(j)), parity(j));
+                    my_turn();
                     mbar_arrive(v_empty(slot(j)));
                 }
                 if (!last) pass_turn();
@@ -720,7 +750,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 wg_wait<0>();
                 mbar_arrive(v_empty(slot(ntiles - 1)));
             }
-            if (ntiles == 0) mbar_arrive(q_empty);
+            if (nt == 0) mbar_arrive(q_empty);
 
             // Epilogue: O = acc / l, rows below seq_q; lse = m + log2 l in natural units.
             T *og = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh;

@@ -267,6 +267,15 @@ static const vcase cases[] = {
      .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .dtypes = 6},
     {"wgmma many tiles, window 100/0 + bias plane + sinks, head dim 8, 216 work tiles", 2, 36, 6, 8, 0,
      400, 504, WIN(100, 0), .sinks = 1, .bias = BIAS_PLANE, .dtypes = 6},
+    /* Ghost key tiles at head dim 64 (192-row tiles): a consumer whose rows
+     * see none of a block's last tiles, or no key at all (seq_q > seq_kv
+     * bottom-right, rows past seq_q), waits for and releases those stages,
+     * bias stages included, without computing them. */
+    {"wgmma ghosts, causal, seq_q > seq_kv, bias plane, head dim 64", 1, 2, 1, 64, 0, 700, 384,
+     .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .bias = BIAS_PLANE, .bias_inf_rows = 1,
+     .dtypes = 6},
+    {"wgmma ghosts, window -1/20 (right edge), sinks, gathered bias, head dim 64", 2, 2, 1, 64, 0,
+     500, 901, WIN(-1, 20), .sinks = 1, .bias = BIAS_BCAST_HEADS, .dtypes = 6},
     /* Ragged decoding with the per-score variants (CUDA: always the decode kernel). */
     {"paged 16, decode, softcap + alibi + bias f32 (-inf keys)",
      4,
