@@ -580,8 +580,23 @@ static void variants_problem(const fattn_request *r, const fattn_tensor xt[X_COU
         }
     }
     if (m->bias) {
-        v->bias_stride_dim = xt ? xt[X_BIAS].stride_dim : 0;
-        v->bias_dtype = xt ? xt[X_BIAS].dtype : FATTN_F32;
+        /* Without operands (a workspace or memory query) the bias is not
+         * checked, but its dtype and key stride still pick the kernel that
+         * would run (the wgmma kernel reads only a bias in desc->dtype), so
+         * they are read here as given; one that would fail the check counts
+         * as float32. */
+        static const fattn_tensor t0 = FATTN_TENSOR_INIT;
+        fattn_tensor b = t0;
+        fattn_msg scratch;
+        if (xt)
+            b = xt[X_BIAS];
+        else if (fattn_ext_read(&b, sizeof b, m->bias, TENSOR_OLDER, "desc->mask->bias",
+                                "fattn_tensor", &scratch) != FATTN_OK)
+            b = t0;
+        else if (b.dtype != r->d.dtype)
+            b.dtype = FATTN_F32;
+        v->bias_stride_dim = b.stride_dim;
+        v->bias_dtype = b.dtype;
     }
     v->on = v->window_left >= 0 || v->window_right >= 0 || v->softcap > 0.0f || m->alibi_slopes ||
             m->sinks || m->bias;

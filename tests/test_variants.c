@@ -701,8 +701,23 @@ static void run_one(fattn_context *ctx, const char *backend, vprob *p, int naive
             return;
         }
     }
+    /* The report plans from the description alone (no operands), and must
+     * plan what the call runs: it declines exactly where the call does
+     * (a bias in desc->dtype once read as float32 there, and so declined
+     * by CUDA's forced wgmma kernel while the call ran on it). */
+    fattn_memory_report rep = FATTN_MEMORY_REPORT_INIT;
+    const fattn_status rep_st = naive ? FATTN_OK : fattn_context_memory_report(ctx, &p->desc, &rep);
+    char rep_why[256];
+    snprintf(rep_why, sizeof rep_why, "%s", rep_st == FATTN_OK ? "" : fattn_error_message(ctx));
     vresult r;
     const fattn_status st = vprob_run(ctx, p, naive, &r);
+    if (!naive && (rep_st == FATTN_ERR_UNSUPPORTED) != (st == FATTN_ERR_UNSUPPORTED)) {
+        print_error("'%s': the memory report gives %s (%s), the call %s (%s)\n", what,
+                    fattn_status_string(rep_st), rep_why, fattn_status_string(st),
+                    st == FATTN_OK ? "" : fattn_error_message(ctx));
+        t->failures++;
+        return;
+    }
     if (st == FATTN_ERR_UNSUPPORTED) {
         print_message("[  SKIPPED ] %s: '%s': %s\n", backend, what, fattn_error_message(ctx));
         if (!t->declined)
