@@ -66,7 +66,8 @@
 // the key tile at head dim 256 (64 or 80); FATTN_WGMMA_PERSISTENT 0: a block
 // per work tile instead of one per SM; FATTN_WGMMA_PAIRED 0: no paired walk
 // for causal problems (a block per tile, as elsewhere); FATTN_WGMMA_GHOSTS
-// 0: at head dim 64 every consumer computes every key tile of its block.
+// 0: at head dim 64 every consumer computes every key tile of its block;
+// FATTN_WGMMA_LPT 0: a block per tile walks a pair's tiles in a row.
 // For measuring one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
@@ -82,6 +83,9 @@
 #endif
 #ifndef FATTN_WGMMA_GHOSTS
 #define FATTN_WGMMA_GHOSTS 1
+#endif
+#ifndef FATTN_WGMMA_LPT
+#define FATTN_WGMMA_LPT 1
 #endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
@@ -129,6 +133,14 @@ template <int DPAD, bool kB = false> struct WgShape {
 // kernel parameter.
 struct WgMaps {
     CUtensorMap q, k, v, b;
+};
+
+// The walk over work tiles (tile_at, slot_at in the kernel): `units`
+// divides by a pair's units of the paired walk, `sect` by tiles_q << lg,
+// the tiles of a section of 2^lg pairs.
+struct Walk {
+    Divisor units, sect;
+    int lg;
 };
 
 // The instance families (the kernel's kV; variants.cuh has the rules).
@@ -221,7 +233,7 @@ template <typename T, int DPAD, int kV, bool kPaired>
 __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     flash_wgmma_kernel(const __grid_constant__ fattn_cuda_args a,
                        const __grid_constant__ WgMaps maps, Pairs pairs, int tiles_q, int tma,
-                       Divisor units) {
+                       Walk walk) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr bool kB = kV == kWgAll;   // a bias stage ring (used when a.var.bias is set)
     using S = WgShape<DPAD, kB>;
@@ -259,10 +271,15 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         int m0, j0, j1;
     };
     const int64_t total = (int64_t)tiles_q * pairs.count;
+    // Tile t: sections of 2^lg pairs (tiles_q << lg tiles each) one after
+    // another, a section's tiles heavy first across its pairs: rank r of
+    // every pair, then r + 1, ... (lg = 0: a pair's tiles in a row).
     auto tile_at = [&](int64_t t) {
         Tile w;
-        const int64_t bh = t / tiles_q;
-        w.m0 = (int)(tiles_q - 1 - (t - bh * tiles_q)) * BM;
+        const int64_t sec = divide(t, walk.sect);
+        const int64_t i = t - sec * ((int64_t)tiles_q << walk.lg);
+        const int64_t bh = (sec << walk.lg) + (i & (((int64_t)1 << walk.lg) - 1));
+        w.m0 = (int)(tiles_q - 1 - (i >> walk.lg)) * BM;
         block_pair_at(a, pairs, bh, w.b, w.h, w.hk);
         const int64_t last = min((int64_t)w.m0 + BM, (int64_t)seq_q) - 1;
         int64_t kv_end = seq_kv, kv_lo = 0;
@@ -281,7 +298,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
     // key tiles; the middle tile of an odd tiles_q is a unit alone, and its
     // empty second slot is passed over. `units` divides by (tiles_q + 1) / 2.
     auto slot_at = [&](int64_t k) -> int64_t {   // a tile, -1 for none, total at the end
-        const int64_t u = (int64_t)blockIdx.x + (k >> 1) * gridDim.x, bh = divide(u, units);
+        const int64_t u = (int64_t)blockIdx.x + (k >> 1) * gridDim.x, bh = divide(u, walk.units);
         if (bh >= pairs.count) return total;
         const int i = (int)(u - bh * ((tiles_q + 1) >> 1)), rank = k & 1 ? tiles_q - 1 - i : i;
         return k & 1 && rank == i ? -1 : bh * tiles_q + rank;
@@ -913,8 +930,21 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM)) !=
         cudaSuccess)
         return e;
-    kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma,
-                                                     make_divisor((uint64_t)halves));
+    // A block per tile for a causal problem: tiles heavy first across
+    // sections of 2^lg pairs whose K and V fit half the L2 (FlashAttention-3's
+    // longest-first order), so the blocks that start last are light ones and
+    // the SMs finish together, while a section's pairs share the L2.
+    int lg = 0;
+    if (FATTN_WGMMA_LPT && a->causal && !persistent) {
+        int l2 = 0;
+        if ((e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev)) != cudaSuccess) return e;
+        const int64_t kv_pair = (int64_t)4 * a->seq_kv * a->head_dim;   // K and V, 16-bit
+        while (lg < 20 && pairs.count % ((int64_t)2 << lg) == 0 &&
+               ((int64_t)2 << lg) * kv_pair <= l2 / 2)
+            lg++;
+    }
+    const Walk walk{make_divisor((uint64_t)halves), make_divisor((uint64_t)tiles_q << lg), lg};
+    kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma, walk);
     return cudaGetLastError();
 }
 
