@@ -36,7 +36,10 @@
 //   with few query tiles at head dims 128 and 256 take a paired walk
 //   (units of query tiles m and tiles_q - 1 - m of one pair, which together
 //   cost about the same in every unit; the launcher says where); other
-//   causal and windowed problems get a block per tile.
+//   causal and windowed problems get a block per tile, heaviest first
+//   across sections of pairs that fit the L2 (tile_at).
+// - At head dim 64 (192-row blocks) a consumer computes only the key tiles
+//   its own 64 rows see and passes through the block's others as ghosts.
 // - Variants: key tiles outside a block's window are never loaded; a
 //   consumer masks per element only the tiles that cut one of its rows'
 //   key ranges; softcap and ALiBi rescore every score in log2 units before
