@@ -53,7 +53,6 @@
 #include <cuda_fp16.h>
 
 #include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <type_traits>
@@ -925,13 +924,7 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
         kV != kWgNone && (a->var.window_left >= 0 || a->var.window_right >= 0);
     constexpr bool kCanPair = kV == kWgNone && DPAD >= 128;
     const bool paired = kCanPair && FATTN_WGMMA_PAIRED && a->causal && tiles_q <= 64;
-    // EXPERIMENT (call134, not for landing): FATTN_WGMMA_XP="persist" puts causal problems
-    // on the persistent grid in the longest-first order; "lgN" forces sections of 2^N pairs.
-    const char *xp = getenv("FATTN_WGMMA_XP");
-    const bool xp_persist = xp && strstr(xp, "persist");
-    const char *xp_lg = xp ? strstr(xp, "lg") : nullptr;
-    const bool persistent =
-        FATTN_WGMMA_PERSISTENT && !window && (paired || !a->causal || xp_persist);
+    const bool persistent = FATTN_WGMMA_PERSISTENT && !window && (paired || !a->causal);
     const int64_t halves = ((int64_t)tiles_q + 1) / 2;
     const int64_t work = paired ? halves * pairs.count : (int64_t)tiles_q * pairs.count;
     const int64_t grid = min(work, persistent ? (int64_t)sms : (int64_t)INT_MAX);
@@ -945,17 +938,13 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     // longest-first order), so the blocks that start last are light ones and
     // the SMs finish together, while a section's pairs share the L2.
     int lg = 0;
-    if (FATTN_WGMMA_LPT && a->causal && !paired) {
+    if (FATTN_WGMMA_LPT && a->causal && !persistent) {
         int l2 = 0;
         if ((e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev)) != cudaSuccess) return e;
         const int64_t kv_pair = (int64_t)4 * a->seq_kv * a->head_dim;   // K and V, 16-bit
         while (lg < 20 && pairs.count % ((int64_t)2 << lg) == 0 &&
                ((int64_t)2 << lg) * kv_pair <= l2 / 2)
             lg++;
-        if (xp_lg) {
-            lg = atoi(xp_lg + 2);
-            while (lg > 0 && pairs.count % ((int64_t)1 << lg)) lg--;
-        }
     }
     const Walk walk{make_divisor((uint64_t)halves), make_divisor((uint64_t)tiles_q << lg), lg};
     kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma, walk);
