@@ -195,23 +195,6 @@ __device__ __forceinline__ float ex2(float x) {
     return y;
 }
 
-// 2^x on the FMA and integer pipes instead of the MUFU unit (FlashAttention-4's
-// offload, for kernels that run out of MUFU throughput): x clamped to
-// [-64, 64] (callers that saturate there lose nothing), j = x rounded by the
-// 1.5 * 2^23 trick (m's low bits hold j), 2^(x - j) by a degree-5 fit on
-// [-0.5, 0.5] (relative error 2.0e-7, as ex2's), and j added to the
-// exponent. 12 instructions, no MUFU.
-__device__ __forceinline__ float ex2_fma(float x) {
-    x = fminf(fmaxf(x, -64.f), 64.f);
-    const float m = x + 12582912.f, f = x - (m - 12582912.f);
-    float p = fmaf(1.3267091e-3f, f, 9.6754609e-3f);
-    p = fmaf(p, f, 5.5507421e-2f);
-    p = fmaf(p, f, 2.4022122e-1f);
-    p = fmaf(p, f, 6.9314694e-1f);
-    p = fmaf(p, f, 1.0000001f);
-    return __int_as_float(__float_as_int(p) + (__float_as_int(m) << 23));
-}
-
 }   // namespace
 
 #endif

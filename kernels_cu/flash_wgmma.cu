@@ -87,9 +87,6 @@
 #ifndef FATTN_WGMMA_GHOSTS
 #define FATTN_WGMMA_GHOSTS 1
 #endif
-#ifndef FATTN_WGMMA_CAP_FMA
-#define FATTN_WGMMA_CAP_FMA 1
-#endif
 #ifndef FATTN_WGMMA_LPT
 #define FATTN_WGMMA_LPT 1
 #endif
@@ -504,16 +501,8 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                     asm("tanh.approx.f32 %0, %1;\n" : "=f"(t) : "f"(s[i] * k1));
                     s[i] = fmaf(t, c2, cadd);
                 } else {
-                    // Three MUFU operations a score (this ex2, the rcp, the
-                    // softmax's ex2) outrun the unit: FATTN_WGMMA_CAP_FMA
-                    // moves this ex2 to the FMA pipe for every score (1) or
-                    // every other one (2).
-                    const float x = s[i] * k1;
-                    const float e = FATTN_WGMMA_CAP_FMA == 1 || (FATTN_WGMMA_CAP_FMA == 2 && (i & 1))
-                                        ? ex2_fma(x)
-                                        : ex2(x);
                     float r;
-                    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(e + 1.f));
+                    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(ex2(s[i] * k1) + 1.f));
                     s[i] = fmaf(r, -2.f * c2, cadd);
                 }
             }
