@@ -936,9 +936,10 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     // A block per tile for a causal problem: tiles heavy first across
     // sections of 2^lg pairs whose K and V fit half the L2 (FlashAttention-3's
     // longest-first order), so the blocks that start last are light ones and
-    // the SMs finish together, while a section's pairs share the L2.
+    // the SMs finish together, while a section's pairs share the L2. The
+    // paired walk's slots assume lg = 0 (also with FATTN_WGMMA_PERSISTENT=0).
     int lg = 0;
-    if (FATTN_WGMMA_LPT && a->causal && !persistent) {
+    if (FATTN_WGMMA_LPT && a->causal && !persistent && !paired) {
         int l2 = 0;
         if ((e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev)) != cudaSuccess) return e;
         const int64_t kv_pair = (int64_t)4 * a->seq_kv * a->head_dim;   // K and V, 16-bit
