@@ -87,6 +87,9 @@
 #ifndef FATTN_WGMMA_GHOSTS
 #define FATTN_WGMMA_GHOSTS 1
 #endif
+#ifndef FATTN_WGMMA_RING64
+#define FATTN_WGMMA_RING64 1
+#endif
 #ifndef FATTN_WGMMA_LPT
 #define FATTN_WGMMA_LPT 1
 #endif
@@ -455,8 +458,14 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // consumer before it in the ring (cw - 1, the last before 0) gives it.
         constexpr int NWG = S::NWG;
         const bool last = cw == NWG - 1;
-        auto my_turn = [&] { bar_sync<256>(1 + cw); };
-        auto pass_turn = [&] { bar_arrive<256>(1 + (cw + 1) % NWG); };
+        // FATTN_WGMMA_RING64 0: at head dim 64 no turns (measuring the ring's cost).
+        constexpr bool kRing = FATTN_WGMMA_RING64 || DPAD != 64;
+        auto my_turn = [&] {
+            if constexpr (kRing) bar_sync<256>(1 + cw);
+        };
+        auto pass_turn = [&] {
+            if constexpr (kRing) bar_arrive<256>(1 + (cw + 1) % NWG);
+        };
         auto slot = [&](int j) { return (it + j) % ST; };   // key tile j's stage
         auto parity = [&](int j) { return (uint32_t)(((it + j) / ST) & 1); };
         auto stage = [&](int j) { return kv + slot(j) * 2 * S::KV_BYTES; };
