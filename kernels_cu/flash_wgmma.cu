@@ -71,7 +71,8 @@
 // for causal problems (a block per tile, as elsewhere); FATTN_WGMMA_GHOSTS
 // 0: at head dim 64 every consumer computes every key tile of its block;
 // FATTN_WGMMA_LPT 0: a block per tile walks a pair's tiles in a row;
-// FATTN_WGMMA_RING64 0: no consumer turns at head dim 64 (1-4% slower, call137).
+// FATTN_WGMMA_RING64 0: no consumer turns at head dim 64 (1-4% slower, call137);
+// FATTN_WGMMA_CAP_POLY 0: the accurate softcap always through ex2 and rcp.
 // For measuring one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
@@ -93,6 +94,9 @@
 #endif
 #ifndef FATTN_WGMMA_LPT
 #define FATTN_WGMMA_LPT 1
+#endif
+#ifndef FATTN_WGMMA_CAP_POLY
+#define FATTN_WGMMA_CAP_POLY 1
 #endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
@@ -503,7 +507,35 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // units: s becomes P, alpha the factor O is rescaled by once no P V
         // is in flight.
         // The softcap of every score (fast: tanh.approx).
+        // The accurate form through ex2 and rcp takes two MUFU operations a
+        // score beside the softmax's ex2, more than the other consumer's
+        // GEMMs hide (1.33x the plain time; the FMA pipe's ex2 or rcp cost
+        // more issue slots than they freed, calls 106 and 135). Where all of
+        // a warp's scores lie in the host's polynomial range (|scale s| <=
+        // 0.75 softcap; params.h's cap_poly) it is s R(s^2) on the FMA pipe:
+        // six instructions, no MUFU, and one for the range check.
         auto cap_scores = [&](auto fast) {
+            if constexpr (!decltype(fast)::value && FATTN_WGMMA_CAP_POLY) {
+                float am[2] = {0.f, 0.f};   // two chains: latency
+#pragma unroll
+                for (int i = 0; i < BN / 2; i++) am[i & 1] = fmaxf(am[i & 1], fabsf(s[i]));
+                const float amax = fmaxf(am[0], am[1]);
+                if (__all_sync(0xffffffffu, amax <= a.var.cap_poly_smax)) {
+                    static_assert(FATTN_CUDA_CAP_POLY_TERMS == 5, "R's Horner steps below");
+                    const float *r = a.var.cap_poly;
+#pragma unroll
+                    for (int i = 0; i < BN / 2; i++) {
+                        const float z = s[i] * s[i];
+                        float R = fmaf(r[4], z, r[3]);
+                        R = fmaf(R, z, r[2]);
+                        R = fmaf(R, z, r[1]);
+                        R = fmaf(R, z, r[0]);
+                        // x + add - c2 as cap_scores' other forms: 0, or -mu_fixed.
+                        s[i] = wg_fixed(kV) ? fmaf(s[i], R, -mu_fixed) : s[i] * R;
+                    }
+                    return;
+                }
+            }
 #pragma unroll
             for (int i = 0; i < BN / 2; i++) {
                 if constexpr (decltype(fast)::value) {

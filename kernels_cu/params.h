@@ -39,6 +39,9 @@ typedef struct fattn_cuda_ragged {
  * elements. Sequence b, query row i and key j are the sequence's own (of a
  * ragged problem too); the window and ALiBi align bottom-right: off =
  * len_kv - len_q of the sequence. */
+/* Terms of the softcap's polynomial (fattn_cuda_var.cap_poly). */
+#define FATTN_CUDA_CAP_POLY_TERMS 5
+
 typedef struct fattn_cuda_var {
     int on;
     /* -1: unbounded on that side; else clamped by the host to at most
@@ -55,6 +58,12 @@ typedef struct fattn_cuda_var {
     fattn_dtype bias_dtype; /* FATTN_F32, FATTN_F16 or FATTN_BF16 */
     float scale;            /* the softmax scale itself: the variants act in natural units */
     int fast_tanh;          /* FATTN_FLAG_FAST_SOFTCAP: the softcap may use tanh.approx.f32 */
+    /* The accurate softcap in log2 units as a polynomial where it holds
+     * (the host's fit, cuda_launch.c's cap_poly): softcap log2(e)
+     * tanh(scale s / softcap) = s sum_k cap_poly[k] (s^2)^k for |s| <=
+     * cap_poly_smax (< 0: nowhere, the coefficients are not representable). */
+    float cap_poly[FATTN_CUDA_CAP_POLY_TERMS];
+    float cap_poly_smax;
 } fattn_cuda_var;
 
 /* One forward problem. Pointers are at the operand's element offset; strides

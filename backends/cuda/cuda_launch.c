@@ -2,6 +2,7 @@
  * (kernels_cu/params.h), and a plan becomes one launch of its kernel on the
  * context's stream. Nothing here decides (cuda_plan.c did), allocates or
  * synchronises. */
+#include <math.h>
 #include <string.h>
 
 #include "cuda_common.h"
@@ -71,6 +72,31 @@ static int64_t window_side(const fattn_problem *p, int64_t w) {
     return w > p->seq_q + p->seq_kv ? p->seq_q + p->seq_kv : w;
 }
 
+/* The accurate softcap's polynomial (params.h, fattn_cuda_var.cap_poly):
+ * tanh(x) = x + x^3 (q0 + q1 x^2 + q2 x^4 + q3 x^6) on |x| <= 0.75, a
+ * minimax fit of absolute error 2.6e-7 (3.5e-7 evaluated in float, as the
+ * ex2/rcp form's few 1e-7), with x = g s, g = scale / softcap, and softcap
+ * log2(e) and the powers of g folded into the coefficients. Where a folded
+ * coefficient would leave float's normal range (an extreme scale or cap),
+ * no score takes it. */
+static void cap_poly(const fattn_problem *p, fattn_cuda_var *v) {
+    static const double q[FATTN_CUDA_CAP_POLY_TERMS - 1] = {-3.332804441e-01, 1.325335801e-01,
+                                                            -4.986590147e-02, 1.275040302e-02};
+    const double x_max = 0.75;
+    v->cap_poly_smax = -1.0f;
+    if (!(v->softcap > 0.0f)) return;
+    const double g = (double)p->scale / v->softcap, g2 = g * g;
+    double c = v->softcap * 1.4426950408889634 * g;   /* c2 g^(2k + 1) */
+    for (int k = 0; k < FATTN_CUDA_CAP_POLY_TERMS; k++) {
+        const double r = k ? c * q[k - 1] : c;
+        if (!(fabs(r) >= 1e-30 && fabs(r) <= 1e30)) return;
+        v->cap_poly[k] = (float)r;
+        c *= g2;
+    }
+    const double smax = x_max / g;
+    if (smax < 1e15) v->cap_poly_smax = (float)smax;
+}
+
 /* The variants' part of the arguments (params.h, fattn_cuda_var). */
 static void variant_args(const fattn_problem *p, fattn_cuda_var *v) {
     const fattn_variants *g = &p->var;
@@ -88,6 +114,7 @@ static void variant_args(const fattn_problem *p, fattn_cuda_var *v) {
     v->bias_dtype = g->bias_dtype;
     v->scale = p->scale;
     v->fast_tanh = (p->flags & FATTN_FLAG_FAST_SOFTCAP) != 0;
+    cap_poly(p, v);
 }
 
 void cuda_args(cuda_state *s, const fattn_problem *p, fattn_cuda_args *a) {
