@@ -72,7 +72,8 @@
 // 0: at head dim 64 every consumer computes every key tile of its block;
 // FATTN_WGMMA_LPT 0: a block per tile walks a pair's tiles in a row;
 // FATTN_WGMMA_RING64 0: no consumer turns at head dim 64 (1-4% slower, call137);
-// FATTN_WGMMA_CAP_POLY 0: the accurate softcap always through ex2 and rcp.
+// FATTN_WGMMA_CAP_POLY 0: the accurate softcap always through ex2 and rcp;
+// FATTN_WGMMA_CAP_CHAINS: chains of its range check's max.
 // For measuring one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
@@ -97,6 +98,9 @@
 #endif
 #ifndef FATTN_WGMMA_CAP_POLY
 #define FATTN_WGMMA_CAP_POLY 1
+#endif
+#ifndef FATTN_WGMMA_CAP_CHAINS
+#define FATTN_WGMMA_CAP_CHAINS 2
 #endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
@@ -516,20 +520,24 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // six instructions, no MUFU, and one for the range check.
         auto cap_scores = [&](auto fast) {
             if constexpr (!decltype(fast)::value && FATTN_WGMMA_CAP_POLY) {
-                float am[2] = {0.f, 0.f};   // two chains: latency
+                constexpr int NC = FATTN_WGMMA_CAP_CHAINS;   // max chains: latency
+                float am[NC];
 #pragma unroll
-                for (int i = 0; i < BN / 2; i++) am[i & 1] = fmaxf(am[i & 1], fabsf(s[i]));
-                const float amax = fmaxf(am[0], am[1]);
+                for (int c = 0; c < NC; c++) am[c] = 0.f;
+#pragma unroll
+                for (int i = 0; i < BN / 2; i++) am[i % NC] = fmaxf(am[i % NC], fabsf(s[i]));
+#pragma unroll
+                for (int c = 1; c < NC; c++) am[0] = fmaxf(am[0], am[c]);
+                const float amax = am[0];
                 if (__all_sync(0xffffffffu, amax <= a.var.cap_poly_smax)) {
-                    static_assert(FATTN_CUDA_CAP_POLY_TERMS == 5, "R's Horner steps below");
+                    constexpr int NT = FATTN_CUDA_CAP_POLY_TERMS;
                     const float *r = a.var.cap_poly;
 #pragma unroll
                     for (int i = 0; i < BN / 2; i++) {
                         const float z = s[i] * s[i];
-                        float R = fmaf(r[4], z, r[3]);
-                        R = fmaf(R, z, r[2]);
-                        R = fmaf(R, z, r[1]);
-                        R = fmaf(R, z, r[0]);
+                        float R = fmaf(r[NT - 1], z, r[NT - 2]);
+#pragma unroll
+                        for (int k = NT - 3; k >= 0; k--) R = fmaf(R, z, r[k]);
                         // x + add - c2 as cap_scores' other forms: 0, or -mu_fixed.
                         s[i] = wg_fixed(kV) ? fmaf(s[i], R, -mu_fixed) : s[i] * R;
                     }
