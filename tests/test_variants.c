@@ -232,15 +232,16 @@ static const vcase cases[] = {
     {"wgmma persistent, alibi, head dim 8, 144 work tiles", 2, 36, 3, 8, 0, 330, 200, NOWIN,
      .alibi = 2, .dtypes = 6},
     /* The accurate softcap takes a polynomial where a warp's scores all
-     * lie within |scale s| <= 0.75 softcap and ex2/rcp elsewhere: small
-     * caps put tiles on both sides of that line (bf16: the fixed offset;
-     * f16: the row max), and a bias with it (the bias family). */
-    {"wgmma tiles, softcap 1.5 (scores across the polynomial's range), causal, GQA", 1, 4, 2, 128,
-     0, 300, 420, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .softcap = 1.5f, .dtypes = 6},
-    {"wgmma tiles, softcap 3, Q x2 (across the polynomial's range), head dim 64", 1, 2, 1, 64, 0,
-     250, 300, NOWIN, .softcap = 3.0f, .q_mag = 2.0f, .dtypes = 6},
-    {"wgmma tiles, softcap 2 + bias plane, head dim 256", 1, 2, 1, 256, 0, 200, 264, NOWIN,
-     .softcap = 2.0f, .q_mag = 1.5f, .bias = BIAS_PLANE, .dtypes = 6},
+     * lie within |scale s| <= 0.5 softcap and ex2/rcp elsewhere: these
+     * caps put about half the warps' tiles on either side of that line
+     * (bf16: the fixed offset; f16: the row max; and with a bias, the bias
+     * family). */
+    {"wgmma tiles, softcap 2.4 (scores across the polynomial's range), causal, GQA", 1, 4, 2, 128,
+     0, 300, 420, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .softcap = 2.4f, .dtypes = 6},
+    {"wgmma tiles, softcap 4.8, Q x2 (across the polynomial's range), head dim 64", 1, 2, 1, 64, 0,
+     250, 300, NOWIN, .softcap = 4.8f, .q_mag = 2.0f, .dtypes = 6},
+    {"wgmma tiles, softcap 3.5 + bias plane, head dim 256", 1, 2, 1, 256, 0, 200, 264, NOWIN,
+     .softcap = 3.5f, .q_mag = 1.5f, .bias = BIAS_PLANE, .dtypes = 6},
     {"wgmma tiles, fast softcap 30, window 200/0, causal, GQA", 1, 4, 2, 128, 0, 300, 420,
      .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(200, 0), .softcap = 30.0f, .fast_softcap = 1,
      .dtypes = 6},
