@@ -73,8 +73,7 @@
 // FATTN_WGMMA_LPT 0: a block per tile walks a pair's tiles in a row;
 // FATTN_WGMMA_RING64 0: no consumer turns at head dim 64 (1-4% slower, call137);
 // FATTN_WGMMA_CAP_POLY 0: the accurate softcap always through ex2 and rcp;
-// FATTN_WGMMA_CAP_CHAINS: chains of its range check's max; FATTN_WGMMA_TCSUM 0:
-// the softmax's row sums on the FMA pipe instead of the tensor cores.
+// FATTN_WGMMA_CAP_CHAINS: chains of its range check's max.
 // For measuring one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
@@ -103,9 +102,6 @@
 #ifndef FATTN_WGMMA_CAP_CHAINS
 #define FATTN_WGMMA_CAP_CHAINS 2
 #endif
-#ifndef FATTN_WGMMA_TCSUM
-#define FATTN_WGMMA_TCSUM 1
-#endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
 #endif
@@ -133,15 +129,10 @@ template <int DPAD, bool kB = false> struct WgShape {
     // blocks (so BN is a multiple of 64 under kB).
     static constexpr int B_BYTES = kB ? BM * BN * 2 : 0;
     static constexpr int B_OFF = Q_BYTES + STAGES * 2 * KV_BYTES;
-    // FATTN_WGMMA_TCSUM: 1024 bytes of ones (a swizzle atom), the B operand
-    // of the m64n8 wgmma that sums P's rows beside P V. Not at head dim
-    // 256, whose 128 O registers a thread already spill there.
-    static constexpr int ONES_OFF = B_OFF + STAGES * B_BYTES,
-                         ONES_BYTES = FATTN_WGMMA_TCSUM && DPAD <= 128 ? 1024 : 0;
     // mbarriers after the tiles: Q full, then per stage K full, V full,
     // K empty, V empty, then Q empty, then (kB) per stage bias full, bias
     // empty.
-    static constexpr int BAR_OFF = ONES_OFF + ONES_BYTES,
+    static constexpr int BAR_OFF = B_OFF + STAGES * B_BYTES,
                          NBAR = 2 + (kB ? 6 : 4) * STAGES;
     // +1024: the swizzle pattern repeats every 1024 bytes, and the dynamic
     // shared memory base is only promised 16-byte alignment.
@@ -363,11 +354,6 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         }
         mbar_init_fence();
     }
-    if constexpr (S::ONES_BYTES > 0) {
-        uint32_t *ones = reinterpret_cast<uint32_t *>(smem + S::ONES_OFF);
-        for (int i = tid; i < S::ONES_BYTES / 4; i += S::NT) ones[i] = pack2<T>(1.f, 1.f);
-        proxy_fence();
-    }
     __syncthreads();
 
     if (wg == 0) {
@@ -446,13 +432,6 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         int64_t b = 0, h = 0;
         int m0 = 0, jb = 0, ntiles = 0, jmask = 0, jfull = 0, it = 0;
         float o[DPAD / 2], mrow[2], lrow[2];
-        // FATTN_WGMMA_TCSUM: P's row sums from the tensor cores, P times a
-        // block of ones (m64n8, issued with P V): every column holds its
-        // row's sum of P as rounded for P V (lacc[0]: row r_lo, [2]: r_lo +
-        // 8). It takes one FADD a score off the softmax, and O's rescale
-        // rescales it too.
-        constexpr bool kTcSum = S::ONES_BYTES > 0;
-        float lacc[4];
         // The scale the softmax applies: the rescoring families leave
         // scores in log2 units.
         constexpr bool kRescore = wg_cap(kV) || kV == kWgAlibi || kV == kWgAll;
@@ -524,8 +503,6 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             for (int kb = 0; kb < BN / 16; kb++) {
                 const uint64_t db = smem_desc(vs + kb * 16 * 128, BN * 128, 1024);
                 Wgmma<T, DPAD>::template rs<1>(o, pa[kb], db, 1);
-                if constexpr (kTcSum)
-                    Wgmma<T, 8>::template rs<0>(lacc, pa[kb], smem_desc(smem + S::ONES_OFF, 16, 1024), 1);
             }
             wg_commit();
         };
@@ -682,7 +659,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                         float &p0 = s[n * 4 + 2 * hh], &p1 = s[n * 4 + 2 * hh + 1];
                         p0 = ex2(p0);
                         p1 = ex2(p1);
-                        if constexpr (!kTcSum) sum += p0 + p1;
+                        sum += p0 + p1;
                     }
                     lrow[hh] += sum;
                     alpha[hh] = 1.f;
@@ -704,7 +681,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                     float &p0 = s[n * 4 + 2 * hh], &p1 = s[n * 4 + 2 * hh + 1];
                     p0 = ex2(fmaf(p0, sc, -mu));
                     p1 = ex2(fmaf(p1, sc, -mu));
-                    if constexpr (!kTcSum) sum += p0 + p1;
+                    sum += p0 + p1;
                 }
                 lrow[hh] = lrow[hh] * alpha[hh] + sum;
             }
@@ -718,9 +695,6 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 for (int d = 0; d < ND; d++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) o[d * 4 + e] *= alpha[e >> 1];
-                if constexpr (kTcSum)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) lacc[e] *= alpha[e >> 1];
             }
 #pragma unroll
             for (int n = 0; n < NS; n++)
@@ -765,8 +739,6 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             for (int i = 0; i < DPAD / 2; i++) o[i] = 0.f;
             mrow[0] = mrow[1] = -INFINITY;
             lrow[0] = lrow[1] = 0.f;
-#pragma unroll
-            for (int e = 0; e < 4; e++) lacc[e] = 0.f;
             mbar_wait(q_full, ti & 1);
             int nt = ntiles;   // the key tiles this consumer computes
             if constexpr (!S::OVERLAP) {
@@ -858,7 +830,6 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 float l = lrow[hh];
                 l += __shfl_xor_sync(0xffffffffu, l, 1);
                 l += __shfl_xor_sync(0xffffffffu, l, 2);
-                if constexpr (kTcSum) l = lacc[2 * hh];   // lrow stays 0: no sums
                 const int64_t i = (int64_t)m0 + r_lo + hh * 8;
                 if (i >= seq_q) continue;
                 const float m = wg_fixed(kV) ? mu_fixed : mrow[hh];

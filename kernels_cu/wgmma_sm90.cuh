@@ -17,48 +17,6 @@ namespace {
 
 template <typename T, int N> struct Wgmma;
 
-template <> struct Wgmma<__nv_bfloat16, 8> {
-    template <int TB>
-    static __device__ __forceinline__ void ss(float (&d)[4], uint64_t da, uint64_t db, int scale_d) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
-            "{%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, %7;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
-    }
-    template <int TB>
-    static __device__ __forceinline__ void rs(float (&d)[4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
-            "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, %10;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(TB));
-    }
-};
-
-template <> struct Wgmma<__half, 8> {
-    template <int TB>
-    static __device__ __forceinline__ void ss(float (&d)[4], uint64_t da, uint64_t db, int scale_d) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
-            "{%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, %7;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
-    }
-    template <int TB>
-    static __device__ __forceinline__ void rs(float (&d)[4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
-            "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, %10;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(TB));
-    }
-};
-
 template <> struct Wgmma<__nv_bfloat16, 64> {
     template <int TB>
     static __device__ __forceinline__ void ss(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
