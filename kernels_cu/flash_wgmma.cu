@@ -73,8 +73,7 @@
 // FATTN_WGMMA_LPT 0: a block per tile walks a pair's tiles in a row;
 // FATTN_WGMMA_RING64 0: no consumer turns at head dim 64 (1-4% slower, call137);
 // FATTN_WGMMA_CAP_POLY 0: the accurate softcap always through ex2 and rcp;
-// FATTN_WGMMA_CAP_CHAINS: chains of its range check's max; FATTN_WGMMA_DYNAMIC 0:
-// causal and windowed problems get a block per tile instead of the dynamic schedule.
+// FATTN_WGMMA_CAP_CHAINS: chains of its range check's max.
 // For measuring one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
@@ -102,9 +101,6 @@
 #endif
 #ifndef FATTN_WGMMA_CAP_CHAINS
 #define FATTN_WGMMA_CAP_CHAINS 2
-#endif
-#ifndef FATTN_WGMMA_DYNAMIC
-#define FATTN_WGMMA_DYNAMIC 1
 #endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
@@ -157,12 +153,9 @@ struct WgMaps {
 // The walk over work tiles (tile_at, slot_at in the kernel): `units`
 // divides by a pair's units of the paired walk, `sect` by tiles_q << lg,
 // the tiles of a section of 2^lg pairs.
-// ctr: the dynamic schedule's ticket counter (zeroed before the launch;
-// NULL: a static walk).
 struct Walk {
     Divisor units, sect;
     int lg;
-    unsigned *ctr;
 };
 
 // The instance families (the kernel's kV; variants.cuh has the rules).
@@ -343,17 +336,6 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             return t + gridDim.x;
         }
     };
-    // The dynamic schedule (walk.ctr; never paired): the grid's blocks take
-    // tiles blockIdx.x, then tickets from the counter (past gridDim.x), in
-    // tile_at's order. Consumer 0's thread 0 takes the ticket of work tile
-    // ti + 1 when tile ti starts and stores it in tile_box[(ti + 1) & 1]
-    // before its q_empty arrival; the producer reads it after waiting
-    // q_empty, the consumers after q_full. (In the producer, whose 32-40
-    // registers are set by setmaxnreg, the atomic made ptxas spill in every
-    // instance.) A ticket past the last tile ends the walk: the producer
-    // completes a q_full phase without a load.
-    const bool dyn = FATTN_WGMMA_DYNAMIC && !kPaired && walk.ctr != nullptr;
-    __shared__ int64_t tile_box[2];
 
     if (tid == 0) {
         // A full barrier completes on one arrival and the TMA bytes, or on
@@ -399,7 +381,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         using RowsKV = std::integral_constant<int, BN>;
         int it = 0, ti = 0;   // K/V tiles (stage it % ST) and work tiles loaded so far
         int64_t k = 0;
-        for (int64_t t = first_tile(k); t < total; ti++) {
+        for (int64_t t = first_tile(k); t < total; t = next_tile(k, t), ti++) {
             const Tile w = tile_at(t);
             const uint16_t *qg = static_cast<const uint16_t *>(a.q) + w.b * a.q_sb + w.h * a.q_sh;
             const uint16_t *kg = static_cast<const uint16_t *>(a.k) + w.b * a.k_sb + w.hk * a.k_sh;
@@ -436,16 +418,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 load(RowsKV{}, kst + S::KV_BYTES, 4, &maps.v, vg, a.v_ss, w.b, w.hk, k0,
                      seq_kv - k0, v_full(s));
             }
-            if (dyn) {   // the consumers' ticket for the next tile
-                mbar_wait(q_empty, ti & 1);
-                t = tile_box[(ti + 1) & 1];
-            } else {
-                t = next_tile(k, t);
-            }
         }
-        // The end of a dynamic walk: a q_full phase without a load (the
-        // consumers read the ticket past the last tile).
-        if (dyn && (!(tma & 1) || tid == 0)) mbar_arrive(q_full);
     } else {
         // ---- consumers ------------------------------------------------------
         regs_inc<S::CONSUMER_REGS>();
@@ -734,31 +707,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         float alpha[2];
         int ti = 0;
         int64_t k = 0;
-        const bool fetcher = dyn && cw == 0 && (tid & 127) == 0;
-        uint32_t ticket = 0;
-        bool fetched = false;
-        // The ticket is taken two key tiles before the block's last (when
-        // a tile starts, every block took its next one at once: a static
-        // walk in effect, 10-20% slower at 16k, call143), early enough that
-        // the atomic's latency is hidden.
-        auto fetch = [&](int j, int n) {
-            if (fetcher && j == max(0, n - 2)) ticket = atomicAdd(walk.ctr, 1u), fetched = true;
-        };
-        // Q is read for the last time: the next tile's ticket, then q_empty.
-        auto release_q = [&] {
-            if (fetcher) {
-                if (!fetched) ticket = atomicAdd(walk.ctr, 1u);
-                tile_box[(ti + 1) & 1] = (int64_t)ticket + gridDim.x;
-                fetched = false;
-            }
-            mbar_arrive(q_empty);
-        };
-        for (int64_t t = first_tile(k);; ti++) {
-            if (dyn && ti > 0) {
-                mbar_wait(q_full, ti & 1);
-                t = tile_box[ti & 1];
-            }
-            if (t >= total) break;
+        for (int64_t t = first_tile(k); t < total; t = next_tile(k, t), ti++) {
             const Tile w = tile_at(t);
             b = w.b, h = w.h, m0 = w.m0, jb = w.j0, ntiles = w.j1 - w.j0;
             if constexpr (kV == kWgNone) {
@@ -812,13 +761,12 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 if (last) pass_turn();
                 my_turn();
                 for (int j = 0; j < nt; j++) {
-                    fetch(j, nt);
                     mbar_wait(k_full(slot(j)), parity(j));
                     qk(j);
                     pass_turn();
                     wg_wait<0>();
                     mbar_arrive(k_empty(slot(j)));
-                    if (j == nt - 1) release_q();
+                    if (j == nt - 1) mbar_arrive(q_empty);   // Q is read for the last time
                     softmax(j, alpha);
                     rescale_pack(alpha);
                     mbar_wait(v_full(slot(j)), parity(j));
@@ -850,12 +798,10 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 if (!last || ntiles > 1) pass_turn();
                 wg_wait<0>();
                 mbar_arrive(k_empty(slot(0)));
-                if (ntiles == 1) release_q();
+                if (ntiles == 1) mbar_arrive(q_empty);
                 softmax(0, alpha);
                 rescale_pack(alpha);
-                fetch(0, ntiles);
                 for (int j = 1; j < ntiles; j++) {
-                    fetch(j, ntiles);
                     mbar_wait(k_full(slot(j)), parity(j));
                     my_turn();
                     qk(j);
@@ -864,7 +810,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                     if (!last || j + 1 < ntiles) pass_turn();
                     wg_wait<1>();
                     mbar_arrive(k_empty(slot(j)));
-                    if (j == ntiles - 1) release_q();
+                    if (j == ntiles - 1) mbar_arrive(q_empty);
                     softmax(j, alpha);
                     wg_wait<0>();
                     mbar_arrive(v_empty(slot(j - 1)));
@@ -875,7 +821,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 wg_wait<0>();
                 mbar_arrive(v_empty(slot(ntiles - 1)));
             }
-            if (nt == 0) release_q();
+            if (nt == 0) mbar_arrive(q_empty);
 
             // Epilogue: O = acc / l, rows below seq_q; lse = m + log2 l in natural units.
             T *og = static_cast<T *>(a.o) + b * a.o_sb + h * a.o_sh;
@@ -911,7 +857,6 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                         kV != kWgNone ? lse : l == 0.f ? -INFINITY : (m + log2f(l)) * kLn2;
             }
             it += ntiles;
-            if (!dyn) t = next_tile(k, t);
         }
     }
 #endif
@@ -986,26 +931,6 @@ bool bias_map(CUtensorMap *m, const fattn_cuda_args *a, int rows) {
                                       v.bias_ss, v.bias_sh, v.bias_sb, rows);
 }
 
-// How a problem's work tiles are walked (the launcher's choice, and the
-// planner's through fattn_cuda_flash_wgmma_workspace: the dynamic schedule
-// takes its counter from the plan's workspace).
-// - kWgPersistent: without a causal mask or a window, a block per SM on a
-//   static walk (the tiles cost the same).
-// - kWgPaired: plain causal problems at head dims 128 and 256 with at most
-//   64 query tiles (units of two tiles that cost the same together).
-// - kWgDynamic: other causal and windowed problems: a block per SM takes
-//   tiles heaviest first from a counter, so one tile's epilogue overlaps the
-//   next one's loads (FlashAttention-3's scheduler) where a block per tile
-//   (kWgPerTile, FATTN_WGMMA_DYNAMIC=0) pays each tile's start.
-enum WgSchedule { kWgPersistent, kWgPaired, kWgPerTile, kWgDynamic };
-int wg_schedule(int dpad, bool causal, bool window, bool plain, int64_t seq_q) {
-    const int bm = dpad == 64 ? fattn_wgmma_shapes::WgShape<64>::BM : 128;
-    const int64_t tiles_q = (seq_q + bm - 1) / bm;
-    if (plain && dpad >= 128 && FATTN_WGMMA_PAIRED && causal && tiles_q <= 64) return kWgPaired;
-    if (!causal && !window) return FATTN_WGMMA_PERSISTENT ? kWgPersistent : kWgPerTile;
-    return FATTN_WGMMA_DYNAMIC ? kWgDynamic : kWgPerTile;
-}
-
 template <typename T, int DPAD, int kV>
 cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     using S = WgShape<DPAD, kV == kWgAll>;
@@ -1049,14 +974,11 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
     const bool window =
         kV != kWgNone && (a->var.window_left >= 0 || a->var.window_right >= 0);
     constexpr bool kCanPair = kV == kWgNone && DPAD >= 128;
-    const int sched = wg_schedule(DPAD, a->causal, window, kV == kWgNone, a->seq_q);
-    const bool paired = kCanPair && sched == kWgPaired;
-    const bool persistent = FATTN_WGMMA_PERSISTENT && (paired || sched == kWgPersistent);
-    // The dynamic schedule needs its counter (the plan's workspace).
-    const bool dynamic = sched == kWgDynamic && a->tile_ctr != nullptr;
+    const bool paired = kCanPair && FATTN_WGMMA_PAIRED && a->causal && tiles_q <= 64;
+    const bool persistent = FATTN_WGMMA_PERSISTENT && !window && (paired || !a->causal);
     const int64_t halves = ((int64_t)tiles_q + 1) / 2;
     const int64_t work = paired ? halves * pairs.count : (int64_t)tiles_q * pairs.count;
-    const int64_t grid = min(work, persistent || dynamic ? (int64_t)sms : (int64_t)INT_MAX);
+    const int64_t grid = min(work, persistent ? (int64_t)sms : (int64_t)INT_MAX);
     auto kern = paired ? flash_wgmma_kernel<T, DPAD, kV, kCanPair>
                        : flash_wgmma_kernel<T, DPAD, kV, false>;
     if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM)) !=
@@ -1076,10 +998,7 @@ cudaError_t launch(const fattn_cuda_args *a, cudaStream_t stream) {
                ((int64_t)2 << lg) * kv_pair <= l2 / 2)
             lg++;
     }
-    const Walk walk{make_divisor((uint64_t)halves), make_divisor((uint64_t)tiles_q << lg), lg,
-                    dynamic ? a->tile_ctr : nullptr};
-    if (dynamic && (e = cudaMemsetAsync(a->tile_ctr, 0, sizeof *a->tile_ctr, stream)) != cudaSuccess)
-        return e;
+    const Walk walk{make_divisor((uint64_t)halves), make_divisor((uint64_t)tiles_q << lg), lg};
     kern<<<(unsigned)grid, S::NT, S::SMEM, stream>>>(*a, maps, pairs, tiles_q, tma, walk);
     return cudaGetLastError();
 }
@@ -1151,17 +1070,6 @@ extern "C" void fattn_cuda_flash_wgmma_tiles(int dpad, int all, int *block_m, in
 #if FATTN_CUDA_DPAD_256
     if (dpad == 256) tiles<256>(all, block_m, block_n, smem_bytes);
 #endif
-}
-
-extern "C" size_t fattn_cuda_flash_wgmma_workspace(int dpad, int causal, int window, int plain,
-                                                   int64_t seq_q) {
-#if (FATTN_CUDA_DPAD_64 || FATTN_CUDA_DPAD_128 || FATTN_CUDA_DPAD_256)
-    if (wg_schedule(dpad, causal != 0, window != 0, plain != 0, seq_q) == kWgDynamic)
-        return sizeof(unsigned);
-#else
-    (void)dpad, (void)causal, (void)window, (void)plain, (void)seq_q;
-#endif
-    return 0;
 }
 
 extern "C" cudaError_t fattn_cuda_flash_wgmma(const fattn_cuda_args *a, int dpad,

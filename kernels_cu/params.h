@@ -105,10 +105,6 @@ typedef struct fattn_cuda_args {
      * them (the planner declines it by its FATTN_VAR_* bit). */
     fattn_cuda_var var;
     int head_dim_v;
-    /* The wgmma kernel's dynamic tile schedule: its ticket counter, the
-     * plan's workspace (fattn_cuda_flash_wgmma_workspace bytes), zeroed by
-     * the launch on the stream; NULL where the plan has none. */
-    unsigned *tile_ctr;
 } fattn_cuda_args;
 
 /* Head-dim buckets compiled into this build: the build sets each
@@ -148,11 +144,6 @@ void fattn_cuda_flash_mma_tiles(int dpad, int bias, int *block_m, int *block_n, 
 cudaError_t fattn_cuda_flash_wgmma(const fattn_cuda_args *a, int dpad, cudaStream_t stream);
 void fattn_cuda_flash_wgmma_tiles(int dpad, int all, int *block_m, int *block_n,
                                   int *smem_bytes);
-/* The workspace bytes the Hopper kernel's launch takes for a problem (its
- * dynamic schedule's counter: causal or windowed problems it does not walk
- * in pairs), 0 for none. plain: no variant. */
-size_t fattn_cuda_flash_wgmma_workspace(int dpad, int causal, int window, int plain,
-                                        int64_t seq_q);
 
 /* CUDA-core kernel (FFMA, float32 arithmetic), every dtype, compute capability 7.0+.
  * small: 1 takes the tile shape for devices that give a block less shared

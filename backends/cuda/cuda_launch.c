@@ -181,12 +181,6 @@ static fattn_status run_tiled(void *state, const fattn_problem *p, const fattn_p
     fattn_status st = begin(s, p, &a, msg);
     if (st != FATTN_OK) return st;
     if (p->seq_kv == 0) return cuda_run_zero(s, &a, msg);
-    if (plan->tiling.workspace_bytes) { /* the wgmma kernel's tile counter */
-        if (!p->workspace.mem || p->workspace.offset != 0)
-            return fattn_fail(msg, FATTN_ERR_INTERNAL,
-                              "the %s's plan needs a workspace buffer of its own (offset 0)", what);
-        a.tile_ctr = (unsigned *)cuda_ptr(&p->workspace);
-    }
     const cudaError_t err = launch(&a, cp->dpad, s->stream);
     return err == cudaSuccess ? FATTN_OK : cuda_fail(msg, err, what);
 }

@@ -163,12 +163,6 @@ static fattn_status accept_wgmma(void *state, const fattn_problem *p, fattn_plan
     const fattn_status st = wgmma_check(s, p, &dpad, &bm, &bn, &smem, msg);
     if (st != FATTN_OK) return st;
     tiled_plan(s, plan, dpad, 0, bm, bn, smem);
-#if FATTN_CUDA_WGMMA
-    /* The dynamic tile schedule's counter (causal and windowed problems). */
-    const int window = p->var.on && (p->var.window_left >= 0 || p->var.window_right >= 0);
-    plan->tiling.workspace_bytes =
-        fattn_cuda_flash_wgmma_workspace(dpad, p->causal, window, !p->var.on, p->seq_q);
-#endif
     return FATTN_OK;
 }
 
