@@ -596,10 +596,10 @@ typedef struct fattn_attention_desc {
  * 2^-11, so a capped logit moves by up to softcap * 2^-11 in natural units;
  * FlashAttention-3's and FlashInfer's choice) instead of the accurate form
  * (a few 1e-7 of softcap; never the default). CUDA's Hopper (wgmma) kernel
- * takes it, where the accurate form's third special-function operation
- * per score, not the matrix units, sets the pace (H200, bf16 d128, 32k
- * causal: 1.11x the plain time instead of 1.37x). Elsewhere it changes
- * nothing yet. */
+ * takes it, where the softmax's special-function and issue slots, not the
+ * matrix units, set the pace (H200, bf16 d128, 32k causal: 1.09x the plain
+ * time; the accurate form 1.155x where its polynomial covers a tile's
+ * scores, 1.37x where it does not). Elsewhere it changes nothing yet. */
 #define FATTN_FLAG_FAST_SOFTCAP (1u << 1)
 #define FATTN_FLAGS_ALL_ (FATTN_FLAG_ALLOW_TF32 | FATTN_FLAG_FAST_SOFTCAP)
 

@@ -166,10 +166,10 @@ struct Walk {
 // scores lie in [-c2, c2], so terms 2^(s - mu) with mu = c2 - K, K = max(0,
 // 2 c2 - 120) <= 30, stay within bf16's range, and O is never rescaled).
 // kWgCapApx, kWgCapFixedApx: the same under FATTN_FLAG_FAST_SOFTCAP, with
-// tanh.approx.f32 (one MUFU operation where the accurate form takes two:
-// call106 measured the softmax's MUFU load, not the GEMMs, as what bounds
-// the accurate form: 1.37x the plain time at 32k, against 1.11x; Newton
-// steps on the FMA pipe instead of rcp.approx ran 1.42x).
+// tanh.approx.f32 (one MUFU operation where the accurate form's ex2/rcp
+// fallback takes two; the accurate form's polynomial, cap_scores, takes
+// none but more issue slots: 1.09x, 1.155x and 1.37x the plain time at 32k,
+// call140).
 // kWgAll: any mix, under block-uniform branches: the bias (in the problem's
 // dtype, a tile per stage beside K and V), the softcap (either form) and
 // ALiBi together, with the window and sinks; WgShape<DPAD, true>.

@@ -33,19 +33,20 @@ typedef struct fattn_cuda_ragged {
     unsigned *fault; /* the context's fault word: FATTN_FAULT_* bits */
 } fattn_cuda_ragged;
 
+/* Terms of the softcap's polynomial (fattn_cuda_var.cap_poly): 4 (tanh to
+ * degree 7 on |x| <= 0.5), or 5 (degree 9 on |x| <= 0.75: a wider range,
+ * 4-6% slower, call139), for measuring: the host's C and the kernels' CUDA
+ * flags must then both define it, or the struct's layouts differ. */
+#ifndef FATTN_CUDA_CAP_POLY_TERMS
+#define FATTN_CUDA_CAP_POLY_TERMS 4
+#endif
+
 /* The attention variants (src/seam/backend.h, fattn_variants; fattn.h
  * states the rules). on = 0: none, and nothing else here is read. Pointers
  * are at the operand's element offset, NULL when not given; strides are in
  * elements. Sequence b, query row i and key j are the sequence's own (of a
  * ragged problem too); the window and ALiBi align bottom-right: off =
  * len_kv - len_q of the sequence. */
-/* Terms of the softcap's polynomial (fattn_cuda_var.cap_poly): 4 (tanh to
- * degree 7 on |x| <= 0.5), or 5 (degree 9 on |x| <= 0.75: a wider range,
- * 4-6% slower, call139), for measuring. */
-#ifndef FATTN_CUDA_CAP_POLY_TERMS
-#define FATTN_CUDA_CAP_POLY_TERMS 4
-#endif
-
 typedef struct fattn_cuda_var {
     int on;
     /* -1: unbounded on that side; else clamped by the host to at most
@@ -65,7 +66,8 @@ typedef struct fattn_cuda_var {
     /* The accurate softcap in log2 units as a polynomial where it holds
      * (the host's fit, cuda_launch.c's cap_poly): softcap log2(e)
      * tanh(scale s / softcap) = s sum_k cap_poly[k] (s^2)^k for |s| <=
-     * cap_poly_smax (< 0: nowhere, the coefficients are not representable). */
+     * cap_poly_smax (< 0: nowhere: no softcap, a negative scale, or a
+     * coefficient outside float's normal range). */
     float cap_poly[FATTN_CUDA_CAP_POLY_TERMS];
     float cap_poly_smax;
 } fattn_cuda_var;

@@ -6,9 +6,11 @@
 # the parts that need them.
 fattn_packages="cmake make gcc g++ pkg-config libcmocka-dev ocl-icd-opencl-dev opencl-headers
   pocl-opencl-icd libclblast-dev clinfo clang-16 llvm-16"
-# On x86-64, an AArch64 cross compiler and qemu-user run the CPU backend's
-# NEON kernel (scripts/neon_check.sh).
-[ "$(uname -m)" = x86_64 ] && fattn_packages="$fattn_packages gcc-aarch64-linux-gnu qemu-user"
+# On x86-64, an AArch64 cross compiler, its C library (only recommended by
+# the compiler's package, and setup installs no recommends) and qemu-user run
+# the CPU backend's NEON kernel (scripts/neon_check.sh).
+[ "$(uname -m)" = x86_64 ] &&
+  fattn_packages="$fattn_packages gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 fattn_missing=""
 for p in $fattn_packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

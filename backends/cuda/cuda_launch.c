@@ -100,7 +100,7 @@ static void cap_poly(const fattn_problem *p, fattn_cuda_var *v) {
         v->cap_poly[k] = (float)r;
         c *= g2;
     }
-    const double smax = x_max / g;
+    const double smax = x_max / g; /* < 0 for a negative scale: the ex2/rcp form */
     if (smax < 1e15) v->cap_poly_smax = (float)smax;
 }
 
