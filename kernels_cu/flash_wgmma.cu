@@ -513,12 +513,12 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // The softcap of every score (fast: tanh.approx).
         // The accurate form through ex2 and rcp takes two MUFU operations a
         // score beside the softmax's ex2, more than the other consumer's
-        // GEMMs hide (1.31x the plain time; the FMA pipe's ex2 or rcp cost
+        // GEMMs hide (1.37x the plain time; the FMA pipe's ex2 or rcp cost
         // more issue slots than they freed, calls 106 and 135). Where all of
         // a warp's scores lie in the host's polynomial range (|scale s| <=
         // 0.5 softcap; params.h's cap_poly) it is s R(s^2) on the FMA pipe:
-        // five instructions, no MUFU, and one for the range check (call139:
-        // 1.10-1.15x at 32k bf16 d128 causal).
+        // five instructions, no MUFU, and one for the range check (1.155x
+        // at 32k bf16 d128 causal, call140).
         auto cap_scores = [&](auto fast) {
             if constexpr (!decltype(fast)::value && FATTN_WGMMA_CAP_POLY) {
                 constexpr int NC = FATTN_WGMMA_CAP_CHAINS;   // max chains: latency
