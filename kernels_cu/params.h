@@ -33,13 +33,9 @@ typedef struct fattn_cuda_ragged {
     unsigned *fault; /* the context's fault word: FATTN_FAULT_* bits */
 } fattn_cuda_ragged;
 
-/* Terms of the softcap's polynomial (fattn_cuda_var.cap_poly): 4 (tanh to
- * degree 7 on |x| <= 0.5), or 5 (degree 9 on |x| <= 0.75: a wider range,
- * 4-6% slower, call139), for measuring: the host's C and the kernels' CUDA
- * flags must then both define it, or the struct's layouts differ. */
-#ifndef FATTN_CUDA_CAP_POLY_TERMS
+/* Terms of the softcap's polynomial (fattn_cuda_var.cap_poly): tanh to
+ * degree 7 on |x| <= 0.5 (degree 9 on |x| <= 0.75 ran 4-6% slower, call139). */
 #define FATTN_CUDA_CAP_POLY_TERMS 4
-#endif
 
 /* The attention variants (src/seam/backend.h, fattn_variants; fattn.h
  * states the rules). on = 0: none, and nothing else here is read. Pointers

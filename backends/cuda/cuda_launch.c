@@ -75,21 +75,14 @@ static int64_t window_side(const fattn_problem *p, int64_t w) {
 /* The accurate softcap's polynomial (params.h, fattn_cuda_var.cap_poly):
  * tanh(x) = x + x^3 (q0 + q1 x^2 + q2 x^4) on |x| <= 0.5, a minimax fit of
  * absolute error 1.9e-7 (2.5e-7 evaluated in float, as the ex2/rcp form's
- * few 1e-7; with five terms, to x^9 on |x| <= 0.75, 2.6e-7 and 3.5e-7),
- * with x = g s, g = scale / softcap, and softcap log2(e) and the powers of
- * g folded into the coefficients. Where a folded coefficient would leave
- * float's normal range (an extreme scale or cap), no score takes it. */
+ * few 1e-7), with x = g s, g = scale / softcap, and softcap log2(e) and the
+ * powers of g folded into the coefficients. Where a folded coefficient
+ * would leave float's normal range (an extreme scale or cap), no score
+ * takes it. */
 static void cap_poly(const fattn_problem *p, fattn_cuda_var *v) {
-#if FATTN_CUDA_CAP_POLY_TERMS == 4
-    static const double q[] = {-3.332645893e-01, 1.318585128e-01, -4.422894120e-02};
+    static const double q[FATTN_CUDA_CAP_POLY_TERMS - 1] = {-3.332645893e-01, 1.318585128e-01,
+                                                            -4.422894120e-02};
     const double x_max = 0.5;
-#elif FATTN_CUDA_CAP_POLY_TERMS == 5
-    static const double q[] = {-3.332804441e-01, 1.325335801e-01, -4.986590147e-02,
-                               1.275040302e-02};
-    const double x_max = 0.75;
-#else
-#error "FATTN_CUDA_CAP_POLY_TERMS is 4 or 5"
-#endif
     v->cap_poly_smax = -1.0f;
     if (!(v->softcap > 0.0f)) return;
     const double g = (double)p->scale / v->softcap, g2 = g * g;
