@@ -72,7 +72,8 @@
 // 0: at head dim 64 every consumer computes every key tile of its block;
 // FATTN_WGMMA_LPT 0: a block per tile walks a pair's tiles in a row;
 // FATTN_WGMMA_RING64 0: no consumer turns at head dim 64 (1-4% slower, call137);
-// FATTN_WGMMA_CAP_POLY 0: the accurate softcap always through ex2 and rcp.
+// FATTN_WGMMA_CAP_POLY 0: the accurate softcap always through ex2 and rcp;
+// 3 or 4: its polynomials of at least that many terms only (default 2: all).
 // For measuring one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
@@ -96,7 +97,7 @@
 #define FATTN_WGMMA_LPT 1
 #endif
 #ifndef FATTN_WGMMA_CAP_POLY
-#define FATTN_WGMMA_CAP_POLY 1
+#define FATTN_WGMMA_CAP_POLY 2
 #endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
@@ -521,9 +522,10 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
 #pragma unroll
                 for (int i = 0; i < BN / 2; i++) am[i & 1] = fmaxf(am[i & 1], fabsf(s[i]));
                 const float amax = fmaxf(am[0], am[1]);
-                if (__all_sync(0xffffffffu, amax <= a.var.cap_poly_smax)) {
-                    constexpr int NT = FATTN_CUDA_CAP_POLY_TERMS;
-                    const float *r = a.var.cap_poly;
+                // s R(s^2) with tier t's NT = t + 2 terms.
+                auto poly = [&](auto tier) {
+                    constexpr int NT = decltype(tier)::value + 2;
+                    const float *r = a.var.cap_poly[decltype(tier)::value];
 #pragma unroll
                     for (int i = 0; i < BN / 2; i++) {
                         const float z = s[i] * s[i];
@@ -533,6 +535,24 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                         // x + add - c2 as cap_scores' other forms: 0, or -mu_fixed.
                         s[i] = wg_fixed(kV) ? fmaf(s[i], R, -mu_fixed) : s[i] * R;
                     }
+                };
+                // The fewest terms whose range holds all the warp's scores
+                // (FATTN_WGMMA_CAP_POLY: the fewest allowed, for measuring).
+                using T0 = std::integral_constant<int, 0>;
+                using T1 = std::integral_constant<int, 1>;
+                using T2 = std::integral_constant<int, 2>;
+                if (FATTN_WGMMA_CAP_POLY <= 2 &&
+                    __all_sync(0xffffffffu, amax <= a.var.cap_poly_smax[0])) {
+                    poly(T0{});
+                    return;
+                }
+                if (FATTN_WGMMA_CAP_POLY <= 3 &&
+                    __all_sync(0xffffffffu, amax <= a.var.cap_poly_smax[1])) {
+                    poly(T1{});
+                    return;
+                }
+                if (__all_sync(0xffffffffu, amax <= a.var.cap_poly_smax[2])) {
+                    poly(T2{});
                     return;
                 }
             }

@@ -33,9 +33,13 @@ typedef struct fattn_cuda_ragged {
     unsigned *fault; /* the context's fault word: FATTN_FAULT_* bits */
 } fattn_cuda_ragged;
 
-/* Terms of the softcap's polynomial (fattn_cuda_var.cap_poly): tanh to
- * degree 7 on |x| <= 0.5 (degree 9 on |x| <= 0.75 ran 4-6% slower, call139). */
-#define FATTN_CUDA_CAP_POLY_TERMS 4
+/* The softcap's polynomials (fattn_cuda_var.cap_poly): tier t has t + 2
+ * terms, tanh to degree 2t + 3, each on the widest range where it stays
+ * as accurate as the others (cuda_launch.c's cap_poly): the fewer the
+ * terms, the narrower. Degree 9 on |x| <= 0.75 ran 4-6% slower than
+ * degree 7 (call139), so the widest tier stops there. */
+#define FATTN_CUDA_CAP_TIERS 3
+#define FATTN_CUDA_CAP_POLY_TERMS (FATTN_CUDA_CAP_TIERS + 1) /* the most terms */
 
 /* The attention variants (src/seam/backend.h, fattn_variants; fattn.h
  * states the rules). on = 0: none, and nothing else here is read. Pointers
@@ -59,13 +63,13 @@ typedef struct fattn_cuda_var {
     fattn_dtype bias_dtype; /* FATTN_F32, FATTN_F16 or FATTN_BF16 */
     float scale;            /* the softmax scale itself: the variants act in natural units */
     int fast_tanh;          /* FATTN_FLAG_FAST_SOFTCAP: the softcap may use tanh.approx.f32 */
-    /* The accurate softcap in log2 units as a polynomial where it holds
-     * (the host's fit, cuda_launch.c's cap_poly): softcap log2(e)
-     * tanh(scale s / softcap) = s sum_k cap_poly[k] (s^2)^k for |s| <=
-     * cap_poly_smax (< 0: nowhere: no softcap, a negative scale, or a
-     * coefficient outside float's normal range). */
-    float cap_poly[FATTN_CUDA_CAP_POLY_TERMS];
-    float cap_poly_smax;
+    /* The accurate softcap in log2 units as polynomials where they hold
+     * (the host's fits, cuda_launch.c's cap_poly): softcap log2(e)
+     * tanh(scale s / softcap) = s sum_k cap_poly[t][k] (s^2)^k, k < t + 2,
+     * for |s| <= cap_poly_smax[t] (< 0: nowhere: no softcap, a negative
+     * scale, or a coefficient outside float's normal range). */
+    float cap_poly[FATTN_CUDA_CAP_TIERS][FATTN_CUDA_CAP_POLY_TERMS];
+    float cap_poly_smax[FATTN_CUDA_CAP_TIERS];
 } fattn_cuda_var;
 
 /* One forward problem. Pointers are at the operand's element offset; strides

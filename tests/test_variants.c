@@ -231,11 +231,19 @@ static const vcase cases[] = {
      NOWIN, .softcap = 30.0f, .sinks = 1, .dtypes = 6},
     {"wgmma persistent, alibi, head dim 8, 144 work tiles", 2, 36, 3, 8, 0, 330, 200, NOWIN,
      .alibi = 2, .dtypes = 6},
-    /* The accurate softcap takes a polynomial where a warp's scores all
-     * lie within |scale s| <= 0.5 softcap and ex2/rcp elsewhere: these
-     * caps put about half the warps' tiles on either side of that line
-     * (bf16: the fixed offset; f16: the row max; and with a bias, the bias
+    /* The accurate softcap takes the polynomial of fewest terms whose
+     * range holds all of a warp's scores (two terms to |scale s| <= 0.1
+     * softcap, three to 0.28, four to 0.5) and ex2/rcp past that: these
+     * caps put about half the warps' tiles on either side of one line
+     * (a warp tile's largest |scale s| is 1.0-1.4 here, median 1.19; bf16:
+     * the fixed offset; f16: the row max; and with a bias, the bias
      * family). */
+    {"wgmma tiles, softcap 11.9 (scores across the two-term line), causal, GQA", 1, 4, 2, 128, 0,
+     300, 420, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .softcap = 11.9f, .dtypes = 6},
+    {"wgmma tiles, softcap 4.25 (across the three-term line), head dim 64", 1, 2, 1, 64, 0, 250,
+     300, NOWIN, .softcap = 4.25f, .dtypes = 6},
+    {"wgmma tiles, softcap 4.2 (across the three-term line), window 150/20, head dim 256", 1, 2, 1,
+     256, 0, 200, 264, WIN(150, 20), .softcap = 4.2f, .dtypes = 6},
     {"wgmma tiles, softcap 2.4 (scores across the polynomial's range), causal, GQA", 1, 4, 2, 128,
      0, 300, 420, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .softcap = 2.4f, .dtypes = 6},
     {"wgmma tiles, softcap 4.8, Q x2 (across the polynomial's range), head dim 64", 1, 2, 1, 64, 0,

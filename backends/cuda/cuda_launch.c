@@ -72,29 +72,39 @@ static int64_t window_side(const fattn_problem *p, int64_t w) {
     return w > p->seq_q + p->seq_kv ? p->seq_q + p->seq_kv : w;
 }
 
-/* The accurate softcap's polynomial (params.h, fattn_cuda_var.cap_poly):
- * tanh(x) = x + x^3 (q0 + q1 x^2 + q2 x^4) on |x| <= 0.5, a minimax fit of
- * absolute error 1.9e-7 (2.5e-7 evaluated in float, as the ex2/rcp form's
- * few 1e-7), with x = g s, g = scale / softcap, and softcap log2(e) and the
- * powers of g folded into the coefficients. Where a folded coefficient
- * would leave float's normal range (an extreme scale or cap), no score
- * takes it. */
+/* The accurate softcap's polynomials (params.h, fattn_cuda_var.cap_poly):
+ * tanh(x) = x + x^3 (q0 + q1 x^2 + ...) on |x| <= x_max, minimax fits of
+ * absolute error at most 1.9e-7 (2.5e-7 evaluated in float, as the ex2/rcp
+ * form's few 1e-7), with x = g s, g = scale / softcap, and softcap log2(e)
+ * and the powers of g folded into the coefficients. Each tier is the
+ * fewest terms that reach that error on its range, so a kernel takes the
+ * first whose range holds all of a warp's scores: a model whose logits
+ * stay within 0.1 softcap (5 of Gemma 2's 50) pays two terms. Where a
+ * folded coefficient would leave float's normal range (an extreme scale
+ * or cap), no score takes that tier. */
 static void cap_poly(const fattn_problem *p, fattn_cuda_var *v) {
-    static const double q[FATTN_CUDA_CAP_POLY_TERMS - 1] = {-3.332645893e-01, 1.318585128e-01,
-                                                            -4.422894120e-02};
-    const double x_max = 0.5;
-    v->cap_poly_smax = -1.0f;
-    if (!(v->softcap > 0.0f)) return;
-    const double g = (double)p->scale / v->softcap, g2 = g * g;
-    double c = v->softcap * 1.4426950408889634 * g;   /* c2 g^(2k + 1) */
-    for (int k = 0; k < FATTN_CUDA_CAP_POLY_TERMS; k++) {
-        const double r = k ? c * q[k - 1] : c;
-        if (!(fabs(r) >= 1e-30 && fabs(r) <= 1e30)) return;
-        v->cap_poly[k] = (float)r;
-        c *= g2;
+    static const struct {
+        double x_max, q[FATTN_CUDA_CAP_POLY_TERMS - 1];
+    } fit[FATTN_CUDA_CAP_TIERS] = {
+        {0.1, {-3.321666969e-01}},
+        {0.28, {-3.331751781e-01, 1.273114335e-01}},
+        {0.5, {-3.332645893e-01, 1.318585128e-01, -4.422894120e-02}},
+    };
+    for (int t = 0; t < FATTN_CUDA_CAP_TIERS; t++) {
+        v->cap_poly_smax[t] = -1.0f;
+        if (!(v->softcap > 0.0f)) continue;
+        const double g = (double)p->scale / v->softcap, g2 = g * g;
+        double c = v->softcap * 1.4426950408889634 * g; /* c2 g^(2k + 1) */
+        int ok = 1;
+        for (int k = 0; k < t + 2; k++) {
+            const double r = k ? c * fit[t].q[k - 1] : c;
+            ok = ok && fabs(r) >= 1e-30 && fabs(r) <= 1e30;
+            v->cap_poly[t][k] = ok ? (float)r : 0.0f;
+            c *= g2;
+        }
+        const double smax = fit[t].x_max / g; /* < 0 for a negative scale: the ex2/rcp form */
+        if (ok && smax < 1e15) v->cap_poly_smax[t] = (float)smax;
     }
-    const double smax = x_max / g; /* < 0 for a negative scale: the ex2/rcp form */
-    if (smax < 1e15) v->cap_poly_smax = (float)smax;
 }
 
 /* The variants' part of the arguments (params.h, fattn_cuda_var). */
