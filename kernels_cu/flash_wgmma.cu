@@ -538,15 +538,20 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 };
                 // The fewest terms whose range holds all the warp's scores
                 // (FATTN_WGMMA_CAP_POLY: the fewest allowed, for measuring).
+                // At head dim 128 the row-max forms (f16, caps past 52)
+                // keep four terms alone: a second polynomial there spilled
+                // 44 bytes and ran 2-3% slower where it did not apply
+                // (call147).
+                constexpr bool kTiers = wg_fixed(kV) || DPAD != 128;
                 using T0 = std::integral_constant<int, 0>;
                 using T1 = std::integral_constant<int, 1>;
                 using T2 = std::integral_constant<int, 2>;
-                if (FATTN_WGMMA_CAP_POLY <= 2 &&
+                if (kTiers && FATTN_WGMMA_CAP_POLY <= 2 &&
                     __all_sync(0xffffffffu, amax <= a.var.cap_poly_smax[0])) {
                     poly(T0{});
                     return;
                 }
-                if (FATTN_WGMMA_CAP_POLY <= 3 &&
+                if (kTiers && FATTN_WGMMA_CAP_POLY <= 3 &&
                     __all_sync(0xffffffffu, amax <= a.var.cap_poly_smax[1])) {
                     poly(T1{});
                     return;
