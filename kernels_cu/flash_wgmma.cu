@@ -99,6 +99,12 @@
 #ifndef FATTN_WGMMA_CAP_POLY
 #define FATTN_WGMMA_CAP_POLY 2
 #endif
+#ifndef FATTN_WGMMA_CAP_ROWMAX
+#define FATTN_WGMMA_CAP_ROWMAX 1
+#endif
+#ifndef FATTN_WGMMA_CAP_TIER1
+#define FATTN_WGMMA_CAP_TIER1 1
+#endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
 #endif
@@ -542,7 +548,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 // keep four terms alone: a second polynomial there spilled
                 // 44 bytes and ran 2-3% slower where it did not apply
                 // (call147).
-                constexpr bool kTiers = wg_fixed(kV) || DPAD != 128;
+                constexpr bool kTiers = wg_fixed(kV) || (DPAD != 128 && FATTN_WGMMA_CAP_ROWMAX);
                 using T0 = std::integral_constant<int, 0>;
                 using T1 = std::integral_constant<int, 1>;
                 using T2 = std::integral_constant<int, 2>;
@@ -551,7 +557,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                     poly(T0{});
                     return;
                 }
-                if (kTiers && FATTN_WGMMA_CAP_POLY <= 3 &&
+                if (kTiers && FATTN_WGMMA_CAP_POLY <= 3 && FATTN_WGMMA_CAP_TIER1 &&
                     __all_sync(0xffffffffu, amax <= a.var.cap_poly_smax[1])) {
                     poly(T1{});
                     return;
