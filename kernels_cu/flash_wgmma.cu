@@ -99,12 +99,6 @@
 #ifndef FATTN_WGMMA_CAP_POLY
 #define FATTN_WGMMA_CAP_POLY 2
 #endif
-#ifndef FATTN_WGMMA_CAP_ROWMAX
-#define FATTN_WGMMA_CAP_ROWMAX 1
-#endif
-#ifndef FATTN_WGMMA_CAP_TIER1
-#define FATTN_WGMMA_CAP_TIER1 1
-#endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
 #endif
@@ -170,9 +164,9 @@ struct Walk {
 // 2 c2 - 120) <= 30, stay within bf16's range, and O is never rescaled).
 // kWgCapApx, kWgCapFixedApx: the same under FATTN_FLAG_FAST_SOFTCAP, with
 // tanh.approx.f32 (one MUFU operation where the accurate form's ex2/rcp
-// fallback takes two; the accurate form's polynomial, cap_scores, takes
-// none but more issue slots: 1.09x, 1.155x and 1.37x the plain time at 32k,
-// call140).
+// fallback takes two; the accurate form's polynomials, cap_scores, take
+// none but more issue slots: 1.09x; 1.07-1.16x and 1.37x the plain time at
+// 32k, calls 140 and 149).
 // kWgAll: any mix, under block-uniform branches: the bias (in the problem's
 // dtype, a tile per stage beside K and V), the softcap (either form) and
 // ALiBi together, with the window and sinks; WgShape<DPAD, true>.
@@ -518,10 +512,11 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // score beside the softmax's ex2, more than the other consumer's
         // GEMMs hide (1.37x the plain time; the FMA pipe's ex2 or rcp cost
         // more issue slots than they freed, calls 106 and 135). Where all of
-        // a warp's scores lie in the host's polynomial range (|scale s| <=
-        // 0.5 softcap; params.h's cap_poly) it is s R(s^2) on the FMA pipe:
-        // five instructions, no MUFU, and one for the range check (1.155x
-        // at 32k bf16 d128 causal, call140).
+        // a warp's scores lie in a host polynomial's range (|scale s| <=
+        // 0.1, 0.28 or 0.5 softcap for two, three or four terms; params.h's
+        // cap_poly) it is s R(s^2) on the FMA pipe: three to five
+        // instructions, no MUFU, and one for the range check (32k bf16 d128
+        // causal: 1.07x, 1.13x, 1.16x plain, call149).
         auto cap_scores = [&](auto fast) {
             if constexpr (!decltype(fast)::value && FATTN_WGMMA_CAP_POLY) {
                 float am[2] = {0.f, 0.f};   // two chains (four measured the same, call139)
@@ -544,20 +539,24 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 };
                 // The fewest terms whose range holds all the warp's scores
                 // (FATTN_WGMMA_CAP_POLY: the fewest allowed, for measuring).
-                // At head dim 128 the row-max forms (f16, caps past 52)
-                // keep four terms alone: a second polynomial there spilled
-                // 44 bytes and ran 2-3% slower where it did not apply
-                // (call147).
-                constexpr bool kTiers = wg_fixed(kV) || (DPAD != 128 && FATTN_WGMMA_CAP_ROWMAX);
+                // Which tiers an instance has is measured (calls 147-149):
+                // the bf16 fixed-offset forms take all three (three terms:
+                // 1.13x plain against four's 1.16x at 32k d128); the row-max
+                // forms (f16, caps past 52) ran 2-3% slower with the
+                // three-term one than with four terms alone, and at head
+                // dim 128 any second polynomial spilled 44 bytes and cost
+                // 2-3% where it did not apply.
+                constexpr bool kTier0 = wg_fixed(kV) || DPAD != 128;
+                constexpr bool kTier1 = wg_fixed(kV);
                 using T0 = std::integral_constant<int, 0>;
                 using T1 = std::integral_constant<int, 1>;
                 using T2 = std::integral_constant<int, 2>;
-                if (kTiers && FATTN_WGMMA_CAP_POLY <= 2 &&
+                if (kTier0 && FATTN_WGMMA_CAP_POLY <= 2 &&
                     __all_sync(0xffffffffu, amax <= a.var.cap_poly_smax[0])) {
                     poly(T0{});
                     return;
                 }
-                if (kTiers && FATTN_WGMMA_CAP_POLY <= 3 && FATTN_WGMMA_CAP_TIER1 &&
+                if (kTier1 && FATTN_WGMMA_CAP_POLY <= 3 &&
                     __all_sync(0xffffffffu, amax <= a.var.cap_poly_smax[1])) {
                     poly(T1{});
                     return;
