@@ -24,5 +24,5 @@ for f in $O/p_*.jsonl; do echo "== $(basename $f)"; python3 -c "
 import json,sys
 for l in open('$f'):
     d=json.loads(l)
-    if 'ms' in d and d['peer'] in ('cudnn','flash'): print(d['peer'],d['dtype'],d['seq'],d['causal'],round(d['ms'],4))
+    if 'ms' in d and d['peer'] in ('torch-cudnn','torch-flash'): print(d['peer'],d['dtype'],d['seq'],d['causal'],round(d['ms'],4))
 "; done
