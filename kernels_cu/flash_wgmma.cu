@@ -516,7 +516,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // 0.1, 0.28 or 0.5 softcap for two, three or four terms; params.h's
         // cap_poly) it is s R(s^2) on the FMA pipe: three to five
         // instructions, no MUFU, and one for the range check (32k bf16 d128
-        // causal: 1.07x, 1.13x, 1.16x plain, call149).
+        // causal: 1.07x, 1.13x, 1.16x plain, calls 149-150).
         auto cap_scores = [&](auto fast) {
             if constexpr (!decltype(fast)::value && FATTN_WGMMA_CAP_POLY) {
                 float am[2] = {0.f, 0.f};   // two chains (four measured the same, call139)
