@@ -166,7 +166,7 @@ struct Walk {
 // tanh.approx.f32 (one MUFU operation where the accurate form's ex2/rcp
 // fallback takes two; the accurate form's polynomials, cap_scores, take
 // none but more issue slots: 1.09x; 1.07-1.16x and 1.37x the plain time at
-// 32k, calls 140 and 149).
+// 32k, calls 140 and 150).
 // kWgAll: any mix, under block-uniform branches: the bias (in the problem's
 // dtype, a tile per stage beside K and V), the softcap (either form) and
 // ALiBi together, with the window and sinks; WgShape<DPAD, true>.

@@ -236,7 +236,8 @@ static const vcase cases[] = {
      * softcap, three to 0.28, four to 0.5) and ex2/rcp past that: these
      * caps put about half the warps' tiles on either side of one line
      * (a warp tile's largest |scale s| is 1.0-1.4 here, median 1.19; bf16:
-     * the fixed offset; f16: the row max; and with a bias, the bias
+     * the fixed offset; f16: the row max, which has the two- and four-term
+     * tiers only, and four alone at head dim 128; and with a bias, the bias
      * family). */
     {"wgmma tiles, softcap 11.9 (scores across the two-term line), causal, GQA", 1, 4, 2, 128, 0,
      300, 420, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .softcap = 11.9f, .dtypes = 6},

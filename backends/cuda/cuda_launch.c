@@ -90,10 +90,10 @@ static void cap_poly(const fattn_problem *p, fattn_cuda_var *v) {
         {0.28, {-3.331751781e-01, 1.273114335e-01}},
         {0.5, {-3.332645893e-01, 1.318585128e-01, -4.422894120e-02}},
     };
+    for (int t = 0; t < FATTN_CUDA_CAP_TIERS; t++) v->cap_poly_smax[t] = -1.0f;
+    if (!(v->softcap > 0.0f)) return;
+    const double g = (double)p->scale / v->softcap, g2 = g * g;
     for (int t = 0; t < FATTN_CUDA_CAP_TIERS; t++) {
-        v->cap_poly_smax[t] = -1.0f;
-        if (!(v->softcap > 0.0f)) continue;
-        const double g = (double)p->scale / v->softcap, g2 = g * g;
         double c = v->softcap * 1.4426950408889634 * g; /* c2 g^(2k + 1) */
         int ok = 1;
         for (int k = 0; k < t + 2; k++) {
