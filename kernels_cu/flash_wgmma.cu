@@ -99,6 +99,12 @@
 #ifndef FATTN_WGMMA_CAP_POLY
 #define FATTN_WGMMA_CAP_POLY 2
 #endif
+#ifndef FATTN_WGMMA_CHAINS
+#define FATTN_WGMMA_CHAINS 1
+#endif
+#ifndef FATTN_WGMMA_EX2POLY64
+#define FATTN_WGMMA_EX2POLY64 0
+#endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
 #endif
@@ -670,41 +676,65 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                             if (n * 8 + e > hr || n * 8 + e < lr) s[n * 4 + 2 * hh + e] = -INFINITY;
                 }
             }
+            // kCh independent chains for a row's max and sum (a chain of NS
+            // dependent FMNMX or FADD waits on each one's latency);
+            // terms of key blocks n % kPoly == kPoly - 1 through ex2_fma.
+            constexpr int kCh = FATTN_WGMMA_CHAINS;
+            constexpr int kPoly = DPAD == 64 ? FATTN_WGMMA_EX2POLY64 : 0;
+            auto term = [&](int n, float x) {
+                if constexpr (kPoly > 0) {
+                    if (n % kPoly == kPoly - 1) return ex2_fma(x);
+                }
+                return ex2(x);
+            };
+            auto fold = [&](float(&c)[kCh], auto op) {
+#pragma unroll
+                for (int w = 1; w < kCh; w *= 2)
+#pragma unroll
+                    for (int i = 0; i + w < kCh; i += 2 * w) c[i] = op(c[i], c[i + w]);
+                return c[0];
+            };
+            auto add = [](float x, float y) { return x + y; };
 #pragma unroll
             for (int hh = 0; hh < 2; hh++) {
+                float sum[kCh];
+#pragma unroll
+                for (int c = 0; c < kCh; c++) sum[c] = 0.f;
                 if constexpr (wg_fixed(kV)) {
                     // s is already the exponent: no max, no rescale.
-                    float sum = 0.f;
 #pragma unroll
                     for (int n = 0; n < NS; n++) {
                         float &p0 = s[n * 4 + 2 * hh], &p1 = s[n * 4 + 2 * hh + 1];
-                        p0 = ex2(p0);
-                        p1 = ex2(p1);
-                        sum += p0 + p1;
+                        p0 = term(n, p0);
+                        p1 = term(n, p1);
+                        sum[n % kCh] += p0 + p1;
                     }
-                    lrow[hh] += sum;
+                    lrow[hh] += fold(sum, add);
                     alpha[hh] = 1.f;
-                    continue;
-                }
-                float mx = -INFINITY;
+                } else {
+                    float mc[kCh];
 #pragma unroll
-                for (int n = 0; n < NS; n++)
-                    mx = fmaxf(mx, fmaxf(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float mnew = fmaxf(mrow[hh], mx * sc);
-                const float mu = mnew == -INFINITY ? 0.f : mnew;
-                alpha[hh] = ex2(mrow[hh] - mu);
-                mrow[hh] = mnew;
-                float sum = 0.f;
+                    for (int c = 0; c < kCh; c++) mc[c] = -INFINITY;
 #pragma unroll
-                for (int n = 0; n < NS; n++) {
-                    float &p0 = s[n * 4 + 2 * hh], &p1 = s[n * 4 + 2 * hh + 1];
-                    p0 = ex2(fmaf(p0, sc, -mu));
-                    p1 = ex2(fmaf(p1, sc, -mu));
-                    sum += p0 + p1;
+                    for (int n = 0; n < NS; n++)
+                        mc[n % kCh] =
+                            fmaxf(mc[n % kCh], fmaxf(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]));
+                    float mx = fold(mc, [](float x, float y) { return fmaxf(x, y); });
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float mnew = fmaxf(mrow[hh], mx * sc);
+                    const float mu = mnew == -INFINITY ? 0.f : mnew;
+                    alpha[hh] = ex2(mrow[hh] - mu);
+                    mrow[hh] = mnew;
+#pragma unroll
+                    for (int n = 0; n < NS; n++) {
+                        float &p0 = s[n * 4 + 2 * hh], &p1 = s[n * 4 + 2 * hh + 1];
+                        p0 = term(n, fmaf(p0, sc, -mu));
+                        p1 = term(n, fmaf(p1, sc, -mu));
+                        sum[n % kCh] += p0 + p1;
+                    }
+                    lrow[hh] = lrow[hh] * alpha[hh] + fold(sum, add);
                 }
-                lrow[hh] = lrow[hh] * alpha[hh] + sum;
             }
         };
         // O *= alpha, and P into A fragments: key block n / 2 (16 keys),
