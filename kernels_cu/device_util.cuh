@@ -195,27 +195,6 @@ __device__ __forceinline__ float ex2(float x) {
     return y;
 }
 
-// 2^x for x <= 0 (or -inf) on the FMA and integer pipes, for kernels whose
-// softmax waits on the MUFU unit (FlashAttention-4's offload): 2^floor(x)
-// put into the exponent of p(x - floor(x)), p a degree-5 minimax fit of
-// 2^f on [0, 1) with p(0) = 1 (relative error 1.7e-7 evaluated in float,
-// ex2.approx's order); x below -127 gives 0 or a subnormal far below what
-// a softmax term can contribute. Ten issue slots against ex2's one, so
-// only a fraction of a tile's terms take it.
-__device__ __forceinline__ float ex2_fma(float x) {
-    x = fmaxf(x, -127.f);
-    // 1.5 * 2^23 + x rounded down: floor(x) in the low mantissa bits.
-    const float t = __fadd_rd(x, 12582912.f);
-    const float f = x - (t - 12582912.f);
-    float p = fmaf(0.001865048659965396f, f, 0.009022658690810204f);
-    p = fmaf(p, f, 0.0557945184409618f);
-    p = fmaf(p, f, 0.2401665896177292f);
-    p = fmaf(p, f, 0.69315105676651f);
-    p = fmaf(p, f, 1.f);
-    // floor(x) << 23 is t's bits << 23 (its exponent bits shift out).
-    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
 }   // namespace
 
 #endif

@@ -99,11 +99,8 @@
 #ifndef FATTN_WGMMA_CAP_POLY
 #define FATTN_WGMMA_CAP_POLY 2
 #endif
-#ifndef FATTN_WGMMA_CHAINS
-#define FATTN_WGMMA_CHAINS 1
-#endif
-#ifndef FATTN_WGMMA_EX2POLY64
-#define FATTN_WGMMA_EX2POLY64 0
+#ifndef FATTN_WGMMA_STALE
+#define FATTN_WGMMA_STALE 0.f
 #endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
@@ -509,6 +506,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             }
             wg_commit();
         };
+        constexpr float kStale = FATTN_WGMMA_STALE;
         // Tile j's rescoring (softcap, ALiBi), its mask where it cuts a row's
         // keys (seq_kv, causal, the window), and the online softmax in log2
         // units: s becomes P, alpha the factor O is rescaled by once no P V
@@ -676,65 +674,47 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                             if (n * 8 + e > hr || n * 8 + e < lr) s[n * 4 + 2 * hh + e] = -INFINITY;
                 }
             }
-            // kCh independent chains for a row's max and sum (a chain of NS
-            // dependent FMNMX or FADD waits on each one's latency);
-            // terms of key blocks n % kPoly == kPoly - 1 through ex2_fma.
-            constexpr int kCh = FATTN_WGMMA_CHAINS;
-            constexpr int kPoly = DPAD == 64 ? FATTN_WGMMA_EX2POLY64 : 0;
-            auto term = [&](int n, float x) {
-                if constexpr (kPoly > 0) {
-                    if (n % kPoly == kPoly - 1) return ex2_fma(x);
-                }
-                return ex2(x);
-            };
-            auto fold = [&](float(&c)[kCh], auto op) {
-#pragma unroll
-                for (int w = 1; w < kCh; w *= 2)
-#pragma unroll
-                    for (int i = 0; i + w < kCh; i += 2 * w) c[i] = op(c[i], c[i + w]);
-                return c[0];
-            };
-            auto add = [](float x, float y) { return x + y; };
 #pragma unroll
             for (int hh = 0; hh < 2; hh++) {
-                float sum[kCh];
-#pragma unroll
-                for (int c = 0; c < kCh; c++) sum[c] = 0.f;
                 if constexpr (wg_fixed(kV)) {
                     // s is already the exponent: no max, no rescale.
+                    float sum = 0.f;
 #pragma unroll
                     for (int n = 0; n < NS; n++) {
                         float &p0 = s[n * 4 + 2 * hh], &p1 = s[n * 4 + 2 * hh + 1];
-                        p0 = term(n, p0);
-                        p1 = term(n, p1);
-                        sum[n % kCh] += p0 + p1;
+                        p0 = ex2(p0);
+                        p1 = ex2(p1);
+                        sum += p0 + p1;
                     }
-                    lrow[hh] += fold(sum, add);
+                    lrow[hh] += sum;
                     alpha[hh] = 1.f;
-                } else {
-                    float mc[kCh];
-#pragma unroll
-                    for (int c = 0; c < kCh; c++) mc[c] = -INFINITY;
-#pragma unroll
-                    for (int n = 0; n < NS; n++)
-                        mc[n % kCh] =
-                            fmaxf(mc[n % kCh], fmaxf(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]));
-                    float mx = fold(mc, [](float x, float y) { return fmaxf(x, y); });
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                    const float mnew = fmaxf(mrow[hh], mx * sc);
-                    const float mu = mnew == -INFINITY ? 0.f : mnew;
-                    alpha[hh] = ex2(mrow[hh] - mu);
-                    mrow[hh] = mnew;
-#pragma unroll
-                    for (int n = 0; n < NS; n++) {
-                        float &p0 = s[n * 4 + 2 * hh], &p1 = s[n * 4 + 2 * hh + 1];
-                        p0 = term(n, fmaf(p0, sc, -mu));
-                        p1 = term(n, fmaf(p1, sc, -mu));
-                        sum[n % kCh] += p0 + p1;
-                    }
-                    lrow[hh] = lrow[hh] * alpha[hh] + fold(sum, add);
+                    continue;
                 }
+                float mx = -INFINITY;
+#pragma unroll
+                for (int n = 0; n < NS; n++)
+                    mx = fmaxf(mx, fmaxf(s[n * 4 + 2 * hh], s[n * 4 + 2 * hh + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                // The row keeps its max unless the tile's passes it by more
+                // than kStale (log2 units): terms up to 2^kStale, and O and
+                // l rescaled only when a row of the warp moves its max.
+                const float mt = mx * sc;
+                const float mnew = kStale > 0.f && !(mt > mrow[hh] + kStale)
+                                       ? mrow[hh]
+                                       : fmaxf(mrow[hh], mt);
+                const float mu = mnew == -INFINITY ? 0.f : mnew;
+                alpha[hh] = ex2(mrow[hh] - mu);
+                mrow[hh] = mnew;
+                float sum = 0.f;
+#pragma unroll
+                for (int n = 0; n < NS; n++) {
+                    float &p0 = s[n * 4 + 2 * hh], &p1 = s[n * 4 + 2 * hh + 1];
+                    p0 = ex2(fmaf(p0, sc, -mu));
+                    p1 = ex2(fmaf(p1, sc, -mu));
+                    sum += p0 + p1;
+                }
+                lrow[hh] = lrow[hh] * alpha[hh] + sum;
             }
         };
         // O *= alpha, and P into A fragments: key block n / 2 (16 keys),
@@ -742,10 +722,12 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // picks the row half.
         auto rescale_pack = [&](const float(&alpha)[2]) {
             if constexpr (!wg_fixed(kV)) {
+                if (kStale == 0.f || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
-                for (int d = 0; d < ND; d++)
+                    for (int d = 0; d < ND; d++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) o[d * 4 + e] *= alpha[e >> 1];
+                        for (int e = 0; e < 4; e++) o[d * 4 + e] *= alpha[e >> 1];
+                }
             }
 #pragma unroll
             for (int n = 0; n < NS; n++)
