@@ -45,9 +45,11 @@
 //   key ranges; softcap and ALiBi rescore every score in log2 units before
 //   the softmax; a sink joins each row's denominator in the epilogue.
 // - S = Q K^T: DPAD / 16 wgmma m64nBNk16 from shared memory; the online
-//   softmax on the accumulators (a row's BN values spread over a lane quad);
-//   P rounded to the storage type as wgmma's register A operand;
-//   O += P V: BN / 16 wgmma m64nDPADk16.
+//   softmax on the accumulators (a row's BN values spread over a lane quad),
+//   whose running max moves only when a tile's passes it by more than 8 in
+//   log2 units (head dims 64 and 256), so a warp rarely rescales O; P
+//   (terms up to 2^8) rounded to the storage type as wgmma's register A
+//   operand; O += P V: BN / 16 wgmma m64nDPADk16.
 #include <cuda.h>   // CUtensorMap; the encoder is reached through the runtime
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -73,7 +75,9 @@
 // FATTN_WGMMA_LPT 0: a block per tile walks a pair's tiles in a row;
 // FATTN_WGMMA_RING64 0: no consumer turns at head dim 64 (1-4% slower, call137);
 // FATTN_WGMMA_CAP_POLY 0: the accurate softcap always through ex2 and rcp;
-// 3 or 4: its polynomials of at least that many terms only (default 2: all).
+// 3 or 4: its polynomials of at least that many terms only (default 2: all);
+// FATTN_WGMMA_STALE 0: every tile rescales O (else a row's max may lag the
+// true one by up to this many log2 units before it moves).
 // For measuring one choice against another.
 #ifndef FATTN_WGMMA_OVERLAP
 #define FATTN_WGMMA_OVERLAP -1
@@ -100,7 +104,7 @@
 #define FATTN_WGMMA_CAP_POLY 2
 #endif
 #ifndef FATTN_WGMMA_STALE
-#define FATTN_WGMMA_STALE 0.f
+#define FATTN_WGMMA_STALE 8.f
 #endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
@@ -506,7 +510,13 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
             }
             wg_commit();
         };
-        constexpr float kStale = FATTN_WGMMA_STALE;
+        // The stale-max threshold (FlashAttention-4's conditional rescaling;
+        // softmax below): O's rescale is 0.5, 1 and 3.2 multiplies a score
+        // at head dims 64, 128 and 256, and skipping it where no row of a
+        // warp moved its max made head dim 256 5-16% faster and 64 up to 8%
+        // (call154); at 128, where the tensor cores bound the consumer, the
+        // vote cost 1-2%.
+        constexpr float kStale = DPAD == 128 ? 0.f : FATTN_WGMMA_STALE;
         // Tile j's rescoring (softcap, ALiBi), its mask where it cuts a row's
         // keys (seq_kv, causal, the window), and the online softmax in log2
         // units: s becomes P, alpha the factor O is rescaled by once no P V
