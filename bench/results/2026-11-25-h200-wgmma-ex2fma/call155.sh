@@ -14,7 +14,7 @@ trap 'tar czf $OUT/out.tgz -C /tmp o155_$PART' EXIT
 R() { local n=$1 lim=$2; shift 2; timeout $lim "$@" > $O/$n.txt 2>&1; echo "$n rc $?" >> $O/summary.txt; }
 if [ $PART = 1 ]; then
   B() { local n=$1 f=$2 t=$3 j=$4; shift 4; cmake -S . -B $n -DCMAKE_BUILD_TYPE=Release -DFATTN_CUDA_ARCHS=90 "-DCMAKE_CUDA_FLAGS=$f" -DFATTN_BUILD_TESTS=$t -DFATTN_BUILD_EXAMPLES=OFF > $O/$n.log 2>&1 && (time cmake --build $n -j $j --target fattn_bench fattn_cuda "$@") >> $O/$n.log 2>&1 || tail -20 $O/$n.log; }
-  B build_s0 -DFATTN_WGMMA_STALE=0.f OFF 5 & B build ON "" 11 test_variants test_conformance test_determinism
+  B build_s0 -DFATTN_WGMMA_STALE=0.f OFF 5 & B build "" ON 11 test_variants test_conformance test_determinism
   wait
   grep -h real $O/build*.log
   T="FATTN_TEST_BACKENDS=cuda"
