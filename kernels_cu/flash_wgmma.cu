@@ -47,7 +47,7 @@
 // - S = Q K^T: DPAD / 16 wgmma m64nBNk16 from shared memory; the online
 //   softmax on the accumulators (a row's BN values spread over a lane quad),
 //   whose running max moves only when a tile's passes it by more than 8 in
-//   log2 units (head dims 64 and 256), so a warp rarely rescales O; P
+//   log2 units (head dims 64 and 256, no ALiBi), so a warp rarely rescales O; P
 //   (terms up to 2^8) rounded to the storage type as wgmma's register A
 //   operand; O += P V: BN / 16 wgmma m64nDPADk16.
 #include <cuda.h>   // CUtensorMap; the encoder is reached through the runtime
@@ -514,9 +514,11 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // softmax below): O's rescale is 0.5, 1 and 3.2 multiplies a score
         // at head dims 64, 128 and 256, and skipping it where no row of a
         // warp moved its max made head dim 256 5-16% faster and 64 up to 8%
-        // (call154); at 128, where the tensor cores bound the consumer, the
-        // vote cost 1-2%.
+        // (calls 154-155). Off at 128, where the tensor cores bound the
+        // consumer and the vote cost 1-2%, and with ALiBi, whose slopes move
+        // the maxima every tile (d256: 3% slower with it, call155).
         constexpr float kStale = DPAD == 128 ? 0.f : FATTN_WGMMA_STALE;
+        const float stale = alibi ? 0.f : kStale;
         // Tile j's rescoring (softcap, ALiBi), its mask where it cuts a row's
         // keys (seq_kv, causal, the window), and the online softmax in log2
         // units: s becomes P, alpha the factor O is rescaled by once no P V
@@ -707,10 +709,10 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 // The row keeps its max unless the tile's passes it by more
-                // than kStale (log2 units): terms up to 2^kStale, and O and
+                // than `stale` (log2 units): terms up to 2^stale, and O and
                 // l rescaled only when a row of the warp moves its max.
                 const float mt = mx * sc;
-                const float mnew = kStale > 0.f && !(mt > mrow[hh] + kStale)
+                const float mnew = stale > 0.f && !(mt > mrow[hh] + stale)
                                        ? mrow[hh]
                                        : fmaxf(mrow[hh], mt);
                 const float mu = mnew == -INFINITY ? 0.f : mnew;
@@ -732,7 +734,7 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // picks the row half.
         auto rescale_pack = [&](const float(&alpha)[2]) {
             if constexpr (!wg_fixed(kV)) {
-                if (kStale == 0.f || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+                if (stale == 0.f || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
                     for (int d = 0; d < ND; d++)
 #pragma unroll

@@ -228,14 +228,13 @@ static const vcase cases[] = {
     {"wgmma tiles, alibi [batch, heads_q], window 50/-1, seq_q > seq_kv", 2, 2, 2, 64, 0, 450, 260,
      .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(50, -1), .alibi = 2, .dtypes = 6},
     /* A row's max on the wgmma kernel lags until a tile's passes it by
-     * more than 8 (log2 units; head dims 64 and 256): ALiBi slopes 2^-2 to
-     * 2^-8 move the maxima by far more and far less than that a tile, and
-     * Q x20 makes tile maxima jump either way. */
-    {"wgmma tiles, alibi, no mask, head dim 256 (maxima moving past the stale threshold and not)",
-     1, 4, 2, 256, 0, 150, 900, NOWIN, .alibi = 1, .dtypes = 6},
-    {"wgmma tiles, Q x20 (tile maxima jumping past the stale threshold), head dim 64, causal", 1,
-     2, 1, 64, 0, 400, 700, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .q_mag = 20.0f,
-     .dtypes = 6},
+     * more than 8 (log2 units; head dims 64 and 256, not with ALiBi): Q x20
+     * puts a row's logits about 10 log2 units apart, so tile maxima jump
+     * past the threshold and stay under it, either way. */
+    {"wgmma tiles, Q x20 (maxima past the stale threshold and not), head dim 256, sinks", 1, 4,
+     2, 256, 0, 150, 900, NOWIN, .sinks = 1, .q_mag = 20.0f, .dtypes = 6},
+    {"wgmma tiles, Q x20 (maxima past the stale threshold and not), head dim 64, causal", 1, 2,
+     1, 64, 0, 400, 700, .causal = FATTN_CAUSAL_BOTTOM_RIGHT, NOWIN, .q_mag = 20.0f, .dtypes = 6},
     {"wgmma persistent, softcap 30 + sinks, head dim 8, 144 work tiles", 2, 36, 6, 8, 0, 200, 150,
      NOWIN, .softcap = 30.0f, .sinks = 1, .dtypes = 6},
     {"wgmma persistent, alibi, head dim 8, 144 work tiles", 2, 36, 3, 8, 0, 330, 200, NOWIN,
