@@ -106,12 +106,6 @@
 #ifndef FATTN_WGMMA_STALE
 #define FATTN_WGMMA_STALE 8.f
 #endif
-#ifndef FATTN_WGMMA_VOTE_EARLY
-#define FATTN_WGMMA_VOTE_EARLY 0
-#endif
-#ifndef FATTN_WGMMA_STALE128
-#define FATTN_WGMMA_STALE128 0
-#endif
 #ifndef FATTN_WGMMA_PERSISTENT
 #define FATTN_WGMMA_PERSISTENT 1
 #endif
@@ -523,9 +517,8 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // (calls 154-155). Off at 128, where the tensor cores bound the
         // consumer and the vote cost 1-2%, and with ALiBi, whose slopes move
         // the maxima every tile (d256: 3% slower with it, call155).
-        constexpr float kStale = DPAD == 128 && !FATTN_WGMMA_STALE128 ? 0.f : FATTN_WGMMA_STALE;
+        constexpr float kStale = DPAD == 128 ? 0.f : FATTN_WGMMA_STALE;
         const float stale = alibi ? 0.f : kStale;
-        bool moved = true;   // FATTN_WGMMA_VOTE_EARLY: softmax's vote for rescale_pack
         // Tile j's rescoring (softcap, ALiBi), its mask where it cuts a row's
         // keys (seq_kv, causal, the window), and the online softmax in log2
         // units: s becomes P, alpha the factor O is rescaled by once no P V
@@ -735,19 +728,13 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
                 }
                 lrow[hh] = lrow[hh] * alpha[hh] + sum;
             }
-            // Whether a row of the warp moved its max, voted here (before the
-            // wait on the P V in flight) rather than in rescale_pack.
-            if constexpr (FATTN_WGMMA_VOTE_EARLY && !wg_fixed(kV))
-                moved = stale == 0.f || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f);
         };
         // O *= alpha, and P into A fragments: key block n / 2 (16 keys),
         // registers 0/1 from its first 8 columns, 2/3 from its second; hh
         // picks the row half.
         auto rescale_pack = [&](const float(&alpha)[2]) {
             if constexpr (!wg_fixed(kV)) {
-                if (FATTN_WGMMA_VOTE_EARLY ? moved
-                                           : stale == 0.f || __any_sync(0xffffffffu, alpha[0] != 1.f ||
-                                                                                       alpha[1] != 1.f)) {
+                if (stale == 0.f || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
                     for (int d = 0; d < ND; d++)
 #pragma unroll
