@@ -513,8 +513,8 @@ __global__ void __launch_bounds__(WgShape<DPAD>::NT, 1)
         // The stale-max threshold (FlashAttention-4's conditional rescaling;
         // softmax below): O's rescale is 0.5, 1 and 3.2 multiplies a score
         // at head dims 64, 128 and 256, and skipping it where no row of a
-        // warp moved its max made head dim 256 5-16% faster and 64 up to 8%
-        // (calls 154-155). Off at 128, where the tensor cores bound the
+        // warp moved its max made head dim 256 2-16% faster and 64 up to 8%
+        // (calls 154-156). Off at 128, where the tensor cores bound the
         // consumer and the vote cost 1-2%, and with ALiBi, whose slopes move
         // the maxima every tile (d256: 3% slower with it, call155).
         constexpr float kStale = DPAD == 128 ? 0.f : FATTN_WGMMA_STALE;
