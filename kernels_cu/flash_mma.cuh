@@ -15,12 +15,6 @@
 #ifndef FATTN_FLASH_MMA_CUH
 #define FATTN_FLASH_MMA_CUH
 
-/* FATTN_MMA_STALE 0: every key tile rescales O (for measuring the stale
- * max, below). */
-#ifndef FATTN_MMA_STALE
-#define FATTN_MMA_STALE 8
-#endif
-
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -570,11 +564,6 @@ __global__ void __launch_bounds__(NW * 32, MINB)
      * scale first (sc = 1). */
     const bool fold = FOLD && fold_sc > 0.f;
     const float sc = kV == kVarBias ? kLog2e : fold ? fold_sc : 1.f;
-    /* The stale max (flash_wgmma.cu's): a row's max moves only when a
-     * tile's passes it by more than `stale` log2 units (terms up to
-     * 2^stale), and a warp rescales O only where one of its rows moved.
-     * Not with ALiBi, whose slopes move the maxima every tile. */
-    const float stale = rs.alibi ? 0.f : (float)FATTN_MMA_STALE;
 
     const unsigned short *bbase = nullptr; /* load_bias_stage's, from bias_stage_base */
     int blast = 0;
@@ -793,10 +782,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
                         mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
                     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                    const float tmax = FOLD ? __fmul_ru(mx, sc) : mx * sc;
-                    const float mnew = stale > 0.f && !(tmax > mrow[mt][hh] + stale)
-                                           ? mrow[mt][hh]
-                                           : fmaxf(mrow[mt][hh], tmax);
+                    const float mnew = fmaxf(mrow[mt][hh], FOLD ? __fmul_ru(mx, sc) : mx * sc);
                     const float mu = mnew == -INFINITY ? 0.f : mnew;
                     const float alpha = ex2(mrow[mt][hh] - mu);
                     mrow[mt][hh] = mnew;
@@ -810,12 +796,10 @@ __global__ void __launch_bounds__(NW * 32, MINB)
                         sum += p0 + p1;
                     }
                     lrow[mt][hh] = lrow[mt][hh] * alpha + sum;
-                    if (stale == 0.f || __any_sync(0xffffffffu, alpha != 1.f)) {
 #pragma unroll
-                        for (int dt = 0; dt < ND; ++dt) {
-                            o[mt][dt][2 * hh] *= alpha;
-                            o[mt][dt][2 * hh + 1] *= alpha;
-                        }
+                    for (int dt = 0; dt < ND; ++dt) {
+                        o[mt][dt][2 * hh] *= alpha;
+                        o[mt][dt][2 * hh + 1] *= alpha;
                     }
                 }
         }
