@@ -47,9 +47,9 @@
 // - S = Q K^T: DPAD / 16 wgmma m64nBNk16 from shared memory; the online
 //   softmax on the accumulators (a row's BN values spread over a lane quad),
 //   whose running max moves only when a tile's passes it by more than 8 in
-//   log2 units (head dims 64 and 256, no ALiBi), so a warp rarely rescales O; P
-//   (terms up to 2^8) rounded to the storage type as wgmma's register A
-//   operand; O += P V: BN / 16 wgmma m64nDPADk16.
+//   log2 units (head dims 64 and 256, no ALiBi), so a warp rarely rescales
+//   O; P (terms up to 2^8) rounded to the storage type as wgmma's register
+//   A operand; O += P V: BN / 16 wgmma m64nDPADk16.
 #include <cuda.h>   // CUtensorMap; the encoder is reached through the runtime
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

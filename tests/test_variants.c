@@ -229,8 +229,8 @@ static const vcase cases[] = {
      .causal = FATTN_CAUSAL_BOTTOM_RIGHT, WIN(50, -1), .alibi = 2, .dtypes = 6},
     /* A row's max on the wgmma kernel lags until a tile's passes it by
      * more than 8 (log2 units; head dims 64 and 256, not with ALiBi): Q x20
-     * puts a row's logits about 10 log2 units apart, so tile maxima jump
-     * past the threshold and stay under it, either way. */
+     * gives a row's logits a standard deviation of about 11 log2 units, so
+     * tile maxima jump past the threshold and stay under it, either way. */
     {"wgmma tiles, Q x20 (maxima past the stale threshold and not), head dim 256, sinks", 1, 4,
      2, 256, 0, 150, 900, NOWIN, .sinks = 1, .q_mag = 20.0f, .dtypes = 6},
     {"wgmma tiles, Q x20 (maxima past the stale threshold and not), head dim 64, causal", 1, 2,
